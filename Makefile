@@ -1,0 +1,35 @@
+# rocketq's front door. `make run` and `make test` work on a brand-new machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv run test test-fast lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator]'
+	touch $(STAMP)
+
+## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results
+run: venv
+	$(VENV)/bin/rocketq local demo --messages 100000
+
+## test: the whole suite, slow scenarios included
+test: venv
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow"
+
+lint: venv
+	$(VENV)/bin/ruff check rocketq operator tests e2e bench
+	$(VENV)/bin/mypy rocketq operator/rocketq_operator
+
+bench: venv
+	$(VENV)/bin/rocketq local demo --messages 200000
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The rocketq Kubernetes operator (kopf): RocketMQCluster, RocketMQTopic, RocketMQConsumerGroup."""

@@ -1,0 +1,272 @@
+"""RocketMQ remoting frames: the unit every request and response travels in.
+
+A frame on the wire::
+
+    int32 BE  length          = 4 + headerLen + bodyLen (does not count itself)
+    int32 BE  serType<<24 | headerLen
+    header    JSON (serType 0) or RocketMQ's binary layout (serType 1)
+    body      the rest
+
+``RemotingCommand`` is the decoded frame. ``FrameDecoder`` cuts a byte stream into frames and
+refuses anything that cannot be one (oversized, negative or inconsistent lengths, undecodable
+headers) with ``FrameError`` *before* buffering the claimed payload, so a hostile peer cannot make
+a process allocate what it claims. What to do about a bad frame (close that connection) is the
+remoting layer's decision.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from rocketq.protocol.codes import LanguageCode, SerializeType
+
+DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
+"""Largest frame accepted, as Netty's ``LengthFieldBasedFrameDecoder`` default in RocketMQ."""
+
+MAX_HEADER_SIZE: Final = (1 << 24) - 1
+RESPONSE_FLAG: Final = 1
+ONEWAY_FLAG: Final = 2
+PROTOCOL_VERSION: Final = 399
+"""The ``version`` field Java 4.9.x clients send; informational only."""
+
+_INT32 = struct.Struct(">i")
+_PREFIX = struct.Struct(">iI")
+_BINARY_FIXED = struct.Struct(">hbhii")
+
+
+class FrameError(ValueError):
+    """The bytes cannot be a RocketMQ frame; the connection that sent them must be dropped."""
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    language: str = "PYTHON"
+    version: int = PROTOCOL_VERSION
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
+
+    def response(
+        self,
+        code: int,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> RemotingCommand:
+        """A response to this request: same opaque, the response bit, the request's header type."""
+        return RemotingCommand(
+            code=code,
+            opaque=self.opaque,
+            flag=RESPONSE_FLAG,
+            remark=remark,
+            ext_fields=ext_fields or {},
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    def encode(self) -> bytes:
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            header = _encode_binary_header(self)
+        else:
+            header = _encode_json_header(self)
+        if len(header) > MAX_HEADER_SIZE:
+            raise FrameError(f"header of {len(header)} bytes does not fit in 24 bits")
+        prefix = _PREFIX.pack(4 + len(header) + len(self.body), (self.serialize_type << 24) | len(header))
+        return b"".join((prefix, header, self.body))
+
+
+def java_string(value: Any) -> str:
+    """The string Java's ``toString()`` would give: extFields are strings on the wire."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    header: dict[str, Any] = {
+        "code": cmd.code,
+        "flag": cmd.flag,
+        "language": cmd.language,
+        "opaque": cmd.opaque,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": cmd.version,
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    return orjson.dumps(header)
+
+
+def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+    try:
+        language = LanguageCode[cmd.language]
+    except KeyError:
+        language = LanguageCode.OTHER
+    parts = [_BINARY_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag)]
+    remark = (cmd.remark or "").encode()
+    parts.append(_INT32.pack(len(remark)))
+    parts.append(remark)
+    ext = bytearray()
+    for key, value in cmd.ext_fields.items():
+        k, v = key.encode(), value.encode()
+        ext += struct.pack(">h", len(k)) + k + _INT32.pack(len(v)) + v
+    parts.append(_INT32.pack(len(ext)))
+    parts.append(bytes(ext))
+    return b"".join(parts)
+
+
+def _string_fields(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise FrameError("extFields is not an object")
+    return {str(k): java_string(v) for k, v in raw.items()}
+
+
+def _int_field(header: Mapping[str, Any], name: str, default: int = 0) -> int:
+    value = header.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FrameError(f"header field {name!r} is not an integer")
+    if not -(1 << 31) <= value < (1 << 31):
+        raise FrameError(f"header field {name!r} is out of int32 range")
+    return value
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        header = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"undecodable JSON header: {exc}") from None
+    if not isinstance(header, dict):
+        raise FrameError("JSON header is not an object")
+    if "code" not in header:
+        raise FrameError("JSON header has no code")
+    language = header.get("language", "JAVA")
+    if isinstance(language, int):
+        language = LanguageCode(language).name if language in LanguageCode._value2member_map_ else "OTHER"
+    remark = header.get("remark")
+    return RemotingCommand(
+        code=_int_field(header, "code"),
+        opaque=_int_field(header, "opaque"),
+        flag=_int_field(header, "flag"),
+        remark=None if remark is None else str(remark),
+        ext_fields=_string_fields(header.get("extFields")),
+        language=str(language),
+        version=_int_field(header, "version", PROTOCOL_VERSION),
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
+    buf = memoryview(data)
+    try:
+        code, language, version, opaque, flag = _BINARY_FIXED.unpack_from(buf, 0)
+        pos = _BINARY_FIXED.size
+        remark, pos = _read_sized(buf, pos, 4)
+        (ext_len,) = _INT32.unpack_from(buf, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len != len(buf):
+            raise FrameError("binary header extFields length is inconsistent")
+        ext: dict[str, str] = {}
+        while pos < len(buf):
+            key, pos = _read_sized(buf, pos, 2)
+            value, pos = _read_sized(buf, pos, 4)
+            ext[key] = value
+    except struct.error:
+        raise FrameError("binary header is truncated") from None
+    lang_name = LanguageCode(language).name if language in LanguageCode._value2member_map_ else "OTHER"
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        remark=remark or None,
+        ext_fields=ext,
+        language=lang_name,
+        version=version,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _read_sized(buf: memoryview, pos: int, width: int) -> tuple[str, int]:
+    (size,) = struct.unpack_from(">h" if width == 2 else ">i", buf, pos)
+    pos += width
+    if size < 0 or pos + size > len(buf):
+        raise FrameError("binary header string length is out of bounds")
+    try:
+        return bytes(buf[pos : pos + size]).decode(), pos + size
+    except UnicodeDecodeError:
+        raise FrameError("binary header string is not UTF-8") from None
+
+
+def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+    """Decode one frame without its 4-byte length prefix (``serType|headerLen`` first)."""
+    with memoryview(frame) as view:
+        return _decode_view(view)
+
+
+def _decode_view(view: memoryview) -> RemotingCommand:
+    if len(view) < 4:
+        raise FrameError("frame shorter than its header-length field")
+    (mark,) = struct.unpack_from(">I", view, 0)
+    ser_type, header_len = mark >> 24, mark & 0xFFFFFF
+    if 4 + header_len > len(view):
+        raise FrameError(f"header length {header_len} exceeds frame of {len(view)} bytes")
+    header = view[4 : 4 + header_len]
+    if ser_type == SerializeType.JSON:
+        cmd = decode_json_header(header)
+    elif ser_type == SerializeType.ROCKETMQ:
+        cmd = decode_binary_header(header)
+    else:
+        raise FrameError(f"unknown serialize type {ser_type}")
+    cmd.body = bytes(view[4 + header_len :])
+    return cmd
+
+
+class FrameDecoder:
+    """Cuts a byte stream into ``RemotingCommand``s; feed it whatever the socket gave."""
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self._buffer = bytearray()
+        self._max = max_frame_size
+
+    def feed(self, data: bytes) -> Iterator[RemotingCommand]:
+        self._buffer += data
+        buf = self._buffer
+        pos = 0
+        try:
+            while len(buf) - pos >= 4:
+                (length,) = _INT32.unpack_from(buf, pos)
+                if length < 4 or length > self._max:
+                    raise FrameError(f"frame length {length} outside [4, {self._max}]")
+                if len(buf) - pos - 4 < length:
+                    break
+                with memoryview(buf) as view:
+                    cmd = decode_frame(view[pos + 4 : pos + 4 + length])
+                pos += 4 + length
+                yield cmd
+        finally:
+            del buf[:pos]
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)

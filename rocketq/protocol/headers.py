@@ -1,0 +1,415 @@
+"""Typed request and response headers carried in a frame's ``extFields``.
+
+Each header is a frozen dataclass. A field's wire name (RocketMQ's camelCase) lives in its
+metadata and nowhere else: handlers see ``header.consumer_group``, the wire sees
+``consumerGroup``. ``from_ext`` validates: a missing required field, a number that is not a
+number, or a boolean that is not ``true``/``false`` raises ``HeaderError`` naming the field, which
+the dispatcher turns into a SYSTEM_ERROR response instead of a crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+from rocketq.protocol.frames import java_string
+
+_MISSING = dataclasses.MISSING
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class HeaderError(ValueError):
+    """A header field is missing or malformed."""
+
+
+def wire(name: str, default: Any = _MISSING) -> Any:
+    """Declare a header field with its wire (camelCase) name."""
+    if default is _MISSING:
+        return dataclasses.field(metadata={"wire": name})
+    return dataclasses.field(default=default, metadata={"wire": name})
+
+
+@functools.cache
+def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
+    hints = typing.get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        optional = False
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            optional, hint = True, args[0]
+        required = f.default is _MISSING and not optional
+        specs.append((f.name, f.metadata["wire"], hint, required))
+    return tuple(specs)
+
+
+def _parse(kind: type, wire_name: str, raw: str) -> Any:
+    if kind is str:
+        return raw
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise HeaderError(f"header field {wire_name}={raw!r} is not a boolean")
+    if kind is int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise HeaderError(f"header field {wire_name}={raw!r} is not an integer") from None
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise HeaderError(f"header field {wire_name}={raw!r} is out of range")
+        return value
+    raise TypeError(f"unsupported header field type {kind}")
+
+
+class Header:
+    """Base of all headers: conversion between extFields and typed values."""
+
+    __slots__ = ()
+    aliases: ClassVar[Mapping[str, str]] = {}
+    """Short wire names (SEND_MESSAGE_V2's a..n) mapped to the full ones."""
+
+    @classmethod
+    def from_ext(cls, ext: Mapping[str, str]) -> Self:
+        if cls.aliases:
+            ext = {cls.aliases.get(k, k): v for k, v in ext.items()}
+        values: dict[str, Any] = {}
+        for name, wire_name, kind, required in _field_specs(cls):
+            raw = ext.get(wire_name)
+            if raw is None or (raw == "" and kind is not str):
+                if required:
+                    raise HeaderError(f"the custom field <{wire_name}> is null")
+                continue
+            values[name] = _parse(kind, wire_name, raw)
+        return cls(**values)
+
+    def to_ext(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, wire_name, _kind, _required in _field_specs(type(self)):
+            value = getattr(self, name)
+            if value is not None:
+                out[wire_name] = java_string(value)
+        return out
+
+
+# --- send -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendMessageRequestHeader(Header):
+    producer_group: str = wire("producerGroup")
+    topic: str = wire("topic")
+    default_topic: str = wire("defaultTopic", "TBW102")
+    default_topic_queue_nums: int = wire("defaultTopicQueueNums", 4)
+    queue_id: int = wire("queueId", -1)
+    sys_flag: int = wire("sysFlag", 0)
+    born_timestamp: int = wire("bornTimestamp", 0)
+    flag: int = wire("flag", 0)
+    properties: str | None = wire("properties", None)
+    reconsume_times: int | None = wire("reconsumeTimes", None)
+    unit_mode: bool = wire("unitMode", False)
+    batch: bool = wire("batch", False)
+    max_reconsume_times: int | None = wire("maxReconsumeTimes", None)
+    broker_name: str | None = wire("brokerName", None)
+
+
+SEND_V2_ALIASES: Mapping[str, str] = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "brokerName",
+}
+_SEND_V2_SHORT = {full: short for short, full in SEND_V2_ALIASES.items()}
+
+
+def send_header_from_v2(ext: Mapping[str, str]) -> SendMessageRequestHeader:
+    return SendMessageRequestHeader.from_ext({SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()})
+
+
+def send_header_to_v2(header: SendMessageRequestHeader) -> dict[str, str]:
+    return {_SEND_V2_SHORT[k]: v for k, v in header.to_ext().items()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendMessageResponseHeader(Header):
+    msg_id: str = wire("msgId")
+    queue_id: int = wire("queueId")
+    queue_offset: int = wire("queueOffset")
+    transaction_id: str | None = wire("transactionId", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    offset: int = wire("offset")
+    group: str = wire("group")
+    delay_level: int = wire("delayLevel", 0)
+    origin_msg_id: str | None = wire("originMsgId", None)
+    origin_topic: str | None = wire("originTopic", None)
+    unit_mode: bool = wire("unitMode", False)
+    max_reconsume_times: int | None = wire("maxReconsumeTimes", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTransactionRequestHeader(Header):
+    producer_group: str = wire("producerGroup")
+    tran_state_table_offset: int = wire("tranStateTableOffset")
+    commit_log_offset: int = wire("commitLogOffset")
+    commit_or_rollback: int = wire("commitOrRollback")
+    from_transaction_check: bool = wire("fromTransactionCheck", False)
+    msg_id: str = wire("msgId")
+    transaction_id: str | None = wire("transactionId", None)
+    topic: str | None = wire("topic", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckTransactionStateRequestHeader(Header):
+    tran_state_table_offset: int = wire("tranStateTableOffset")
+    commit_log_offset: int = wire("commitLogOffset")
+    msg_id: str | None = wire("msgId", None)
+    transaction_id: str | None = wire("transactionId", None)
+    offset_msg_id: str | None = wire("offsetMsgId", None)
+    topic: str | None = wire("topic", None)
+
+
+# --- pull and offsets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullMessageRequestHeader(Header):
+    consumer_group: str = wire("consumerGroup")
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    queue_offset: int = wire("queueOffset")
+    max_msg_nums: int = wire("maxMsgNums")
+    sys_flag: int = wire("sysFlag")
+    commit_offset: int = wire("commitOffset")
+    suspend_timeout_millis: int = wire("suspendTimeoutMillis")
+    subscription: str | None = wire("subscription", None)
+    sub_version: int = wire("subVersion", 0)
+    expression_type: str | None = wire("expressionType", None)
+    max_msg_bytes: int | None = wire("maxMsgBytes", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullMessageResponseHeader(Header):
+    suggest_which_broker_id: int = wire("suggestWhichBrokerId")
+    next_begin_offset: int = wire("nextBeginOffset")
+    min_offset: int = wire("minOffset")
+    max_offset: int = wire("maxOffset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumer_group: str = wire("consumerGroup")
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    set_zero_if_not_found: bool | None = wire("setZeroIfNotFound", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumer_group: str = wire("consumerGroup")
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    commit_offset: int = wire("commitOffset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetResponseHeader(Header):
+    """QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP answers."""
+
+    offset: int = wire("offset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicQueueRequestHeader(Header):
+    """GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME all name one queue."""
+
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EarliestMsgStoretimeResponseHeader(Header):
+    timestamp: int = wire("timestamp")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOffsetRequestHeader(Header):
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    timestamp: int = wire("timestamp")
+    boundary_type: str | None = wire("boundaryType", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetOffsetRequestHeader(Header):
+    topic: str = wire("topic")
+    group: str = wire("group")
+    timestamp: int = wire("timestamp")
+    is_force: bool = wire("isForce", True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloneGroupOffsetRequestHeader(Header):
+    src_group: str = wire("srcGroup")
+    dest_group: str = wire("destGroup")
+    topic: str | None = wire("topic", None)
+    offline: bool = wire("offline", False)
+
+
+# --- queries ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryMessageRequestHeader(Header):
+    topic: str = wire("topic")
+    key: str = wire("key")
+    max_num: int = wire("maxNum")
+    begin_timestamp: int = wire("beginTimestamp")
+    end_timestamp: int = wire("endTimestamp")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int = wire("indexLastUpdateTimestamp")
+    index_last_update_phyoffset: int = wire("indexLastUpdatePhyoffset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewMessageRequestHeader(Header):
+    offset: int = wire("offset")
+    topic: str | None = wire("topic", None)
+
+
+# --- clients ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterClientRequestHeader(Header):
+    client_id: str = wire("clientID")
+    producer_group: str | None = wire("producerGroup", None)
+    consumer_group: str | None = wire("consumerGroup", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeader(Header):
+    """GET_CONSUMER_LIST_BY_GROUP, NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_CONNECTION_LIST."""
+
+    consumer_group: str = wire("consumerGroup")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumeStatsRequestHeader(Header):
+    consumer_group: str = wire("consumerGroup")
+    topic: str | None = wire("topic", None)
+
+
+# --- topics, groups, broker admin -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicRequestHeader(Header):
+    topic: str = wire("topic")
+    default_topic: str = wire("defaultTopic", "TBW102")
+    read_queue_nums: int = wire("readQueueNums")
+    write_queue_nums: int = wire("writeQueueNums")
+    perm: int = wire("perm")
+    topic_filter_type: str = wire("topicFilterType", "SINGLE_TAG")
+    topic_sys_flag: int | None = wire("topicSysFlag", None)
+    order: bool = wire("order", False)
+    attributes: str | None = wire("attributes", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicHeader(Header):
+    """GET_ROUTEINFO_BY_TOPIC, DELETE_TOPIC_IN_BROKER/NAMESRV, GET_TOPIC_STATS_INFO, ..."""
+
+    topic: str = wire("topic")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteSubscriptionGroupRequestHeader(Header):
+    group_name: str = wire("groupName")
+    clean_offset: bool = wire("cleanOffset", False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetTopicsByClusterRequestHeader(Header):
+    cluster: str = wire("cluster")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerNameHeader(Header):
+    """WIPE_WRITE_PERM_OF_BROKER."""
+
+    broker_name: str = wire("brokerName")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WipeWritePermResponseHeader(Header):
+    wipe_topic_count: int = wire("wipeTopicCount")
+
+
+# --- name server ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRequestHeader(Header):
+    broker_name: str = wire("brokerName")
+    broker_addr: str = wire("brokerAddr")
+    cluster_name: str = wire("clusterName")
+    ha_server_addr: str = wire("haServerAddr", "")
+    broker_id: int = wire("brokerId")
+    compressed: bool = wire("compressed", False)
+    body_crc32: int = wire("bodyCrc32", 0)
+    heartbeat_timeout_millis: int | None = wire("heartbeatTimeoutMillis", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerResponseHeader(Header):
+    ha_server_addr: str | None = wire("haServerAddr", None)
+    master_addr: str | None = wire("masterAddr", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerRequestHeader(Header):
+    broker_name: str = wire("brokerName")
+    broker_addr: str = wire("brokerAddr")
+    cluster_name: str = wire("clusterName")
+    broker_id: int = wire("brokerId")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KVConfigHeader(Header):
+    """PUT_KV_CONFIG (with value), GET_KV_CONFIG and DELETE_KV_CONFIG (without)."""
+
+    namespace: str = wire("namespace")
+    key: str = wire("key")
+    value: str | None = wire("value", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KVConfigResponseHeader(Header):
+    value: str | None = wire("value", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamespaceHeader(Header):
+    namespace: str = wire("namespace")
