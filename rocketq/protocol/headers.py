@@ -10,7 +10,6 @@ the dispatcher turns into a SYSTEM_ERROR response instead of a crash.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -34,8 +33,13 @@ def wire(name: str, default: Any = _MISSING) -> Any:
     return dataclasses.field(default=default, metadata={"wire": name})
 
 
-@functools.cache
+_SPECS: dict[type, tuple[tuple[str, str, type, bool], ...]] = {}
+
+
 def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
+    cached = _SPECS.get(cls)
+    if cached is not None:
+        return cached
     hints = typing.get_type_hints(cls)
     specs = []
     for f in dataclasses.fields(cls):
@@ -46,7 +50,8 @@ def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
             optional, hint = True, args[0]
         required = f.default is _MISSING and not optional
         specs.append((f.name, f.metadata["wire"], hint, required))
-    return tuple(specs)
+    _SPECS[cls] = tuple(specs)
+    return _SPECS[cls]
 
 
 def _parse(kind: type, wire_name: str, raw: str) -> Any:

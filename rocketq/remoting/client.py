@@ -1,0 +1,99 @@
+"""The client side: one reused connection per peer address.
+
+Connections are opened on first use, shared by every caller, and dropped from the table when
+they close, so the next call reconnects. Handlers given here answer requests that servers send
+to clients (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Mapping
+
+from rocketq.protocol import frames
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.errors import RemotingConnectError
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RemotingConnectError(f"bad address {addr!r}: expected host:port")
+    return host.strip("[]"), int(port)
+
+
+class RemotingClient:
+    def __init__(
+        self,
+        handlers: Mapping[int, Handler] | None = None,
+        *,
+        connect_timeout: float = 3.0,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        name: str = "client",
+    ) -> None:
+        self._handlers: Mapping[int, Handler] = handlers or {}
+        self._connect_timeout = connect_timeout
+        self._max_frame_size = max_frame_size
+        self._name = name
+        self._connections: dict[str, Connection] = {}
+        self._connecting: dict[str, asyncio.Future[Connection]] = {}
+        self._closed = False
+
+    async def connection(self, addr: str) -> Connection:
+        conn = self._connections.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        if self._closed:
+            raise RemotingConnectError("client is closed")
+        pending = self._connecting.get(addr)
+        if pending is None:
+            pending = asyncio.ensure_future(self._connect(addr))
+            self._connecting[addr] = pending
+            pending.add_done_callback(lambda _f: self._connecting.pop(addr, None))
+        return await asyncio.shield(pending)
+
+    async def _connect(self, addr: str) -> Connection:
+        host, port = split_addr(addr)
+        loop = asyncio.get_running_loop()
+        try:
+            _transport, conn = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name),
+                    host,
+                    port,
+                ),
+                self._connect_timeout,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise RemotingConnectError(f"cannot connect to {addr}: {exc or 'timeout'}") from None
+        sock = _transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._connections[addr] = conn
+        conn.add_close_callback(lambda c: self._forget(addr, c))
+        return conn
+
+    def _forget(self, addr: str, conn: Connection) -> None:
+        if self._connections.get(addr) is conn:
+            del self._connections[addr]
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        conn = await self.connection(addr)
+        return await conn.invoke(cmd, timeout)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        conn = await self.connection(addr)
+        await conn.invoke_oneway(cmd)
+
+    def close_connection(self, addr: str) -> None:
+        conn = self._connections.pop(addr, None)
+        if conn is not None:
+            conn.abort()
+
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+        self._closed = True
+        conns, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)

@@ -1,0 +1,176 @@
+"""Server and client over real sockets on 127.0.0.1: RPC styles, errors, and hostile peers."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import HeaderError, TopicHeader
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.connection import Connection
+from rocketq.remoting.errors import RemotingConnectError, RemotingTimeoutError
+from rocketq.remoting.server import RemotingServer
+
+ECHO, SLOW, STRICT, ONEWAY_SINK, CALL_BACK = 1, 2, 3, 4, 5
+
+
+class Fixture:
+    def __init__(self) -> None:
+        self.oneway_seen: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+        self.server_side: list[Connection] = []
+
+    async def echo(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, ext_fields=dict(req.ext_fields), body=req.body)
+
+    async def slow(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(10)
+        return req.response(ResponseCode.SUCCESS)
+
+    async def strict(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        header = TopicHeader.from_ext(req.ext_fields)
+        return req.response(ResponseCode.SUCCESS, header.topic)
+
+    async def sink(self, conn: Connection, req: RemotingCommand) -> None:
+        await self.oneway_seen.put(req)
+
+    async def call_back(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        # The server asks the client something on the same connection, as a broker does.
+        answer = await conn.invoke(RemotingCommand(code=40, ext_fields={"consumerGroup": "g"}), 2)
+        return req.response(ResponseCode.SUCCESS, answer.remark)
+
+    def handlers(self) -> dict[int, object]:
+        return {ECHO: self.echo, SLOW: self.slow, STRICT: self.strict, ONEWAY_SINK: self.sink,
+                CALL_BACK: self.call_back}
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[Fixture, RemotingServer, str]]:
+    fx = Fixture()
+    server = RemotingServer(fx.handlers(), host="127.0.0.1")  # type: ignore[arg-type]
+    await server.start()
+    yield fx, server, f"127.0.0.1:{server.port}"
+    await server.close()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    async def notified(conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, "notified " + req.ext_fields["consumerGroup"])
+
+    c = RemotingClient({40: notified})
+    yield c
+    await c.close()
+
+
+async def test_sync_rpc_and_connection_reuse(served, client) -> None:
+    _fx, server, addr = served
+    for i in range(5):
+        resp = await client.invoke(addr, RemotingCommand(code=ECHO, ext_fields={"i": str(i)}, body=b"b"), 2)
+        assert resp.code == 0 and resp.ext_fields == {"i": str(i)} and resp.body == b"b"
+    assert len(server.connections) == 1
+
+
+async def test_concurrent_requests_are_matched_by_opaque(served, client) -> None:
+    _fx, _server, addr = served
+    bodies = [str(i).encode() for i in range(300)]
+    results = await asyncio.gather(*(client.invoke(addr, RemotingCommand(code=ECHO, body=b), 5) for b in bodies))
+    assert [r.body for r in results] == bodies
+
+
+async def test_unknown_code_is_not_supported(served, client) -> None:
+    resp = await client.invoke(served[2], RemotingCommand(code=777), 2)
+    assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert resp.remark == " request type 777 not supported"
+
+
+async def test_header_error_becomes_system_error(served, client) -> None:
+    resp = await client.invoke(served[2], RemotingCommand(code=STRICT), 2)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "topic" in (resp.remark or "")
+
+
+async def test_timeout(served, client) -> None:
+    with pytest.raises(RemotingTimeoutError):
+        await client.invoke(served[2], RemotingCommand(code=SLOW), 0.05)
+
+
+async def test_oneway_gets_no_response(served, client) -> None:
+    fx, _server, addr = served
+    await client.invoke_oneway(addr, RemotingCommand(code=ONEWAY_SINK, body=b"fire"))
+    seen = await asyncio.wait_for(fx.oneway_seen.get(), 2)
+    assert seen.body == b"fire" and seen.is_oneway
+    # the connection is still in step: the next RPC gets its own answer
+    assert (await client.invoke(addr, RemotingCommand(code=ECHO, body=b"next"), 2)).body == b"next"
+
+
+async def test_server_to_client_request(served, client) -> None:
+    resp = await client.invoke(served[2], RemotingCommand(code=CALL_BACK), 3)
+    assert resp.remark == "notified g"
+
+
+async def test_connect_error() -> None:
+    c = RemotingClient(connect_timeout=1)
+    with pytest.raises(RemotingConnectError):
+        await c.invoke("127.0.0.1:1", RemotingCommand(code=ECHO), 1)
+    with pytest.raises(RemotingConnectError):
+        await c.invoke("no-port", RemotingCommand(code=ECHO), 1)
+    await c.close()
+
+
+async def test_header_error_type_is_public() -> None:
+    assert issubclass(HeaderError, ValueError)
+
+
+async def _send_raw(addr: str, data: bytes) -> bool:
+    """Send raw bytes; True if the server closed the connection."""
+    host, port = addr.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(data)
+    await writer.drain()
+    try:
+        rest = await asyncio.wait_for(reader.read(), 2)
+        closed = True
+        del rest
+    except TimeoutError:
+        closed = False
+    writer.close()
+    return closed
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        struct.pack(">i", -1) + b"\x00" * 8,
+        struct.pack(">i", 1 << 30),
+        struct.pack(">iI", 12, 8) + b"notjson!",
+    ],
+)
+async def test_garbage_closes_only_that_connection(served, client, garbage: bytes) -> None:
+    _fx, _server, addr = served
+    assert (await client.invoke(addr, RemotingCommand(code=ECHO, body=b"1"), 2)).body == b"1"
+    assert await _send_raw(addr, garbage)
+    # the server and every other connection keep going
+    assert (await client.invoke(addr, RemotingCommand(code=ECHO, body=b"2"), 2)).body == b"2"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payload=st.binary(min_size=1, max_size=64))
+async def test_live_server_survives_random_bytes(served, payload: bytes) -> None:
+    _fx, _server, addr = served
+    host, port = addr.split(":")
+    _reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(payload)
+    await writer.drain()
+    writer.close()
+    c = RemotingClient()
+    try:
+        assert (await c.invoke(addr, RemotingCommand(code=ECHO, body=b"ok"), 2)).body == b"ok"
+    finally:
+        await c.close()
