@@ -1,0 +1,323 @@
+"""The route registry: which brokers are alive, and which of them hold which topic's queues.
+
+This is RocketMQ's ``RouteInfoManager`` as pure state: no sockets, no clock, no tasks. The
+caller passes ``now`` (any monotonic seconds) and the connection a registration came on (an
+opaque object compared by identity), so every rule below can be tested in isolation.
+
+Tables (RocketMQ's names):
+
+- ``topic_queue_table``: topic -> brokerName -> QueueData (queue counts and perm per broker group)
+- ``broker_addr_table``: brokerName -> BrokerData (cluster, {brokerId: addr})
+- ``cluster_addr_table``: cluster -> {brokerName}
+- ``broker_live_table``: brokerAddr -> BrokerLive (last registration, dataVersion, haServerAddr,
+  connection, heartbeat timeout)
+- ``filter_server_table``: brokerAddr -> [filter server addr]
+
+Rules kept from RocketMQ: a registration is also the broker's heartbeat; an address registered
+under another brokerId is replaced (a slave promoted to master leaves one record); queue data is
+rebuilt only from the master (brokerId 0) and only on first registration or a changed
+dataVersion; a slave is told its master's address and HA address. A broker that goes silent
+(``expire``) or whose connection closes (``remove_by_connection``) disappears from every table,
+and a topic whose last broker disappears disappears too. Name servers never talk to each other:
+every broker registers with each of them, so this registry is never replicated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketq.namesrv.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from rocketq.protocol.codes import MASTER_ID, Perm
+
+
+class RouteError(ValueError):
+    """A registration names something that cannot be a broker (empty name, bad id, bad address)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int
+
+    @classmethod
+    def of(cls, broker_name: str, tc: TopicConfig) -> QueueData:
+        return cls(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "readQueueNums": self.read_queue_nums,
+            "writeQueueNums": self.write_queue_nums,
+            "perm": self.perm,
+            "topicSysFlag": self.topic_sys_flag,
+        }
+
+
+@dataclass(slots=True)
+class BrokerData:
+    """One broker group: its cluster and the address of each member by brokerId."""
+
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        # Standard JSON object keys are strings; Java's fastjson reads "0" back as Long 0.
+        addrs = {str(broker_id): addr for broker_id, addr in sorted(self.broker_addrs.items())}
+        return {"cluster": self.cluster, "brokerName": self.broker_name, "brokerAddrs": addrs}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLive:
+    broker_addr: str
+    last_update: float
+    data_version: DataVersion
+    ha_server_addr: str
+    connection: object | None
+    timeout: float | None
+    """Seconds of silence before expiry as the broker asked (RocketMQ 5), or None: the default."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What REGISTER_BROKER says, validated by the caller's header parsing."""
+
+    cluster: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    ha_server_addr: str
+    body: RegisterBrokerBody
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterResult:
+    """For a slave: where its master is and where to replicate from; empty otherwise."""
+
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+
+
+class RouteTable:
+    def __init__(self, *, delete_topic_with_registration: bool = False) -> None:
+        self.delete_topic_with_registration = delete_topic_with_registration
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, BrokerData] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLive] = {}
+        self.filter_server_table: dict[str, list[str]] = {}
+
+    # --- registration ---------------------------------------------------------------------------
+
+    def register_broker(
+        self, reg: Registration, *, now: float, connection: object | None = None, timeout: float | None = None
+    ) -> RegisterResult:
+        _validate(reg)
+        self.cluster_addr_table.setdefault(reg.cluster, set()).add(reg.broker_name)
+        first = self._put_broker_addr(reg)
+        if reg.broker_id == MASTER_ID:
+            version = reg.body.data_version
+            if first or self.is_topic_config_changed(reg.broker_addr, version):
+                self._rebuild_queues(reg.broker_name, reg.body.topic_configs)
+        self.broker_live_table[reg.broker_addr] = BrokerLive(
+            reg.broker_addr, now, reg.body.data_version, reg.ha_server_addr, connection, timeout
+        )
+        if reg.body.filter_servers:
+            self.filter_server_table[reg.broker_addr] = list(reg.body.filter_servers)
+        else:
+            self.filter_server_table.pop(reg.broker_addr, None)
+        return self._master_of(reg) if reg.broker_id != MASTER_ID else RegisterResult()
+
+    def _put_broker_addr(self, reg: Registration) -> bool:
+        """Record the address under its id; True when this id (or the group) is new."""
+        data = self.broker_addr_table.get(reg.broker_name)
+        first = data is None
+        if data is None:
+            data = BrokerData(reg.cluster, reg.broker_name)
+            self.broker_addr_table[reg.broker_name] = data
+        # One record per address: a slave promoted to master re-registers as id 0.
+        for broker_id, addr in list(data.broker_addrs.items()):
+            if addr == reg.broker_addr and broker_id != reg.broker_id:
+                del data.broker_addrs[broker_id]
+        previous = data.broker_addrs.get(reg.broker_id)
+        data.broker_addrs[reg.broker_id] = reg.broker_addr
+        return first or previous is None
+
+    def _rebuild_queues(self, broker_name: str, configs: Iterable[TopicConfig]) -> None:
+        reported = set()
+        for tc in configs:
+            reported.add(tc.topic_name)
+            self.topic_queue_table.setdefault(tc.topic_name, {})[broker_name] = QueueData.of(broker_name, tc)
+        if self.delete_topic_with_registration:
+            for topic in list(self.topic_queue_table):
+                if topic not in reported:
+                    self._drop_queue(topic, broker_name)
+
+    def _master_of(self, reg: Registration) -> RegisterResult:
+        master_addr = self.broker_addr_table[reg.broker_name].broker_addrs.get(MASTER_ID)
+        master = self.broker_live_table.get(master_addr) if master_addr else None
+        if master is None:
+            return RegisterResult()
+        return RegisterResult(master_addr=master_addr, ha_server_addr=master.ha_server_addr)
+
+    def is_topic_config_changed(self, broker_addr: str, version: DataVersion) -> bool:
+        live = self.broker_live_table.get(broker_addr)
+        return live is None or live.data_version != version
+
+    def data_version_of(self, broker_addr: str) -> DataVersion | None:
+        live = self.broker_live_table.get(broker_addr)
+        return None if live is None else live.data_version
+
+    def touch(self, broker_addr: str, now: float) -> None:
+        """Count a QUERY_DATA_VERSION with an unchanged version as a heartbeat."""
+        live = self.broker_live_table.get(broker_addr)
+        if live is not None:
+            self.broker_live_table[broker_addr] = dataclasses.replace(live, last_update=now)
+
+    # --- removal --------------------------------------------------------------------------------
+
+    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+        """A clean shutdown: forget this member; the group goes when its last member goes."""
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        data = self.broker_addr_table.get(broker_name)
+        if data is None:
+            return
+        data.broker_addrs.pop(broker_id, None)
+        if data.broker_addrs:
+            return
+        del self.broker_addr_table[broker_name]
+        names = self.cluster_addr_table.get(cluster)
+        if names is not None:
+            names.discard(broker_name)
+            if not names:
+                del self.cluster_addr_table[cluster]
+        self._drop_broker_queues(broker_name)
+
+    def expire(self, now: float, timeout: float) -> list[BrokerLive]:
+        """Remove every broker silent for longer than its timeout; return what was removed."""
+        expired = [
+            live for live in self.broker_live_table.values()
+            if now - live.last_update > (live.timeout if live.timeout is not None else timeout)
+        ]
+        for live in expired:
+            self._remove_addr(live.broker_addr)
+        return expired
+
+    def remove_by_connection(self, connection: object) -> list[str]:
+        """The connection a broker registered on closed: remove it now, not after the timeout."""
+        addrs = [addr for addr, live in self.broker_live_table.items() if live.connection is connection]
+        for addr in addrs:
+            self._remove_addr(addr)
+        return addrs
+
+    def _remove_addr(self, broker_addr: str) -> None:
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        for name, data in list(self.broker_addr_table.items()):
+            for broker_id in [i for i, addr in data.broker_addrs.items() if addr == broker_addr]:
+                del data.broker_addrs[broker_id]
+            if not data.broker_addrs:
+                del self.broker_addr_table[name]
+                self._forget_group(name)
+
+    def _forget_group(self, broker_name: str) -> None:
+        for cluster, names in list(self.cluster_addr_table.items()):
+            names.discard(broker_name)
+            if not names:
+                del self.cluster_addr_table[cluster]
+        self._drop_broker_queues(broker_name)
+
+    def _drop_broker_queues(self, broker_name: str) -> None:
+        for topic in list(self.topic_queue_table):
+            self._drop_queue(topic, broker_name)
+
+    def _drop_queue(self, topic: str, broker_name: str) -> None:
+        queues = self.topic_queue_table.get(topic)
+        if queues is not None and queues.pop(broker_name, None) is not None and not queues:
+            del self.topic_queue_table[topic]
+
+    # --- admin changes --------------------------------------------------------------------------
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
+        """Forget a topic everywhere, or only on the broker groups of ``cluster``."""
+        if topic not in self.topic_queue_table:
+            return False
+        if not cluster:
+            del self.topic_queue_table[topic]
+            return True
+        names = self.cluster_addr_table.get(cluster, set())
+        hit = names & self.topic_queue_table[topic].keys()
+        for name in hit:
+            self._drop_queue(topic, name)
+        return bool(hit)
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        """Make a broker group read-only in every route (before taking it offline)."""
+        count = 0
+        for queues in self.topic_queue_table.values():
+            qd = queues.get(broker_name)
+            if qd is not None:
+                queues[broker_name] = dataclasses.replace(qd, perm=qd.perm & ~int(Perm.WRITE))
+                count += 1
+        return count
+
+    # --- queries --------------------------------------------------------------------------------
+
+    def pick_route(self, topic: str) -> dict[str, Any] | None:
+        """TopicRouteData for a topic, or None when no live broker group holds it."""
+        queues = self.topic_queue_table.get(topic)
+        if not queues:
+            return None
+        brokers = [self.broker_addr_table[name] for name in sorted(queues) if name in self.broker_addr_table]
+        if not brokers:
+            return None
+        filter_servers = {
+            addr: list(self.filter_server_table[addr])
+            for data in brokers for addr in data.broker_addrs.values() if addr in self.filter_server_table
+        }
+        return {
+            "queueDatas": [queues[name].to_json() for name in sorted(queues)],
+            "brokerDatas": [data.to_json() for data in brokers],
+            "filterServerTable": filter_servers,
+        }
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {
+            "brokerAddrTable": {name: data.to_json() for name, data in sorted(self.broker_addr_table.items())},
+            "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.cluster_addr_table.items())},
+        }
+
+    def all_topics(self) -> list[str]:
+        return sorted(self.topic_queue_table)
+
+    def topics_by_cluster(self, cluster: str) -> list[str]:
+        names = self.cluster_addr_table.get(cluster, set())
+        return sorted(t for t, queues in self.topic_queue_table.items() if names & queues.keys())
+
+    def system_topics(self) -> tuple[list[str], str | None]:
+        """RocketMQ's system topics as the name server sees them: every cluster name and broker
+        name (brokers create topics named after both), plus one broker address to ask for more."""
+        topics: set[str] = set()
+        for cluster, names in self.cluster_addr_table.items():
+            topics.add(cluster)
+            topics |= names
+        addr = next((a for d in self.broker_addr_table.values() for a in d.broker_addrs.values()), None)
+        return sorted(topics), addr
+
+
+def _validate(reg: Registration) -> None:
+    for what, value in (("clusterName", reg.cluster), ("brokerName", reg.broker_name)):
+        if not value.strip():
+            raise RouteError(f"{what} must not be empty")
+    if reg.broker_id < 0:
+        raise RouteError(f"brokerId {reg.broker_id} must not be negative")
+    host, sep, port = reg.broker_addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RouteError(f"brokerAddr {reg.broker_addr!r} is not host:port")

@@ -1,0 +1,160 @@
+"""Register bodies as Java brokers send them (JSON, compressed), and hostile ones."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import struct
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.namesrv import bodies
+from rocketq.namesrv.bodies import BodyError, DataVersion, RegisterBrokerBody, TopicConfig
+
+JAVA_JSON = (
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"timestamp":1700000000000},'
+    b'"topicConfigTable":{"TopicTest":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG",'
+    b'"topicName":"TopicTest","topicSysFlag":0,"writeQueueNums":4},"%RETRY%g":{"order":false,"perm":6,'
+    b'"readQueueNums":1,"topicFilterType":"SINGLE_TAG","topicName":"%RETRY%g","topicSysFlag":0,'
+    b'"writeQueueNums":1}}}}'
+)
+
+
+def java_compressed(version: bytes, topics: list[bytes], filters: bytes = b"[]") -> bytes:
+    """The layout RegisterBrokerBody.encode(true) writes, assembled by hand."""
+    chunks = [struct.pack(">i", len(version)), version, struct.pack(">i", len(topics))]
+    for t in topics:
+        chunks += [struct.pack(">i", len(t)), t]
+    chunks += [struct.pack(">i", len(filters)), filters]
+    return zlib.compress(b"".join(chunks))
+
+
+def test_java_json_body() -> None:
+    body = bodies.decode_register_body(JAVA_JSON, compressed=False)
+    assert body.data_version == DataVersion(1700000000000, 3)
+    assert {tc.topic_name: tc.read_queue_nums for tc in body.topic_configs} == {"TopicTest": 4, "%RETRY%g": 1}
+    assert body.filter_servers == ()
+
+
+def test_java_compressed_body() -> None:
+    data = java_compressed(b'{"counter":7,"timestamp":5}',
+                           [b"TopicTest 8 8 6 SINGLE_TAG ", b'Attr 2 2 4 MULTI_TAG {"+a":"b c"}'],
+                           b'["10.0.0.9:1"]')
+    body = bodies.decode_register_body(data, compressed=True)
+    assert body.data_version == DataVersion(5, 7)
+    assert body.topic_configs == (TopicConfig("TopicTest", 8, 8, 6), TopicConfig("Attr", 2, 2, 4, "MULTI_TAG"))
+    assert body.filter_servers == ("10.0.0.9:1",)
+
+
+def test_deflated_json_body_is_accepted() -> None:
+    body = bodies.decode_register_body(zlib.compress(JAVA_JSON), compressed=True)
+    assert len(body.topic_configs) == 2
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_encode_round_trip(compress: bool) -> None:
+    original = RegisterBrokerBody(
+        (TopicConfig("A", 4, 4, 6), TopicConfig("B", 1, 2, 2, "MULTI_TAG")), DataVersion(9, 8), ("f:1",))
+    assert bodies.decode_register_body(bodies.encode_register_body(original, compress=compress),
+                                       compressed=compress) == original
+
+
+def test_empty_body_is_an_empty_table() -> None:
+    assert bodies.decode_register_body(b"", compressed=False) == RegisterBrokerBody()
+
+
+def test_missing_fields_take_java_defaults() -> None:
+    body = bodies.decode_register_body(b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{}}}}',
+                                       compressed=False)
+    assert body.topic_configs == (TopicConfig("T", 16, 16, 6),)
+    assert body.data_version == DataVersion()
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b"not json", "not valid JSON"),
+    (b"[]", "must be a JSON object"),
+    (b'{"topicConfigSerializeWrapper":[]}', "topicConfigSerializeWrapper must be a JSON object"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"readQueueNums":-1}}}}', "readQueueNums"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":"6"}}}}', "perm"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":8}}}}', "perm 8"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"writeQueueNums":true}}}}', "writeQueueNums"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":""}}}}', "topic name"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicFilterType":"X"}}}}', "topicFilterType"),
+    (b'{"topicConfigSerializeWrapper":{"dataVersion":{"counter":"x"}}}', "counter"),
+    (b'{"filterServerList":[1]}', "filterServerList"),
+])
+def test_bad_json_bodies_are_refused_with_a_clear_reason(raw: bytes, message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        bodies.decode_register_body(raw, compressed=False)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\x00\x01garbage", "does not inflate"),
+    (zlib.compress(b"\x00\x00\x00"), "ends before"),
+    (zlib.compress(b"\x00\x00\x00\x05{}"), "ends inside"),
+    (java_compressed(b"{}", [b"T 1 1"]), "fewer than 5"),
+    (java_compressed(b"{}", [b"T x 1 6 SINGLE_TAG"]), "not an integer"),
+    (java_compressed(b"{}", [b"T 1 1 6 WHAT"]), "topicFilterType"),
+    (java_compressed(b"{}", [], b"{}"), "filterServerList"),
+    (zlib.compress(b"\x7f\xff\xff\xff"), "impossible"),
+    (zlib.compress(JAVA_JSON)[:-3], "truncated"),
+])
+def test_bad_compressed_bodies_are_refused(data: bytes, message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        bodies.decode_register_body(data, compressed=True)
+
+
+def test_zip_bomb_is_refused_without_inflating_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bodies, "MAX_INFLATED_BODY", 1024)
+    with pytest.raises(BodyError, match="inflates beyond"):
+        bodies.decode_register_body(zlib.compress(b" " * 4096), compressed=True)
+
+
+def test_crc32_is_javas_masked_value() -> None:
+    data = b"some body"
+    masked = zlib.crc32(data) & 0x7FFFFFFF
+    assert bodies.java_crc32(data) == masked
+    bodies.check_crc32(data, 0)
+    bodies.check_crc32(data, masked)
+    bodies.check_crc32(data, zlib.crc32(data))
+    with pytest.raises(BodyError, match="crc32 not match"):
+        bodies.check_crc32(data, masked ^ 1)
+
+
+def test_data_version_body() -> None:
+    assert bodies.decode_data_version(b'{"counter":2,"timestamp":3,"stateVersion":1}') == DataVersion(3, 2, 1)
+    with pytest.raises(BodyError):
+        bodies.decode_data_version(b"")
+    with pytest.raises(BodyError):
+        bodies.decode_data_version(b'{"counter":1.5}')
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(doc=st.dictionaries(
+    st.sampled_from(["topicConfigSerializeWrapper", "filterServerList", "x"]),
+    json_values | st.fixed_dictionaries({}, optional={
+        "topicConfigTable": st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+        "dataVersion": json_values}),
+))
+def test_any_json_shape_parses_or_raises_body_error(doc: dict) -> None:
+    try:
+        body = bodies.decode_register_body(json.dumps(doc).encode(), compressed=False)
+    except BodyError:
+        return
+    assert all(tc.topic_name and tc.perm <= 7 for tc in body.topic_configs)
+
+
+@given(data=st.binary(max_size=200), compressed=st.booleans())
+def test_any_bytes_parse_or_raise_body_error(data: bytes, compressed: bool) -> None:
+    for candidate in (data, zlib.compress(data)):
+        with contextlib.suppress(BodyError):
+            bodies.decode_register_body(candidate, compressed=compressed)
