@@ -418,3 +418,24 @@ class KVConfigResponseHeader(Header):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NamespaceHeader(Header):
     namespace: str = wire("namespace")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicFromNamesrvRequestHeader(Header):
+    """DELETE_TOPIC_IN_NAMESRV; ``clusterName`` (RocketMQ 5) limits it to that cluster's brokers."""
+
+    topic: str = wire("topic")
+    cluster_name: str | None = wire("clusterName", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryDataVersionRequestHeader(Header):
+    broker_name: str = wire("brokerName")
+    broker_addr: str = wire("brokerAddr")
+    cluster_name: str = wire("clusterName")
+    broker_id: int = wire("brokerId")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryDataVersionResponseHeader(Header):
+    changed: bool = wire("changed")
