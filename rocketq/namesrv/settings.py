@@ -1,0 +1,83 @@
+"""The name server's settings, read from a namesrv.conf with RocketMQ's key names.
+
+``NamesrvSettings`` is one frozen group: where to listen, where the KV file lives, how often to
+look for silent brokers and how long silence may last. Values are checked when the object is
+built, so a bad namesrv.conf stops the process at startup with a message naming the key, never
+later. Keys RocketMQ's name server knows but rocketq does not use (``rocketmqHome``,
+``serverWorkerThreads``, ...) are reported by the caller as ignored, not rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.namesrv import kvconfig
+from rocketq.protocol import frames
+from rocketq.settings import SettingsError, setting
+
+DEFAULT_LISTEN_PORT: Final = 9876
+DEFAULT_METRICS_PORT: Final = 5557
+MIN_FRAME_MAX_LENGTH: Final = 64 * 1024
+"""Smaller frames could not carry a registration of even a modest broker."""
+MAX_FRAME_MAX_LENGTH: Final = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class NamesrvSettings:
+    listen_port: int = setting("listenPort", DEFAULT_LISTEN_PORT,
+                               "TCP port for remoting clients and brokers; 0 picks a free one.")
+    bind_address: str = setting("bindAddress", "0.0.0.0",
+                                "Address the remoting and metrics listeners bind to.")
+    kv_config_path: str = setting("kvConfigPath", kvconfig.DEFAULT_PATH,
+                                  "File holding PUT_KV_CONFIG values across restarts (~ is expanded).")
+    scan_not_active_broker_interval: int = setting(
+        "scanNotActiveBrokerInterval", 10_000, "Milliseconds between scans for silent brokers.")
+    broker_channel_expired_time: int = setting(
+        "brokerChannelExpiredTime", 120_000,
+        "Milliseconds a broker may stay silent before its routes are dropped (RocketMQ's "
+        "BROKER_CHANNEL_EXPIRED_TIME); a broker's own heartbeatTimeoutMillis takes precedence.")
+    frame_max_length: int = setting(
+        "frameMaxLength", frames.DEFAULT_MAX_FRAME_SIZE,
+        "Largest remoting frame accepted, in bytes (com.rocketmq.remoting.frameMaxLength).")
+    metrics_port: int = setting("metricsPort", DEFAULT_METRICS_PORT,
+                                "HTTP port for /metrics and /health; 0 disables it.")
+    order_message_enable: bool = setting(
+        "orderMessageEnable", False,
+        "Add the ORDER_TOPIC_CONFIG KV value of a topic to its route as orderTopicConf.")
+    delete_topic_with_broker_registration: bool = setting(
+        "deleteTopicWithBrokerRegistration", False,
+        "When a master's topic set changes, drop its queues of topics it no longer reports.")
+
+    def __post_init__(self) -> None:
+        _port("listenPort", self.listen_port)
+        _port("metricsPort", self.metrics_port)
+        if not self.bind_address:
+            raise SettingsError("bindAddress must not be empty")
+        if not self.kv_config_path:
+            raise SettingsError("kvConfigPath must not be empty")
+        _positive("scanNotActiveBrokerInterval", self.scan_not_active_broker_interval)
+        _positive("brokerChannelExpiredTime", self.broker_channel_expired_time)
+        if not MIN_FRAME_MAX_LENGTH <= self.frame_max_length <= MAX_FRAME_MAX_LENGTH:
+            raise SettingsError(f"frameMaxLength={self.frame_max_length}: expected "
+                                f"{MIN_FRAME_MAX_LENGTH}..{MAX_FRAME_MAX_LENGTH} bytes")
+        if self.listen_port and self.listen_port == self.metrics_port:
+            raise SettingsError(f"listenPort and metricsPort are both {self.listen_port}")
+
+    @property
+    def scan_interval_s(self) -> float:
+        return self.scan_not_active_broker_interval / 1000
+
+    @property
+    def broker_timeout_s(self) -> float:
+        return self.broker_channel_expired_time / 1000
+
+
+def _port(key: str, value: int) -> None:
+    if not 0 <= value <= 65535:
+        raise SettingsError(f"{key}={value}: expected a port number 0..65535")
+
+
+def _positive(key: str, value: int) -> None:
+    if value <= 0:
+        raise SettingsError(f"{key}={value}: expected a positive number of milliseconds")
