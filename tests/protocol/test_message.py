@@ -1,0 +1,313 @@
+"""Message codec: real RocketMQ records, round trips, properties, batch bodies, limits."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.protocol import message, msgid
+from rocketq.protocol.message import (
+    MAGIC_V1,
+    MAGIC_V2,
+    Message,
+    MessageFormatError,
+    MessageIllegalError,
+    MessageSysFlag,
+    PropertiesSizeExceededError,
+)
+
+FIXTURES = Path("/work/shared/fixtures/rocketmq-records")
+
+
+def fixture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+# --- real RocketMQ bytes -------------------------------------------------------------------------
+
+
+def test_fixture_single_message() -> None:
+    records = list(message.iter_stored_records(fixture("message.bin"), strict=True))
+    assert len(records) == 1
+    rec = records[0]
+    assert rec.store_size == 132
+    assert rec.magic == MAGIC_V1
+    assert rec.topic == "TopicTest"
+    assert rec.queue_id == 0
+    assert rec.queue_offset == 276
+    assert rec.commit_log_offset == 433806745406
+    assert rec.properties == {"TAGS": "TagA"}
+    assert rec.tags == "TagA"
+    assert rec.body == b'{"room":"1","msg":"1"}'
+    assert rec.body_crc == zlib.crc32(rec.body) & 0x7FFFFFFF
+    assert rec.born_timestamp == 1442834438803
+    assert rec.store_timestamp == 1442834438869
+    assert rec.born_host == ("10.62.60.82", 54073)
+    assert rec.store_host == ("10.218.145.166", 10700)
+    assert rec.offset_msg_id == "0ADA91A6000029CC0000006500E59F3E"
+    assert rec.msg_id == rec.offset_msg_id  # no UNIQ_KEY in a MetaQ-era record
+    decoded = msgid.decode_offset_msg_id(rec.offset_msg_id)
+    assert decoded.store_host == rec.store_host
+    assert decoded.commit_log_offset == rec.commit_log_offset
+
+
+def test_fixture_batch() -> None:
+    records = list(message.iter_stored_records(fixture("batch_message.bin"), strict=True))
+    assert [r.queue_offset for r in records] == [278, 279, 280]
+    for rec in records:
+        assert rec.store_size == 125
+        assert rec.body == b"Hello MetaQ !!!"
+        assert rec.tags == "TagA"
+        assert rec.body_crc == message.body_crc(rec.body)
+
+
+def test_fixture_compressed() -> None:
+    records = list(message.iter_stored_records(fixture("message_compress.bin"), strict=True))
+    assert len(records) == 1
+    rec = records[0]
+    assert rec.sys_flag == MessageSysFlag.COMPRESSED
+    assert rec.store_size == 125
+    assert rec.body == b"Hello MetaQ !!!"
+    # The MetaQ broker computed BODYCRC over the original body, not the stored deflate stream.
+    assert rec.body_crc == message.body_crc(b"Hello MetaQ !!!")
+    raw = message.decode_stored_record(fixture("message_compress.bin"), decompress=False)
+    assert zlib.decompress(raw.body) == b"Hello MetaQ !!!"
+
+
+def test_record_size_at_fixture() -> None:
+    data = fixture("message.bin")
+    assert message.record_size_at(data, 0) == 132
+    assert message.record_size_at(data, 132) == 0
+    assert message.record_size_at(data, -1) == 0
+
+
+# --- encode / decode ---------------------------------------------------------------------------
+
+
+def sample(**overrides: object) -> bytes:
+    fields: dict[str, object] = dict(
+        topic="T", queue_id=3, body=b"hello", flag=7, properties={"TAGS": "a", "KEYS": "k1 k2"},
+        sys_flag=0, born_timestamp=1000, born_host=("10.0.0.1", 1234), store_timestamp=2000,
+        store_host=("10.0.0.2", 10911), reconsume_times=2, prepared_transaction_offset=99,
+        queue_offset=5, physical_offset=77,
+    )
+    fields.update(overrides)
+    return message.encode_stored_record(**fields)  # type: ignore[arg-type]
+
+
+def test_round_trip_fields() -> None:
+    rec = message.decode_stored_record(sample(), check_crc=True)
+    assert (rec.topic, rec.queue_id, rec.body, rec.flag) == ("T", 3, b"hello", 7)
+    assert rec.keys == ["k1", "k2"]
+    assert rec.born_host == ("10.0.0.1", 1234)
+    assert rec.store_host == ("10.0.0.2", 10911)
+    assert (rec.reconsume_times, rec.prepared_transaction_offset) == (2, 99)
+    assert (rec.queue_offset, rec.commit_log_offset) == (5, 77)
+    assert (rec.born_timestamp, rec.store_timestamp) == (1000, 2000)
+    assert rec.offset_msg_id == msgid.create_offset_msg_id(("10.0.0.2", 10911), 77)
+
+
+def test_stamping_positions() -> None:
+    buf = bytearray(sample(born_host=("::1", 5)))
+    rec = message.decode_stored_record(buf)
+    assert rec.sys_flag & MessageSysFlag.BORNHOST_V6
+    message.POSITIONS.pack_into(buf, message.QUEUE_OFFSET_POS, 1234, 987654321)
+    message.STORE_TIMESTAMP.pack_into(buf, message.store_timestamp_pos(rec.sys_flag), 42)
+    stamped = message.decode_stored_record(buf, check_crc=True)
+    assert (stamped.queue_offset, stamped.commit_log_offset, stamped.store_timestamp) == (1234, 987654321, 42)
+    assert stamped.body == rec.body
+
+
+def test_ipv6_hosts_and_v2_magic() -> None:
+    data = sample(born_host=("fe80::1", 1), store_host=("2001:db8::7", 10911), magic=MAGIC_V2)
+    rec = message.decode_stored_record(data)
+    assert rec.magic == MAGIC_V2
+    assert rec.sys_flag & (MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6) == 0x30
+    assert rec.born_host == ("fe80::1", 1)
+    assert rec.store_host == ("2001:db8::7", 10911)
+    assert len(rec.offset_msg_id) == msgid.IPV6_ID_LENGTH
+
+
+def test_v4_host_clears_v6_bits() -> None:
+    rec = message.decode_stored_record(sample(sys_flag=0x30 | MessageSysFlag.COMPRESSED, body=zlib.compress(b"x")))
+    assert rec.sys_flag & 0x30 == 0
+    assert rec.body == b"x"
+
+
+def test_compressed_zlib_type_bits() -> None:
+    flag = MessageSysFlag.COMPRESSED | (int(message.CompressionType.ZLIB) << 8)
+    rec = message.decode_stored_record(sample(sys_flag=flag, body=zlib.compress(b"payload" * 100)))
+    assert rec.body == b"payload" * 100
+    assert message.compression_type(rec.sys_flag) is message.CompressionType.ZLIB
+
+
+def test_unsupported_compression_is_clear() -> None:
+    flag = MessageSysFlag.COMPRESSED | (int(message.CompressionType.ZSTD) << 8)
+    data = sample(sys_flag=flag, body=b"\x28\xb5\x2f\xfd")
+    with pytest.raises(MessageFormatError, match="ZSTD"):
+        message.decode_stored_record(data)
+    assert message.decode_stored_record(data, decompress=False).body == b"\x28\xb5\x2f\xfd"
+
+
+def test_corrupt_zlib_body() -> None:
+    with pytest.raises(MessageFormatError, match="inflate"):
+        message.decode_stored_record(sample(sys_flag=MessageSysFlag.COMPRESSED, body=b"not zlib"))
+
+
+def test_crc_check() -> None:
+    data = bytearray(sample())
+    data[data.find(b"hello")] ^= 0x01
+    with pytest.raises(MessageFormatError, match="BODYCRC"):
+        message.decode_stored_record(data, check_crc=True)
+    assert message.decode_stored_record(data).body != b"hello"
+
+
+def test_limits() -> None:
+    with pytest.raises(MessageIllegalError, match="exceeds"):
+        sample(body=b"x" * 2000, max_message_size=1000)
+    with pytest.raises(PropertiesSizeExceededError):
+        sample(properties={"P": "v" * 40000})
+    with pytest.raises(MessageIllegalError, match="topic length"):
+        sample(topic="t" * 128)
+    assert message.decode_stored_record(sample(topic="t" * 200, magic=MAGIC_V2)).topic == "t" * 200
+    with pytest.raises(MessageIllegalError, match="topic length"):
+        sample(topic="")
+    with pytest.raises(MessageIllegalError, match="not an IP"):
+        sample(born_host=("example.com", 1))
+    with pytest.raises(MessageIllegalError, match="port"):
+        sample(store_host=("1.2.3.4", 70000))
+    with pytest.raises(MessageIllegalError, match="out of range"):
+        sample(queue_id=1 << 40)
+
+
+def test_iter_stops_cleanly() -> None:
+    one, two = sample(physical_offset=0), sample(physical_offset=1)
+    blank = struct.pack(">ii", 64, message.BLANK_MAGIC) + bytes(56)
+    assert len(list(message.iter_stored_records(one + two + blank + one))) == 2
+    assert len(list(message.iter_stored_records(one + bytes(30)))) == 1
+    assert len(list(message.iter_stored_records(one + b"garbage!" * 10))) == 1
+    assert list(message.iter_stored_records(b"")) == []
+    torn = one + two[:-3]
+    assert len(list(message.iter_stored_records(torn))) == 1
+    with pytest.raises(MessageFormatError):
+        list(message.iter_stored_records(torn, strict=True))
+
+
+def test_inconsistent_totalsize_rejected() -> None:
+    data = bytearray(sample())
+    struct.pack_into(">i", data, 0, len(data) - 1)
+    with pytest.raises(MessageFormatError):
+        message.decode_stored_record(data)
+
+
+# --- properties --------------------------------------------------------------------------------
+
+prop_names = st.text(min_size=1, max_size=12).filter(lambda s: "\x01" not in s and "\x02" not in s)
+prop_values = st.text(max_size=30).filter(lambda s: "\x01" not in s and "\x02" not in s)
+
+
+@given(st.dictionaries(prop_names, prop_values, max_size=8))
+def test_properties_round_trip(props: dict[str, str]) -> None:
+    encoded = message.encode_properties(props)
+    assert message.decode_properties(encoded) == props
+    assert message.decode_properties(encoded.removesuffix("\x02")) == props
+    for name, value in props.items():
+        assert message.property_value(encoded, name) == value
+
+
+def test_properties_edge_cases() -> None:
+    assert message.decode_properties("") == {}
+    assert message.decode_properties("A\x011\x02B\x01") == {"A": "1", "B": ""}
+    assert message.decode_properties("A\x011\x02A\x012\x02") == {"A": "2"}
+    with pytest.raises(MessageFormatError):
+        message.decode_properties("A\x011\x02junk\x02")
+    with pytest.raises(MessageFormatError):
+        message.decode_properties("\x01v\x02")
+    with pytest.raises(MessageIllegalError):
+        message.encode_properties({"A\x01": "v"})
+    with pytest.raises(MessageIllegalError):
+        message.encode_properties({"A": "v\x02"})
+    assert message.property_value("XKEYS\x01no\x02KEYS\x01yes", "KEYS") == "yes"
+    assert message.property_value("A\x011", "B") is None
+
+
+def test_message_convenience() -> None:
+    msg = Message("T", b"b")
+    msg.tags = "TagA"
+    msg.keys = ["k1", "", "k2"]
+    msg.uniq_key = "ID"
+    msg.delay_level = 3
+    assert msg.properties == {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ID", "DELAY": "3"}
+    assert (msg.tags, msg.keys, msg.uniq_key, msg.delay_level) == ("TagA", ["k1", "k2"], "ID", 3)
+    msg.tags = None
+    msg.delay_level = 0
+    assert "TAGS" not in msg.properties and "DELAY" not in msg.properties
+    assert message.TRANSACTION_ID == "__transactionId__"
+
+
+def test_sys_flag_fields() -> None:
+    flag = message.with_transaction_type(MessageSysFlag.COMPRESSED, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+    assert message.transaction_type(flag) == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+    assert flag & MessageSysFlag.COMPRESSED
+    flag = message.with_transaction_type(flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+    assert message.transaction_type(flag) == MessageSysFlag.TRANSACTION_COMMIT_TYPE
+
+
+# --- hashes ------------------------------------------------------------------------------------
+
+
+def java_hash_reference(text: str) -> int:
+    h = 0
+    raw = text.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_java_hash_known_values() -> None:
+    assert message.java_string_hash("") == 0
+    assert message.java_string_hash("a") == 97
+    assert message.java_string_hash("TagA") == 2598919  # "TagA".hashCode() in Java
+    assert message.java_string_hash("polygenelubricants") == -2147483648
+    assert message.tag_hash(None) == 0
+    assert message.tag_hash("") == 0
+
+
+@given(st.text(max_size=80))
+def test_java_hash_matches_reference(text: str) -> None:
+    assert message.java_string_hash(text) == java_hash_reference(text)
+
+
+# --- batch bodies ------------------------------------------------------------------------------
+
+
+def test_batch_round_trip() -> None:
+    msgs = [Message("T", b"a" * i, flag=i, properties={"UNIQ_KEY": f"id{i}"}) for i in range(4)]
+    items = message.decode_batch_body(message.encode_batch_body(msgs))
+    assert [(i.flag, i.body, i.properties) for i in items] == [(m.flag, m.body, m.properties) for m in msgs]
+    assert items[1].encoded_properties == "UNIQ_KEY\x01id1\x02"
+    assert message.decode_batch_body(b"") == []
+
+
+@given(st.lists(st.tuples(st.integers(-(1 << 31), (1 << 31) - 1), st.binary(max_size=50),
+                          st.dictionaries(prop_names, prop_values, max_size=3)), max_size=5))
+def test_batch_round_trip_property(raw: list[tuple[int, bytes, dict[str, str]]]) -> None:
+    msgs = [Message("T", body, flag, props) for flag, body, props in raw]
+    items = message.decode_batch_body(message.encode_batch_body(msgs))
+    assert [(i.flag, i.body, i.properties) for i in items] == raw
+
+
+def test_batch_bad_bodies() -> None:
+    good = message.encode_batch_body([Message("T", b"abc", 0, {"A": "1"})])
+    for bad in (good[:-1], good + b"\x00", good[:10], struct.pack(">iiiii", 5, 0, 0, 0, 0) + b"\x00\x00"):
+        with pytest.raises(MessageFormatError):
+            message.decode_batch_body(bad)
+    huge_len = bytearray(good)
+    struct.pack_into(">i", huge_len, 16, 1 << 30)
+    with pytest.raises(MessageFormatError):
+        message.decode_batch_body(huge_len)

@@ -1,0 +1,80 @@
+"""Message ids: offsetMsgId layout and decoding, unique-key layout, speed-sensitive generator."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.protocol import msgid
+from rocketq.protocol.msgid import MessageIdError
+
+
+def test_offset_msg_id_fixture_value() -> None:
+    assert msgid.create_offset_msg_id(("10.218.145.166", 10700), 433806745406) == \
+        "0ADA91A6000029CC0000006500E59F3E"
+
+
+@given(st.ip_addresses(), st.integers(0, 65535), st.integers(0, (1 << 63) - 1))
+def test_offset_msg_id_round_trip(ip: object, port: int, offset: int) -> None:
+    made = msgid.create_offset_msg_id((str(ip), port), offset)
+    assert made == made.upper()
+    assert len(made) == (32 if ":" not in str(ip) else 56)
+    decoded = msgid.decode_offset_msg_id(made)
+    assert ipaddress.ip_address(decoded.store_host[0]) == ip
+    assert decoded.store_host[1] == port
+    assert decoded.commit_log_offset == offset
+    assert msgid.decode_offset_msg_id(made.lower()) == decoded
+
+
+@pytest.mark.parametrize("bad", ["", "XYZ", "0" * 31, "G" * 32, "0" * 40, "0ADA91A6FFFFFFFF0000006500E59F3E",
+                                 "0ADA91A6000029CCFFFFFFFFFFFFFFFF"])
+def test_offset_msg_id_rejects(bad: str) -> None:
+    with pytest.raises(MessageIdError):
+        msgid.decode_offset_msg_id(bad)
+
+
+def test_uniq_id_layout() -> None:
+    now = [int(datetime.datetime(2024, 3, 5, 12, 0).astimezone().timestamp() * 1000)]
+    gen = msgid.UniqIdGenerator(ip="192.168.1.20", pid=0x12345, seed=0xCAFEBABE, clock_ms=lambda: now[0])
+    first, second = gen.next_id(), gen.next_id()
+    assert len(first) == 32 and first == first.upper()
+    assert first.startswith("C0A80114" + "2345" + "CAFEBABE")
+    assert first[:28] == second[:28]
+    assert int(second[-4:], 16) == int(first[-4:], 16) + 1
+    decoded = msgid.decode_uniq_id(first)
+    assert (decoded.ip, decoded.pid, decoded.counter) == ("192.168.1.20", 0x2345, 0)
+    month_start, _ = msgid.month_bounds_ms(now[0])
+    assert decoded.ms_since_month_start == now[0] - month_start
+    # The next month restarts the time field near zero.
+    now[0] = int(datetime.datetime(2024, 4, 1, 0, 0, 1).astimezone().timestamp() * 1000)
+    assert msgid.decode_uniq_id(gen.next_id()).ms_since_month_start == 1000
+
+
+def test_uniq_ids_unique_and_counter_wraps() -> None:
+    gen = msgid.UniqIdGenerator(ip="10.0.0.1", pid=1, seed=1, clock_ms=lambda: 1_700_000_000_000)
+    ids = [gen.next_id() for _ in range(70000)]
+    assert len(set(ids)) == 65536  # a frozen clock: the 16-bit counter is all that differs
+    assert ids[65536] == ids[0]
+
+
+def test_uniq_id_defaults_and_ipv6() -> None:
+    assert len(msgid.UniqIdGenerator().next_id()) == 32
+    gen = msgid.UniqIdGenerator(ip="2001:db8::1", pid=7, seed=3)
+    made = gen.next_id()
+    assert len(made) == 56
+    assert msgid.decode_uniq_id(made).ip == "2001:db8::1"
+    with pytest.raises(MessageIdError):
+        msgid.decode_uniq_id("nothex" * 6)
+
+
+def test_pack_host_rejects() -> None:
+    with pytest.raises(ValueError):
+        msgid.pack_host(("1.2.3", 1))
+    with pytest.raises(ValueError):
+        msgid.pack_host(("1.2.3.4", -1))
+    with pytest.raises(ValueError):
+        msgid.unpack_host(b"123")
