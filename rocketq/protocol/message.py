@@ -144,8 +144,13 @@ def with_transaction_type(sys_flag: int, tx_type: int) -> int:
     return (sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | tx_type
 
 
-def compression_type(sys_flag: int) -> CompressionType:
-    return CompressionType((sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK) >> 8)
+def compression_type(sys_flag: int) -> CompressionType | None:
+    """The compression type bits, or None when they hold a value RocketMQ does not define."""
+    value = (sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK) >> 8
+    return CompressionType(value) if value in _COMPRESSION_VALUES else None
+
+
+_COMPRESSION_VALUES: Final = frozenset(int(c) for c in CompressionType)
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -475,6 +480,8 @@ class MessageExt:
 def inflate_body(body: bytes, sys_flag: int) -> bytes:
     """Undo a producer's compression; only zlib is available without extra libraries."""
     kind = compression_type(sys_flag)
+    if kind is None:
+        raise MessageFormatError(f"unknown compression type in sysFlag {sys_flag:#x}")
     if kind not in (CompressionType.UNSTATED, CompressionType.ZLIB):
         raise MessageFormatError(f"{kind.name} compressed bodies are not supported")
     inflater = zlib.decompressobj()
