@@ -75,12 +75,20 @@ def _coerce(kind: Any, key: str, raw: str) -> Any:
     raise TypeError(f"unsupported settings type {kind!r} for {key}")
 
 
-def build(cls: type[T], values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> T:
-    """Build one settings group from key/value strings (file values, then env overrides)."""
+def build(
+    cls: type[T],
+    values: Mapping[str, str],
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, str] | None = None,
+) -> T:
+    """Build one settings group: ``overrides`` (command line) beat the environment, which beats the file."""
     environ = os.environ if environ is None else environ
+    overrides = overrides or {}
     kwargs: dict[str, Any] = {}
     for name, key, kind, env in _fields(cls):
-        raw = environ.get(env) if env else None
+        raw = overrides.get(key)
+        if raw is None and env:
+            raw = environ.get(env)
         if raw is None:
             raw = values.get(key)
         if raw is not None:
