@@ -1,0 +1,103 @@
+{{/*
+Names and labels shared by every template. Object names are <release>-<chart> unless
+overridden, cut to 63 characters (the limit of a Kubernetes label value and DNS label).
+*/}}
+
+{{- define "rocketq.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "rocketq.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "rocketq.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rocketq.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{- define "rocketq.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "rocketq.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: rocketq
+{{- end }}
+
+{{- define "rocketq.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "rocketq.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "rocketq.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Namespaces the monitors look in: the watched ones, or every namespace.
+*/}}
+{{- define "rocketq.monitorNamespaceSelector" -}}
+{{- if .Values.operator.watchNamespaces }}
+namespaceSelector:
+  matchNames:
+    {{- toYaml .Values.operator.watchNamespaces | nindent 4 }}
+{{- else }}
+namespaceSelector:
+  any: true
+{{- end }}
+{{- end }}
+
+{{/*
+RBAC rules for what the operator does inside a namespace it serves: its own resources, the
+children it renders (Deployments, StatefulSets, Services, ConfigMaps, PodDisruptionBudgets),
+the pods it restarts one by one during rolling updates and failover, and the Events it posts.
+Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
+*/}}
+{{- define "rocketq.namespacedRules" -}}
+- apiGroups: [rocketq.io]
+  resources: [rocketmqclusters, rocketmqtopics, rocketmqconsumergroups]
+  verbs: [get, list, watch, patch]
+- apiGroups: [rocketq.io]
+  resources: [rocketmqclusters/status, rocketmqtopics/status, rocketmqconsumergroups/status]
+  verbs: [get, patch]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [services, configmaps]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, delete]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, watch]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- if and .Values.operator.peering.enabled .Values.operator.watchNamespaces }}
+- apiGroups: [kopf.dev]
+  resources: [kopfpeerings]
+  verbs: [get, list, watch, patch]
+{{- end }}
+{{- end }}
