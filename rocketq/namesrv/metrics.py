@@ -1,7 +1,8 @@
 """What a name server reports to Prometheus.
 
 Gauges are read from the route registry at scrape time (no bookkeeping on the request path);
-counters count requests by request and response code, and brokers removed by why they went.
+counters count requests by request and response code (UNREGISTER_BROKER among them), and
+brokers the name server removed on its own, by why they went.
 Each ``NamesrvMetrics`` has its own CollectorRegistry, so several name servers in one test
 process keep separate numbers. Served over HTTP by ``rocketq.metrics.http``.
 """
@@ -19,7 +20,6 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 class RemovalReason(enum.Enum):
     EXPIRED = "expired"
     CONNECTION_CLOSED = "connection_closed"
-    UNREGISTERED = "unregistered"
 
 
 class NamesrvMetrics:
@@ -40,7 +40,8 @@ class NamesrvMetrics:
             "rocketmq_namesrv_requests", "Requests answered, by request code name and response code",
             ["request", "code"], registry=self.registry)
         self._removed = Counter(
-            "rocketmq_namesrv_brokers_removed", "Broker addresses removed from routes, by reason",
+            "rocketmq_namesrv_brokers_removed",
+            "Broker addresses dropped for silence or a closed connection, by reason",
             ["reason"], registry=self.registry)
 
     def count_request(self, request_code: int, response_code: int) -> None:

@@ -27,7 +27,6 @@ from rocketq.namesrv.kvconfig import KVConfig
 from rocketq.namesrv.metrics import NamesrvMetrics, RemovalReason
 from rocketq.namesrv.routes import RouteTable
 from rocketq.namesrv.settings import NamesrvSettings
-from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.server import RemotingServer
 
@@ -78,7 +77,7 @@ class NamesrvServer:
         kv = await asyncio.to_thread(KVConfig.load, s.kv_config_path)
         ctx = processor.Context(self.routes, kv, self._clock, s.order_message_enable)
         self._remoting = RemotingServer(
-            processor.handlers(ctx, self._observe),
+            processor.handlers(ctx, self.metrics.count_request),
             host=s.bind_address, port=s.listen_port, max_frame_size=s.frame_max_length,
             name="namesrv", on_connection_closed=self._connection_closed)
         await self._remoting.start()
@@ -130,7 +129,3 @@ class NamesrvServer:
             log.info("broker %s connection %s closed: removed from routes", addr, conn.remote_addr)
         self.metrics.count_removed(RemovalReason.CONNECTION_CLOSED, len(removed))
 
-    def _observe(self, request_code: int, response_code: int) -> None:
-        self.metrics.count_request(request_code, response_code)
-        if request_code == RequestCode.UNREGISTER_BROKER and response_code == ResponseCode.SUCCESS:
-            self.metrics.count_removed(RemovalReason.UNREGISTERED)
