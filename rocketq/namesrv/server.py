@@ -110,7 +110,11 @@ class NamesrvServer:
     async def _scan_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.scan_interval_s)
-            self.scan_not_active_brokers()
+            try:
+                self.scan_not_active_brokers()
+            except Exception:
+                # A scan that fails once must not end liveness checking for the process's life.
+                log.exception("scan for silent brokers failed; retrying at the next interval")
 
     def scan_not_active_brokers(self) -> int:
         """One scan: drop silent brokers and abort their connections; how many were dropped."""
