@@ -1,0 +1,391 @@
+"""The RocketMQCluster spec, parsed and validated into frozen values.
+
+A ``RocketMQCluster`` arrives as JSON the API server has defaulted and checked against the CRD
+schema. That check is not enough to trust it: an operator may run against a cluster whose CRD
+is older than the operator, CEL rules (DLedger's odd quorum, the identity keys in
+``brokers.config``) are not evaluated by every API server or emulator, and some limits depend
+on more than one field (the longest child name depends on the cluster name *and* the group
+count). So every field is read again here, defaults are filled in where they are missing, and
+every problem becomes one human-readable line in ``Parsed.errors``. The reconciler turns those
+lines into a ``Ready=False, reason=InvalidSpec`` condition; nothing here raises on bad input.
+
+What this module does not do: talk to the API, compare with what is running (a change of
+``brokers.mode`` on a live cluster is the reconciler's business), or render objects.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+DEFAULT_IMAGE: Final = "rocketq/rocketq:0.1.0"
+DEFAULT_NAMESRV_REPLICAS: Final = 2
+MAX_NAMESRV_REPLICAS: Final = 9
+DEFAULT_GROUPS: Final = 1
+MAX_GROUPS: Final = 128
+DEFAULT_REPLICAS_PER_GROUP: Final = 2
+MAX_MASTER_SLAVE_REPLICAS: Final = 5
+DLEDGER_REPLICAS: Final = (3, 5)
+DEFAULT_STORAGE_SIZE: Final = "20Gi"
+MAX_CONFIG_ENTRIES: Final = 256
+MAX_CONFIG_VALUE_LENGTH: Final = 4096
+
+MAX_CLUSTER_NAME: Final = 40
+"""Longest cluster name. A StatefulSet's name plus its 11-character revision-hash suffix must
+fit in a 63-character label, so StatefulSet names stay within 52: ``<name>-broker-<group>``
+with a 40-character name and group 127 is 51."""
+
+IDENTITY_KEYS: Final = frozenset({"brokerClusterName", "brokerName", "brokerId", "brokerRole"})
+"""broker.conf keys that say who a broker is; the operator derives them from the spec."""
+
+OPERATOR_KEYS: Final = frozenset({
+    "listenPort", "haListenPort", "storePathRootDir", "namesrvAddr", "brokerIP1",
+    "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
+})
+"""broker.conf keys the rendered pods depend on (ports, paths, peers); overriding them would
+break the Services, probes or volumes the operator renders around them."""
+
+_DNS_1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_QUANTITY: Final = re.compile(
+    r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+_STORAGE_SIZE: Final = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_CONFIG_KEY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+class PullPolicy(enum.Enum):
+    ALWAYS = "Always"
+    IF_NOT_PRESENT = "IfNotPresent"
+    NEVER = "Never"
+
+
+class BrokerMode(enum.Enum):
+    MASTER_SLAVE = "MasterSlave"
+    DLEDGER = "DLedger"
+
+
+class BrokerRole(enum.Enum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+
+
+class FlushDiskType(enum.Enum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+class StorageType(enum.Enum):
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    EMPTY_DIR = "EmptyDir"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """core/v1 ResourceRequirements, quantities kept as the user wrote them."""
+
+    requests: Mapping[str, str | int] = field(default_factory=dict)
+    limits: Mapping[str, str | int] = field(default_factory=dict)
+
+    def as_k8s(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.requests:
+            out["requests"] = dict(self.requests)
+        if self.limits:
+            out["limits"] = dict(self.limits)
+        return out
+
+
+@dataclass(frozen=True)
+class NameServerSpec:
+    replicas: int = DEFAULT_NAMESRV_REPLICAS
+    resources: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    groups: int = DEFAULT_GROUPS
+    mode: BrokerMode = BrokerMode.MASTER_SLAVE
+    replicas_per_group: int = DEFAULT_REPLICAS_PER_GROUP
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    resources: Resources = field(default_factory=Resources)
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    type: StorageType = StorageType.PERSISTENT_VOLUME_CLAIM
+    size: str = DEFAULT_STORAGE_SIZE
+    storage_class_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SchedulingSpec:
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    affinity: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    image: str = DEFAULT_IMAGE
+    image_pull_policy: PullPolicy = PullPolicy.IF_NOT_PRESENT
+    name_servers: NameServerSpec = field(default_factory=NameServerSpec)
+    brokers: BrokerSpec = field(default_factory=BrokerSpec)
+    storage: StorageSpec = field(default_factory=StorageSpec)
+    metrics_enabled: bool = True
+    scheduling: SchedulingSpec = field(default_factory=SchedulingSpec)
+    acl_secret_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterMeta:
+    """Who the cluster is: what names and owner references of its children derive from."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int | None = None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    meta: ClusterMeta
+    spec: ClusterSpec
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parse outcome: the spec when it is usable, and every problem found either way."""
+
+    spec: ClusterSpec | None
+    errors: tuple[str, ...] = ()
+
+
+class _Reader:
+    """Reads typed fields out of untrusted JSON, remembering every problem with its path."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.errors.append(f"{path}: {message}")
+
+    def mapping(self, raw: Any, path: str) -> Mapping[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            self.fail(path, f"must be an object, got {_shown(raw)}")
+            return {}
+        return raw
+
+    def integer(self, raw: Any, path: str, default: int, low: int, high: int) -> int:
+        if raw is None:
+            return default
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            self.fail(path, f"must be an integer, got {_shown(raw)}")
+            return default
+        if not low <= raw <= high:
+            self.fail(path, f"must be between {low} and {high}, got {raw}")
+            return default
+        return raw
+
+    def boolean(self, raw: Any, path: str, default: bool) -> bool:
+        if raw is None:
+            return default
+        if not isinstance(raw, bool):
+            self.fail(path, f"must be true or false, got {_shown(raw)}")
+            return default
+        return raw
+
+    def string(self, raw: Any, path: str, default: str | None, pattern: re.Pattern[str] | None = None,
+               max_length: int = 253) -> str | None:
+        if raw is None:
+            return default
+        if not isinstance(raw, str) or not raw:
+            self.fail(path, f"must be a non-empty string, got {_shown(raw)}")
+            return default
+        if len(raw) > max_length:
+            self.fail(path, f"must be at most {max_length} characters, got {len(raw)}")
+            return default
+        if pattern is not None and not pattern.match(raw):
+            self.fail(path, f"{raw!r} does not match {pattern.pattern}")
+            return default
+        return raw
+
+    def choice(self, raw: Any, path: str, kind: type[E], default: E) -> E:
+        if raw is None:
+            return default
+        for member in kind:
+            if member.value == raw:
+                return member
+        allowed = ", ".join(str(m.value) for m in kind)
+        self.fail(path, f"must be one of {allowed}, got {_shown(raw)}")
+        return default
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_cluster_spec(raw: Any, name: str) -> Parsed:
+    """Parse a RocketMQCluster's ``spec`` (and check ``name``, which children names derive from)."""
+    r = _Reader()
+    _check_cluster_name(r, name)
+    top = r.mapping(raw, "spec")
+    brokers = _brokers(r, r.mapping(top.get("brokers"), "spec.brokers"))
+    spec = ClusterSpec(
+        image=r.string(top.get("image"), "spec.image", DEFAULT_IMAGE, max_length=512) or DEFAULT_IMAGE,
+        image_pull_policy=r.choice(top.get("imagePullPolicy"), "spec.imagePullPolicy", PullPolicy,
+                                   PullPolicy.IF_NOT_PRESENT),
+        name_servers=_name_servers(r, r.mapping(top.get("nameServers"), "spec.nameServers")),
+        brokers=brokers,
+        storage=_storage(r, r.mapping(top.get("storage"), "spec.storage")),
+        metrics_enabled=r.boolean(r.mapping(top.get("metrics"), "spec.metrics").get("enabled"),
+                                  "spec.metrics.enabled", True),
+        scheduling=_scheduling(r, r.mapping(top.get("scheduling"), "spec.scheduling")),
+        acl_secret_name=_acl(r, top.get("acl")),
+    )
+    errors = tuple(r.errors)
+    return Parsed(spec=None if errors else spec, errors=errors)
+
+
+def _check_cluster_name(r: _Reader, name: str) -> None:
+    if not _DNS_1035.match(name):
+        r.fail("metadata.name", f"{name!r} must be a DNS-1035 label: it names Services")
+    elif len(name) > MAX_CLUSTER_NAME:
+        r.fail("metadata.name", f"must be at most {MAX_CLUSTER_NAME} characters, got {len(name)}")
+
+
+def _resources(r: _Reader, raw: Any, path: str) -> Resources:
+    top = r.mapping(raw, path)
+    sections: dict[str, dict[str, str | int]] = {}
+    for section in ("requests", "limits"):
+        values: dict[str, str | int] = {}
+        for key, value in r.mapping(top.get(section), f"{path}.{section}").items():
+            where = f"{path}.{section}.{key}"
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                r.fail(where, f"must be a quantity, got {_shown(value)}")
+            elif isinstance(value, str) and not _QUANTITY.match(value):
+                r.fail(where, f"{value!r} is not a Kubernetes quantity")
+            else:
+                values[str(key)] = value
+        sections[section] = values
+    for key in top:
+        if key not in ("requests", "limits"):
+            r.fail(f"{path}.{key}", "unknown field (only requests and limits are supported)")
+    return Resources(requests=sections["requests"], limits=sections["limits"])
+
+
+def _name_servers(r: _Reader, raw: Mapping[str, Any]) -> NameServerSpec:
+    return NameServerSpec(
+        replicas=r.integer(raw.get("replicas"), "spec.nameServers.replicas", DEFAULT_NAMESRV_REPLICAS,
+                           1, MAX_NAMESRV_REPLICAS),
+        resources=_resources(r, raw.get("resources"), "spec.nameServers.resources"),
+    )
+
+
+def _brokers(r: _Reader, raw: Mapping[str, Any]) -> BrokerSpec:
+    mode = r.choice(raw.get("mode"), "spec.brokers.mode", BrokerMode, BrokerMode.MASTER_SLAVE)
+    replicas = r.integer(raw.get("replicasPerGroup"), "spec.brokers.replicasPerGroup",
+                         DEFAULT_REPLICAS_PER_GROUP, 1, MAX_MASTER_SLAVE_REPLICAS)
+    if mode is BrokerMode.DLEDGER and replicas not in DLEDGER_REPLICAS:
+        r.fail("spec.brokers.replicasPerGroup",
+               f"DLedger needs an odd quorum: must be 3 or 5 when mode is DLedger, got {replicas}")
+    return BrokerSpec(
+        groups=r.integer(raw.get("groups"), "spec.brokers.groups", DEFAULT_GROUPS, 1, MAX_GROUPS),
+        mode=mode,
+        replicas_per_group=replicas,
+        broker_role=r.choice(raw.get("brokerRole"), "spec.brokers.brokerRole", BrokerRole,
+                             BrokerRole.ASYNC_MASTER),
+        flush_disk_type=r.choice(raw.get("flushDiskType"), "spec.brokers.flushDiskType", FlushDiskType,
+                                 FlushDiskType.ASYNC_FLUSH),
+        resources=_resources(r, raw.get("resources"), "spec.brokers.resources"),
+        config=_broker_config(r, r.mapping(raw.get("config"), "spec.brokers.config")),
+    )
+
+
+def _broker_config(r: _Reader, raw: Mapping[str, Any]) -> dict[str, str]:
+    if len(raw) > MAX_CONFIG_ENTRIES:
+        r.fail("spec.brokers.config", f"must have at most {MAX_CONFIG_ENTRIES} entries, got {len(raw)}")
+        return {}
+    config: dict[str, str] = {}
+    for key, value in raw.items():
+        where = f"spec.brokers.config.{key}"
+        if not _CONFIG_KEY.match(key):
+            r.fail(where, "is not a broker.conf key (letters, digits, '_' and '.', starting with a letter)")
+        elif key in IDENTITY_KEYS:
+            r.fail(where, "the operator owns brokerClusterName, brokerName, brokerId and brokerRole")
+        elif key in OPERATOR_KEYS:
+            r.fail(where, "the operator sets this key for the pods it renders (ports, paths, peers)")
+        elif not isinstance(value, str):
+            r.fail(where, f"must be a string (broker.conf values are text), got {_shown(value)}")
+        elif len(value) > MAX_CONFIG_VALUE_LENGTH or "\n" in value or "\r" in value:
+            r.fail(where, f"must be one line of at most {MAX_CONFIG_VALUE_LENGTH} characters")
+        else:
+            config[key] = value
+    return config
+
+
+def _storage(r: _Reader, raw: Mapping[str, Any]) -> StorageSpec:
+    kind = r.choice(raw.get("type"), "spec.storage.type", StorageType, StorageType.PERSISTENT_VOLUME_CLAIM)
+    class_name = r.string(raw.get("storageClassName"), "spec.storage.storageClassName", None,
+                          _DNS_1123_SUBDOMAIN)
+    if class_name is not None and kind is not StorageType.PERSISTENT_VOLUME_CLAIM:
+        r.fail("spec.storage.storageClassName", "applies only to type PersistentVolumeClaim")
+    return StorageSpec(
+        type=kind,
+        size=r.string(raw.get("size"), "spec.storage.size", DEFAULT_STORAGE_SIZE, _STORAGE_SIZE, 32)
+        or DEFAULT_STORAGE_SIZE,
+        storage_class_name=class_name,
+    )
+
+
+def _scheduling(r: _Reader, raw: Mapping[str, Any]) -> SchedulingSpec:
+    selector: dict[str, str] = {}
+    for key, value in r.mapping(raw.get("nodeSelector"), "spec.scheduling.nodeSelector").items():
+        if isinstance(value, str):
+            selector[key] = value
+        else:
+            r.fail(f"spec.scheduling.nodeSelector.{key}", f"must be a string, got {_shown(value)}")
+    tolerations: list[Mapping[str, Any]] = []
+    raw_tolerations = raw.get("tolerations")
+    if raw_tolerations is not None and not isinstance(raw_tolerations, list):
+        r.fail("spec.scheduling.tolerations", f"must be a list, got {_shown(raw_tolerations)}")
+        raw_tolerations = None
+    for index, item in enumerate(raw_tolerations or ()):
+        if isinstance(item, Mapping):
+            tolerations.append(dict(item))
+        else:
+            r.fail(f"spec.scheduling.tolerations[{index}]", f"must be an object, got {_shown(item)}")
+    affinity = dict(r.mapping(raw.get("affinity"), "spec.scheduling.affinity"))
+    return SchedulingSpec(node_selector=selector, tolerations=tuple(tolerations), affinity=affinity)
+
+
+def _acl(r: _Reader, raw: Any) -> str | None:
+    if raw is None:
+        return None
+    top = r.mapping(raw, "spec.acl")
+    name = r.string(top.get("secretName"), "spec.acl.secretName", None, _DNS_1123_SUBDOMAIN)
+    if name is None and "secretName" not in top:
+        r.fail("spec.acl.secretName", "is required when spec.acl is set")
+    return name
+
+
+def cluster_meta(body: Mapping[str, Any]) -> ClusterMeta:
+    """Identity of a RocketMQCluster from its object (kopf's ``body``)."""
+    meta = body.get("metadata", {})
+    generation = meta.get("generation")
+    return ClusterMeta(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        generation=generation if isinstance(generation, int) else None,
+    )
