@@ -1,0 +1,239 @@
+"""Producer: sends messages to a topic's queues, choosing brokers and retrying like RocketMQ.
+
+    producer = Producer("pg", namesrv_addr="127.0.0.1:9876")
+    await producer.start()
+    result = await producer.send(Message("TopicTest", b"hello", tags="TagA"))
+    await producer.close()
+
+Four ways to send:
+
+- ``send``: wait for the broker's answer. Up to ``1 + retryTimesWhenSendFailed`` attempts, each
+  on the next queue round robin, avoiding the broker that just failed and brokers latency fault
+  tolerance marks unavailable; all attempts together stay within ``sendMsgTimeout``. A broker
+  error is retried only for the codes RocketMQ retries (``sending.RETRY_CODES``).
+- ``send(msg, selector=...)``: the application picks the queue (ordered messages); one attempt,
+  never moved elsewhere.
+- ``send_async``: the same as ``send`` in a task owned by the producer; returns a future and
+  optionally calls ``callback(result, error)``. ``close`` waits for these to finish.
+- ``send_oneway``: write and forget, one attempt, no answer.
+
+``send_batch`` sends several messages of one topic in one SEND_BATCH_MESSAGE frame.
+A topic the name servers do not know is sent on the auto-create topic's (TBW102) route, and
+the broker creates it. What this producer does not do: transactions (half messages, check-back)
+and request/reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rocketq.client import names, sending, wire
+from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
+from rocketq.client.faults import LatencyFaultTolerance
+from rocketq.client.instance import ClientInstance, ServiceState
+from rocketq.client.queues import MessageQueue
+from rocketq.client.selectors import QueueSelector, RoundRobin
+from rocketq.client.sending import Outgoing, SendResult, SendStatus
+from rocketq.client.settings import ProducerSettings, configure
+from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
+from rocketq.protocol.message import Message
+from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
+
+log = logging.getLogger(__name__)
+
+SendCallback = Callable[[SendResult | None, BaseException | None], object]
+"""Called once per async send: ``(result, None)`` or ``(None, error)``."""
+
+
+class Producer:
+    def __init__(self, group: str = DEFAULT_PRODUCER_GROUP, namesrv_addr: str | None = None, **options: Any) -> None:
+        self.group = names.check_group(group)
+        self.settings = configure(ProducerSettings, {"namesrv_addr": namesrv_addr, **options})
+        self._faults = LatencyFaultTolerance()
+        self._round_robin = RoundRobin(self._faults)
+        self._instance: ClientInstance | None = None
+        self._state = ServiceState.CREATE_JUST
+        self._async_sends: set[asyncio.Task[SendResult]] = set()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @property
+    def client_id(self) -> str | None:
+        return self._instance.client_id if self._instance else None
+
+    async def start(self) -> None:
+        if self._state is not ServiceState.CREATE_JUST:
+            raise ClientStateError(f"producer {self.group} is {self._state.value}, cannot start")
+        self._instance = ClientInstance(self.settings, producer_groups=[self.group])
+        self._instance.start()
+        self._state = ServiceState.RUNNING
+
+    async def close(self) -> None:
+        """Finish async sends in flight, unregister from the brokers, close. Idempotent."""
+        if self._state is not ServiceState.RUNNING:
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            return
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        if self._async_sends:
+            # Each send has its own deadline (sendMsgTimeout), so this wait is bounded.
+            await asyncio.gather(*self._async_sends, return_exceptions=True)
+        assert self._instance is not None
+        await self._instance.unregister(producer_group=self.group)
+        await self._instance.close()
+
+    def _running(self) -> ClientInstance:
+        if self._state is not ServiceState.RUNNING or self._instance is None:
+            raise ClientStateError(f"producer {self.group} is not running ({self._state.value})")
+        return self._instance
+
+    # --- public sends -----------------------------------------------------------------------
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        instance = self._running()
+        names.check_topic(topic)
+        route = await instance.publish_route(topic, self.settings.create_topic_key,
+                                             self.settings.default_topic_queue_nums)
+        return list(route.publish_queues(topic))
+
+    async def send(self, msg: Message, *, selector: QueueSelector | None = None,
+                   timeout_ms: int | None = None) -> SendResult:
+        instance = self._running()
+        out = sending.prepare(msg, self.settings)
+        timeout = self._timeout(timeout_ms)
+        if selector is not None:
+            return await self._send_selected(instance, out, selector, timeout)
+        return await self._send_default(instance, out, 1 + self.settings.retry_times_when_send_failed, timeout)
+
+    async def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None) -> SendResult:
+        instance = self._running()
+        out = sending.prepare_batch(msgs, self.settings)
+        return await self._send_default(instance, out, 1 + self.settings.retry_times_when_send_failed,
+                                        self._timeout(timeout_ms))
+
+    def send_async(self, msg: Message, callback: SendCallback | None = None, *,
+                   selector: QueueSelector | None = None, timeout_ms: int | None = None) -> asyncio.Future[SendResult]:
+        """Start a send and return its future at once; invalid messages fail here, synchronously."""
+        instance = self._running()
+        out = sending.prepare(msg, self.settings)
+        timeout = self._timeout(timeout_ms)
+        if selector is not None:
+            coro = self._send_selected(instance, out, selector, timeout)
+        else:
+            coro = self._send_default(instance, out, 1 + self.settings.retry_times_when_send_async_failed, timeout)
+        task = asyncio.get_running_loop().create_task(coro, name=f"send {out.msg_id}")
+        self._async_sends.add(task)
+        task.add_done_callback(self._async_sends.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: _run_callback(callback, t))
+        return task
+
+    async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
+        instance = self._running()
+        out = sending.prepare(msg, self.settings)
+        queues = await self._publish_queues(instance, out.topic)
+        mq = self._select(selector, queues) if selector is not None else self._round_robin.choose(queues)
+        addr = await instance.find_master(mq)
+        await wire.send_oneway(instance.remoting, addr, sending.header(out, self.group, mq, self.settings), out.body)
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _timeout(self, timeout_ms: int | None) -> float:
+        ms = self.settings.send_msg_timeout if timeout_ms is None else timeout_ms
+        if ms <= 0:
+            raise ClientStateError(f"send timeout must be positive, got {ms} ms")
+        return ms / 1000
+
+    async def _publish_queues(self, instance: ClientInstance, topic: str) -> tuple[MessageQueue, ...]:
+        route = await instance.publish_route(topic, self.settings.create_topic_key,
+                                             self.settings.default_topic_queue_nums)
+        return route.publish_queues(topic)
+
+    @staticmethod
+    def _select(selector: QueueSelector, queues: Sequence[MessageQueue]) -> MessageQueue:
+        mq = selector(queues)
+        if mq not in queues:
+            raise MessageError(f"the selector chose {mq}, which is not a publish queue of the topic")
+        return mq
+
+    def _record(self, broker_name: str, started: float, *, isolation: bool) -> None:
+        if self.settings.send_latency_fault_enable:
+            elapsed_ms = int((asyncio.get_running_loop().time() - started) * 1000)
+            self._faults.update(broker_name, elapsed_ms, isolation=isolation)
+
+    async def _attempt(self, instance: ClientInstance, out: Outgoing, mq: MessageQueue, timeout: float) -> SendResult:
+        """One send to one queue; records the broker's latency or failure."""
+        started = asyncio.get_running_loop().time()
+        try:
+            addr = await instance.find_master(mq)
+            reply = await wire.send(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
+                                    out.body, timeout, batch=out.batch)
+        except BrokerError:
+            self._record(mq.broker_name, started, isolation=False)
+            raise
+        except (RemotingError, ClientError):
+            self._record(mq.broker_name, started, isolation=True)
+            raise
+        self._record(mq.broker_name, started, isolation=False)
+        return sending.to_result(reply, out, mq)
+
+    async def _send_selected(
+        self, instance: ClientInstance, out: Outgoing, selector: QueueSelector, timeout: float
+    ) -> SendResult:
+        queues = await self._publish_queues(instance, out.topic)
+        return await self._attempt(instance, out, self._select(selector, queues), timeout)
+
+    async def _send_default(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float) -> SendResult:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        queues = await self._publish_queues(instance, out.topic)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        tried: list[str] = []
+        for attempt in range(attempts):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            mq = self._round_robin.choose(queues, last_broker)
+            tried.append(mq.broker_name)
+            try:
+                result = await self._attempt(instance, out, mq, remaining)
+            except BrokerError as exc:
+                if exc.code not in sending.RETRY_CODES:
+                    raise
+                last_error = exc
+            except (RemotingError, ClientError) as exc:
+                last_error = exc
+            else:
+                not_stored = result.status is not SendStatus.SEND_OK
+                if not_stored and self.settings.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
+                    last_error = None
+                    last_broker = mq.broker_name
+                    continue
+                return result
+            log.info("send of %s to %s failed (attempt %d/%d): %s", out.msg_id, mq, attempt + 1, attempts, last_error)
+            last_broker = mq.broker_name
+        summary = f"send of {out.topic} failed after {len(tried)} attempt(s) on {tried}"
+        if last_error is None or deadline - loop.time() <= 0:
+            raise RemotingTimeoutError(f"{summary}: sendMsgTimeout {timeout * 1000:.0f} ms exceeded") from last_error
+        last_error.add_note(summary)
+        raise last_error
+
+
+def _run_callback(callback: SendCallback, task: asyncio.Task[SendResult]) -> None:
+    try:
+        if task.cancelled():
+            callback(None, asyncio.CancelledError())
+        elif task.exception() is not None:
+            callback(None, task.exception())
+        else:
+            callback(task.result(), None)
+    except Exception:
+        log.exception("send callback failed")

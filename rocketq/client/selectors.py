@@ -1,0 +1,71 @@
+"""Choosing the queue a message goes to.
+
+By default a producer spreads messages round robin over a topic's publish queues, starting at a
+random index per topic (so many producers do not all hit queue 0 first), and skips broker groups
+that latency fault tolerance marks unavailable. A retry avoids the broker that just failed.
+
+For ordered messages the application chooses: a *selector* maps the queue list to one queue.
+``hash_by_key("order-42")`` uses Java's ``String.hashCode`` like RocketMQ's
+``SelectMessageQueueByHash``, so a Java and a Python producer put the same key on the same queue.
+A selected send is never moved to another queue on failure: that would break the order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from rocketq.client.faults import LatencyFaultTolerance
+from rocketq.client.queues import MessageQueue
+from rocketq.protocol import message
+
+QueueSelector = Callable[[Sequence[MessageQueue]], MessageQueue]
+"""Picks one of a topic's publish queues (never given an empty sequence)."""
+
+_INDEX_MASK = 0x7FFFFFFF
+
+
+def hash_by_key(key: str) -> QueueSelector:
+    """Same key, same queue (while the topic's queue count does not change)."""
+    code = abs(message.tag_hash(key))
+
+    def select(queues: Sequence[MessageQueue]) -> MessageQueue:
+        return queues[code % len(queues)]
+
+    return select
+
+
+def random_queue(queues: Sequence[MessageQueue]) -> MessageQueue:
+    """RocketMQ's ``SelectMessageQueueByRandom``."""
+    return random.choice(queues)
+
+
+class RoundRobin:
+    """The default choice: round robin per topic, fault-aware, avoiding the last failed broker."""
+
+    def __init__(self, faults: LatencyFaultTolerance) -> None:
+        self._faults = faults
+        self._indexes: dict[str, int] = {}
+
+    def _next(self, topic: str) -> int:
+        index = self._indexes.get(topic)
+        index = random.randrange(_INDEX_MASK) if index is None else (index + 1) & _INDEX_MASK
+        self._indexes[topic] = index
+        return index
+
+    def choose(self, queues: Sequence[MessageQueue], last_broker: str | None = None) -> MessageQueue:
+        if not queues:
+            raise ValueError("no queue to choose from")
+        start = self._next(queues[0].topic)
+        ordered = [queues[(start + i) % len(queues)] for i in range(len(queues))]
+        for mq in ordered:
+            if mq.broker_name != last_broker and self._faults.is_available(mq.broker_name):
+                return mq
+        for mq in ordered:
+            if self._faults.is_available(mq.broker_name):
+                return mq
+        least_bad = self._faults.pick_one_at_least()
+        on_least_bad = [mq for mq in ordered if mq.broker_name == least_bad]
+        if on_least_bad:
+            return on_least_bad[0]
+        return ordered[0]

@@ -1,0 +1,194 @@
+"""Preparing a message for the wire and reading the broker's answer: the producer's pure half.
+
+Before a send the client checks the message the way RocketMQ's ``Validators`` do (topic name,
+a non-empty body no larger than ``maxMessageSize``), stamps a unique key (``UNIQ_KEY``, which
+becomes ``SendResult.msg_id``) unless the message has one, and zlib-compresses a body of at
+least ``compressMsgBodyOverHowmuch`` bytes, marking ``sysFlag`` COMPRESSED. The caller's
+message keeps its original body; only the unique key is written back, as Java does.
+
+A batch is one SEND_BATCH_MESSAGE frame holding several messages of one topic; RocketMQ refuses
+delayed and retry-topic messages in a batch, and so does this module, before sending.
+
+After a send, ``to_result`` maps the answer: SUCCESS is SEND_OK, the three durability caveats
+(FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) are statuses, not errors.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.client import names
+from rocketq.client.errors import MessageError
+from rocketq.client.queues import MessageQueue
+from rocketq.client.settings import ProducerSettings
+from rocketq.client.wire import SendReply
+from rocketq.protocol import message, msgid
+from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.message import Message, MessageSysFlag
+
+COMPRESS_LEVEL: Final = 5
+"""RocketMQ's default ``rocketmq.message.compressLevel``."""
+
+RETRY_CODES: Final = frozenset({
+    ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
+    ResponseCode.SYSTEM_BUSY, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
+    ResponseCode.NOT_IN_CURRENT_UNIT,
+})
+"""Broker answers after which a send is retried on another broker (``retryResponseCodes``)."""
+
+
+class SendStatus(enum.Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+_STATUS_BY_CODE: Final = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    status: SendStatus
+    msg_id: str
+    """The UNIQ_KEY (comma-joined for a batch): what consumers see as ``msg_id``."""
+    offset_msg_id: str
+    """The broker's id (store host + CommitLog offset); comma-joined for a batch."""
+    message_queue: MessageQueue
+    queue_offset: int
+    """The (first) message's logical offset in its queue."""
+    region_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message (or batch) ready to send: final body, sysFlag and encoded properties."""
+
+    topic: str
+    body: bytes
+    sys_flag: int
+    flag: int
+    properties: str
+    msg_id: str
+    batch: bool = False
+
+
+@functools.cache
+def _uniq_ids() -> msgid.UniqIdGenerator:
+    return msgid.UniqIdGenerator()
+
+
+def _check_body(msg: Message, max_size: int) -> None:
+    if not isinstance(msg.body, bytes | bytearray | memoryview):
+        raise MessageError(f"the message body must be bytes, not {type(msg.body).__name__}")
+    if len(msg.body) == 0:
+        raise MessageError("the message body length is zero")
+    if len(msg.body) > max_size:
+        raise MessageError(f"the message body size over max value, MAX: {max_size}")
+
+
+def _check_properties(msg: Message) -> str:
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
+        raise MessageError("message property names and values must be strings")
+    try:
+        encoded = message.encode_properties(msg.properties)
+    except message.MessageIllegalError as exc:
+        raise MessageError(str(exc)) from None
+    if len(encoded.encode()) > message.MAX_PROPERTIES_LENGTH:
+        raise MessageError(f"the message properties exceed {message.MAX_PROPERTIES_LENGTH} bytes")
+    return encoded
+
+
+def _stamp_uniq_key(msg: Message) -> str:
+    key = msg.properties.get(message.UNIQ_KEY)
+    if not key:
+        key = _uniq_ids().next_id()
+        msg.properties[message.UNIQ_KEY] = key
+    return key
+
+
+def check(msg: Message, settings: ProducerSettings) -> None:
+    """Validate without changing anything; MessageError names the problem."""
+    if not isinstance(msg, Message):
+        raise MessageError(f"expected a Message, not {type(msg).__name__}")
+    names.check_send_topic(msg.topic)
+    _check_body(msg, settings.max_message_size)
+    if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
+        raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")
+    _check_properties(msg)
+
+
+def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
+    """Validate, stamp the unique key, compress if large."""
+    check(msg, settings)
+    msg_id = _stamp_uniq_key(msg)
+    body, sys_flag = bytes(msg.body), 0
+    if len(body) >= settings.compress_msg_body_over_howmuch:
+        body = zlib.compress(body, COMPRESS_LEVEL)
+        sys_flag |= MessageSysFlag.COMPRESSED
+    return Outgoing(msg.topic, body, sys_flag, msg.flag, _check_properties(msg), msg_id)
+
+
+def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoing:
+    """One SEND_BATCH_MESSAGE: same topic, no delay, no retry topic, within maxMessageSize."""
+    if not msgs:
+        raise MessageError("a batch needs at least one message")
+    topic = msgs[0].topic if isinstance(msgs[0], Message) else None
+    for msg in msgs:
+        check(msg, settings)
+        if msg.topic != topic:
+            raise MessageError("The topic of the messages in one batch should be the same")
+        if msg.delay_level > 0:
+            raise MessageError("TimeDelayLevel is not supported for batching")
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise MessageError("Retry Group is not supported for batching")
+    ids = [_stamp_uniq_key(msg) for msg in msgs]
+    try:
+        body = message.encode_batch_body(msgs)
+    except message.MessageIllegalError as exc:
+        raise MessageError(str(exc)) from None
+    if len(body) > settings.max_message_size:
+        raise MessageError(f"the batch of {len(body)} bytes is over the max message size {settings.max_message_size}")
+    wait = msgs[0].properties.get(message.WAIT, "true")
+    properties = message.encode_properties({message.WAIT: wait})
+    return Outgoing(msgs[0].topic, body, 0, 0, properties, ",".join(ids), batch=True)
+
+
+def header(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettings) -> SendMessageRequestHeader:
+    return SendMessageRequestHeader(
+        producer_group=group,
+        topic=out.topic,
+        default_topic=settings.create_topic_key,
+        default_topic_queue_nums=settings.default_topic_queue_nums,
+        queue_id=mq.queue_id,
+        sys_flag=out.sys_flag,
+        born_timestamp=time.time_ns() // 1_000_000,
+        flag=out.flag,
+        properties=out.properties,
+        reconsume_times=0,
+        unit_mode=False,
+        batch=out.batch,
+    )
+
+
+def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
+    return SendResult(
+        status=_STATUS_BY_CODE[reply.code],
+        msg_id=out.msg_id,
+        offset_msg_id=reply.header.msg_id,
+        message_queue=MessageQueue(mq.topic, mq.broker_name, reply.header.queue_id),
+        queue_offset=reply.header.queue_offset,
+        region_id=reply.region_id,
+    )

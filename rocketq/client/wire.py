@@ -1,0 +1,229 @@
+"""The client's remote calls: one typed function per request code, over a RemotingClient.
+
+Each function builds the request (typed header -> extFields, body), sends it to one address,
+and turns the answer into a value, ``None`` for the "not found" answers a caller expects, or an
+exception: ``BrokerError`` for an error code, ``ProtocolError`` for an answer that is not a
+valid response, ``RemotingError`` (unchanged) when the transport fails. Nothing here retries,
+caches or chooses addresses; that is the caller's policy. Timeouts are in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+import orjson
+
+from rocketq.client import routes
+from rocketq.client.errors import BrokerError, ProtocolError
+from rocketq.client.queues import MessageQueue
+from rocketq.client.routes import TopicRoute
+from rocketq.protocol import headers
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import Header, HeaderError
+from rocketq.remoting.client import RemotingClient
+
+SEND_OK_CODES: Final = frozenset({
+    ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE,
+})
+"""Send answers that mean "stored" (possibly with a durability caveat), not an error."""
+PULL_CODES: Final = frozenset({
+    ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+    ResponseCode.PULL_OFFSET_MOVED,
+})
+"""Pull answers that carry a PullMessageResponseHeader."""
+
+H = TypeVar("H", bound=Header)
+
+
+@dataclass(frozen=True, slots=True)
+class SendReply:
+    code: ResponseCode
+    header: headers.SendMessageResponseHeader
+    region_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullReply:
+    code: ResponseCode
+    header: headers.PullMessageResponseHeader
+    body: bytes
+
+
+def _request(code: RequestCode, header: Header | Mapping[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+    if header is None:
+        ext: dict[str, str] = {}
+    elif isinstance(header, Header):
+        ext = header.to_ext()
+    else:
+        ext = dict(header)
+    return RemotingCommand(code=int(code), ext_fields=ext, body=body)
+
+
+def _response_header(kind: type[H], response: RemotingCommand, addr: str) -> H:
+    try:
+        return kind.from_ext(response.ext_fields)
+    except HeaderError as exc:
+        raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None
+
+
+def _fail(response: RemotingCommand, addr: str) -> BrokerError:
+    return BrokerError(response.code, response.remark, addr)
+
+
+async def _invoke_ok(rc: RemotingClient, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+    response = await rc.invoke(addr, request, timeout)
+    if response.code != ResponseCode.SUCCESS:
+        raise _fail(response, addr)
+    return response
+
+
+# --- name server ------------------------------------------------------------------------------
+
+
+async def get_route(rc: RemotingClient, addr: str, topic: str, timeout: float) -> TopicRoute | None:
+    """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
+    request = _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.TopicHeader(topic=topic))
+    response = await rc.invoke(addr, request, timeout)
+    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    if response.code != ResponseCode.SUCCESS:
+        raise _fail(response, addr)
+    try:
+        return routes.decode_route(response.body)
+    except routes.RouteDataError as exc:
+        raise ProtocolError(f"route of {topic} from {addr}: {exc}") from None
+
+
+# --- sending ----------------------------------------------------------------------------------
+
+
+def _send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batch: bool) -> RemotingCommand:
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    return _request(code, headers.send_header_to_v2(header), body)
+
+
+async def send(
+    rc: RemotingClient, addr: str, header: headers.SendMessageRequestHeader, body: bytes, timeout: float,
+    *, batch: bool = False,
+) -> SendReply:
+    """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); BrokerError unless the broker stored it."""
+    response = await rc.invoke(addr, _send_request(header, body, batch=batch), timeout)
+    if response.code not in SEND_OK_CODES:
+        raise _fail(response, addr)
+    reply_header = _response_header(headers.SendMessageResponseHeader, response, addr)
+    return SendReply(ResponseCode(response.code), reply_header, response.ext_fields.get("MSG_REGION"))
+
+
+async def send_oneway(rc: RemotingClient, addr: str, header: headers.SendMessageRequestHeader, body: bytes) -> None:
+    await rc.invoke_oneway(addr, _send_request(header, body, batch=False))
+
+
+async def consumer_send_back(
+    rc: RemotingClient, addr: str, header: headers.ConsumerSendMsgBackRequestHeader, timeout: float
+) -> None:
+    """CONSUMER_SEND_MSG_BACK: hand a message the listener failed on back to the broker for retry."""
+    await _invoke_ok(rc, addr, _request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
+
+
+# --- pulling and offsets ----------------------------------------------------------------------
+
+
+async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequestHeader, timeout: float) -> PullReply:
+    """PULL_MESSAGE; the raw answer for the four pull outcomes, BrokerError for anything else."""
+    response = await rc.invoke(addr, _request(RequestCode.PULL_MESSAGE, header), timeout)
+    if response.code not in PULL_CODES:
+        raise _fail(response, addr)
+    reply_header = _response_header(headers.PullMessageResponseHeader, response, addr)
+    return PullReply(ResponseCode(response.code), reply_header, response.body)
+
+
+def _queue_header(group: str, mq: MessageQueue) -> headers.QueryConsumerOffsetRequestHeader:
+    return headers.QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
+
+
+async def query_consumer_offset(
+    rc: RemotingClient, addr: str, group: str, mq: MessageQueue, timeout: float
+) -> int | None:
+    """QUERY_CONSUMER_OFFSET; None when the broker has no offset for the group (QUERY_NOT_FOUND)."""
+    request = _request(RequestCode.QUERY_CONSUMER_OFFSET, _queue_header(group, mq))
+    response = await rc.invoke(addr, request, timeout)
+    if response.code == ResponseCode.QUERY_NOT_FOUND:
+        return None
+    if response.code != ResponseCode.SUCCESS:
+        raise _fail(response, addr)
+    return _response_header(headers.OffsetResponseHeader, response, addr).offset
+
+
+def _update_offset_request(group: str, mq: MessageQueue, offset: int) -> RemotingCommand:
+    header = headers.UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset)
+    return _request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+
+
+async def update_consumer_offset(
+    rc: RemotingClient, addr: str, group: str, mq: MessageQueue, offset: int, timeout: float
+) -> None:
+    await _invoke_ok(rc, addr, _update_offset_request(group, mq, offset), timeout)
+
+
+async def update_consumer_offset_oneway(
+    rc: RemotingClient, addr: str, group: str, mq: MessageQueue, offset: int
+) -> None:
+    await rc.invoke_oneway(addr, _update_offset_request(group, mq, offset))
+
+
+async def _offset_call(rc: RemotingClient, addr: str, request: RemotingCommand, timeout: float) -> int:
+    response = await _invoke_ok(rc, addr, request, timeout)
+    return _response_header(headers.OffsetResponseHeader, response, addr).offset
+
+
+async def get_max_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timeout: float) -> int:
+    """GET_MAX_OFFSET: the next logical offset the queue will write."""
+    header = headers.TopicQueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+    return await _offset_call(rc, addr, _request(RequestCode.GET_MAX_OFFSET, header), timeout)
+
+
+async def get_min_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timeout: float) -> int:
+    header = headers.TopicQueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+    return await _offset_call(rc, addr, _request(RequestCode.GET_MIN_OFFSET, header), timeout)
+
+
+async def search_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timestamp_ms: int, timeout: float) -> int:
+    """SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after ``timestamp_ms``."""
+    header = headers.SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
+    return await _offset_call(rc, addr, _request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header), timeout)
+
+
+# --- membership ---------------------------------------------------------------------------------
+
+
+async def heartbeat(rc: RemotingClient, addr: str, body: bytes, timeout: float) -> None:
+    """HEART_BEAT with a HeartbeatData JSON body."""
+    await _invoke_ok(rc, addr, _request(RequestCode.HEART_BEAT, body=body), timeout)
+
+
+async def unregister_client(
+    rc: RemotingClient, addr: str, client_id: str, timeout: float,
+    *, producer_group: str | None = None, consumer_group: str | None = None,
+) -> None:
+    header = headers.UnregisterClientRequestHeader(
+        client_id=client_id, producer_group=producer_group, consumer_group=consumer_group)
+    await _invoke_ok(rc, addr, _request(RequestCode.UNREGISTER_CLIENT, header), timeout)
+
+
+async def get_consumer_list(rc: RemotingClient, addr: str, group: str, timeout: float) -> list[str]:
+    """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's live consumers on that broker."""
+    request = _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.ConsumerGroupHeader(consumer_group=group))
+    response = await _invoke_ok(rc, addr, request, timeout)
+    try:
+        raw = orjson.loads(response.body)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"consumer list from {addr} is not JSON: {exc}") from None
+    ids = raw.get("consumerIdList") if isinstance(raw, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ProtocolError(f"consumer list from {addr} has no consumerIdList of strings")
+    return ids
