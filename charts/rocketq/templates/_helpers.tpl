@@ -66,8 +66,9 @@ namespaceSelector:
 
 {{/*
 RBAC rules for what the operator does inside a namespace it serves: its own resources, the
-children it renders (Deployments, StatefulSets, Services, ConfigMaps, PodDisruptionBudgets),
-the pods it restarts one by one during rolling updates and failover, and the Events it posts.
+children it renders (StatefulSets for name servers and broker groups, Services, ConfigMaps,
+PodDisruptionBudgets), the pods it restarts one by one during rolling updates and failover,
+the claims of broker groups it removes after draining them, and the Events it posts.
 Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
 */}}
 {{- define "rocketq.namespacedRules" -}}
@@ -78,7 +79,7 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
   resources: [rocketmqclusters/status, rocketmqtopics/status, rocketmqconsumergroups/status]
   verbs: [get, patch]
 - apiGroups: [apps]
-  resources: [deployments, statefulsets]
+  resources: [statefulsets]
   verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [services, configmaps]
@@ -91,7 +92,7 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
   verbs: [get, list, watch, delete]
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
-  verbs: [get, list, watch]
+  verbs: [get, list, watch, delete]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
