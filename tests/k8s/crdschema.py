@@ -8,7 +8,8 @@ module repeats them in pure Python so that tests need no cluster:
 2. **Schema validation.** The structural OpenAPI v3 schema is JSON Schema with Kubernetes
    extensions; ``jsonschema`` checks types, enums, bounds, patterns and required fields, and an
    ``additionalProperties: false`` added to every closed object reports unknown fields (what
-   ``kubectl --validate=strict`` rejects).
+   ``kubectl --validate=strict`` rejects). ``pattern`` keeps Go's meaning of ``$`` (end of
+   text), where Python's ``$`` would also accept a trailing newline.
 3. **CEL rules.** Each ``x-kubernetes-validations`` rule is evaluated with ``cel-python`` on
    its node (``self``) and, for transition rules, on the previous version (``oldSelf``).
    Transition rules run only when an old object is given and holds that node, as on the server.
@@ -174,8 +175,26 @@ def _message(error: jsonschema.ValidationError) -> str:
     return f"{where}: Invalid value: {_shown(value)}: {text}"
 
 
+def _pattern_as_on_the_server(
+    validator: jsonschema.protocols.Validator, pattern: str, instance: Json, schema: dict[str, Json]
+) -> Iterator[jsonschema.ValidationError]:
+    """``pattern`` with Go's regexp meaning of ``$`` (end of text, not before a final newline)."""
+    if isinstance(instance, str) and not re.search(_end_of_text(pattern), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@functools.cache
+def _end_of_text(pattern: str) -> str:
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        return pattern[:-1] + r"\Z"
+    return pattern
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"pattern": _pattern_as_on_the_server})
+
+
 def _schema_errors(kind: str, obj: dict[str, Json]) -> list[str]:
-    validator = jsonschema.Draft7Validator(_json_schema(kind))
+    validator = _Validator(_json_schema(kind))
     errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [_message(error) for error in errors]
 
