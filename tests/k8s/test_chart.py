@@ -459,3 +459,45 @@ def test_notes_tell_how_to_reach_the_cluster() -> None:
     notes = render(VALUE_SETS["watch-namespaces"])["rocketq/templates/NOTES.txt"]
     assert "mq-a, mq-b" in notes and "namespace: mq-a" in notes
     assert "kubectl -n rocketq-system rollout status deployment/rq-rocketq" in notes
+
+
+# ---- the chart speaks the operator's configuration language ------------------------------
+
+
+def operator_env(values: dict[str, Any]) -> dict[str, str]:
+    env = container(objects(render(values)))["env"]
+    return {e["name"]: e["value"] for e in env if e["name"].startswith("ROCKETQ_OPERATOR_")}
+
+
+def test_operator_settings_become_environment_variables() -> None:
+    env = operator_env({"operator": {"settings": {"failoverGrace": 45.5}, "peering": {"enabled": True}}})
+    assert env == {
+        "ROCKETQ_OPERATOR_METRICS_PORT": "9090",
+        "ROCKETQ_OPERATOR_STANDALONE": "false",
+        "ROCKETQ_OPERATOR_JSON_LOGS": "true",
+        "ROCKETQ_OPERATOR_RECONCILE_INTERVAL": "15",
+        "ROCKETQ_OPERATOR_ENTITY_INTERVAL": "60",
+        "ROCKETQ_OPERATOR_FAILOVER_GRACE": "45.5",
+        "ROCKETQ_OPERATOR_DRAIN_TIMEOUT": "600",
+    }
+    assert operator_env({"operator": {"logFormat": "plain"}})["ROCKETQ_OPERATOR_JSON_LOGS"] == "false"
+    assert operator_env({})["ROCKETQ_OPERATOR_STANDALONE"] == "true"
+
+
+@pytest.mark.parametrize("values", [{}, {"operator": {"peering": {"enabled": True}, "logFormat": "full",
+                                                      "settings": {"drainTimeout": 1e6, "failoverGrace": 0.5}}}])
+def test_the_operator_accepts_the_environment_the_chart_sets(values: dict[str, Any]) -> None:
+    runtime = pytest.importorskip("rocketq_operator.runtime", reason="the operator's runtime module is not written yet")
+    env = operator_env(values)
+    config = runtime.OperatorConfig.from_env(env)
+    fields = {f"ROCKETQ_OPERATOR_{name.upper()}" for name in runtime.OperatorConfig.__dataclass_fields__}
+    assert env.keys() <= fields, f"variables the operator does not read: {sorted(env.keys() - fields)}"
+    assert config.metrics_port == 9090
+    assert config.standalone is not values.get("operator", {}).get("peering", {}).get("enabled", False)
+
+
+def test_settings_schema() -> None:
+    with helm.Chart.load(CHART) as chart:
+        for bad in ({"failoverGrace": 0}, {"drainTimeout": "10m"}, {"retries": 3}):
+            with pytest.raises(helm.HelmValuesError):
+                chart.validate_schema(chart.merge_values({"operator": {"settings": bad}}))
