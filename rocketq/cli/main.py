@@ -14,6 +14,8 @@ import click
 
 SUBCOMMANDS = (
     "rocketq.cli.namesrv",
+    "rocketq.cli.broker",
+    "rocketq.cli.local",
 )
 
 

@@ -1,0 +1,307 @@
+"""Admin requests: topics, subscription groups, broker config, runtime info and consume stats.
+
+These back `rocketq admin` (mqadmin's command names) and the Kubernetes operator: creating a
+topic on every master, draining a broker by making it read-only (brokerPermission), reading a
+group's lag. Bodies are RocketMQ's JSON shapes. Where RocketMQ keys a map by a MessageQueue
+object (fastjson writes an object as a map key), ``mq_keyed_json`` writes that same form so Java
+admin tools can read it; ``rocketq.admin`` parses it back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from rocketq.broker.clients import ClientManager
+from rocketq.broker.groups import GroupError, SubscriptionGroupConfig, SubscriptionGroupManager
+from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import (
+    CloneGroupOffsetRequestHeader,
+    ConsumerGroupHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumeStatsRequestHeader,
+    ResetOffsetRequestHeader,
+    TopicHeader,
+)
+from rocketq.remoting.connection import Connection, Handler
+from rocketq.store.messagestore import MessageStore
+
+log = logging.getLogger(__name__)
+
+RUNTIME_UPDATABLE_KEYS = frozenset({"brokerPermission"})
+"""broker.conf keys UPDATE_BROKER_CONFIG may change on a running broker."""
+
+
+def mq_keyed_json(entries: list[tuple[dict[str, Any], Any]], field: str, extra: dict[str, Any]) -> bytes:
+    """JSON with MessageQueue objects as map keys, the way fastjson writes RocketMQ's tables."""
+    pairs = ",".join(f"{orjson.dumps(k).decode()}:{orjson.dumps(v).decode()}" for k, v in entries)
+    rest = "".join(f",{orjson.dumps(k).decode()}:{orjson.dumps(v).decode()}" for k, v in extra.items())
+    return f'{{"{field}":{{{pairs}}}{rest}}}'.encode()
+
+
+class AdminHandlers:
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        clients: ClientManager,
+        broker_name: str,
+        cluster: str,
+        config_view: Callable[[], dict[str, str]],
+        update_config: Callable[[dict[str, str]], None],
+        runtime_info: Callable[[], dict[str, str]],
+        register_now: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._topics = topics
+        self._groups = groups
+        self._offsets = offsets
+        self._clients = clients
+        self._broker_name = broker_name
+        self._cluster = cluster
+        self._config_view = config_view
+        self._update_config = update_config
+        self._runtime_info = runtime_info
+        self._register_now = register_now
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.create_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime,
+            RequestCode.GET_BROKER_CONFIG: self.get_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_config,
+            RequestCode.GET_CONSUME_STATS: self.consume_stats,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.all_offsets,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            RequestCode.CLONE_GROUP_OFFSET: self.clone_offset,
+        }
+
+    # --- topics ---------------------------------------------------------------------------
+
+    async def create_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = CreateTopicRequestHeader.from_ext(request.ext_fields)
+        if header.topic == self._cluster:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is conflict with system topic."
+            )
+        config = TopicConfig(
+            header.topic,
+            header.read_queue_nums,
+            header.write_queue_nums,
+            header.perm,
+            header.topic_filter_type,
+            header.topic_sys_flag or 0,
+            header.order,
+        )
+        try:
+            self._topics.upsert(config)
+        except TopicError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        self._register_now()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def delete_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = TopicHeader.from_ext(request.ext_fields)
+        self._topics.delete([header.topic])
+        self._offsets.delete_topic(header.topic)
+        self._store.delete_topics([header.topic])
+        self._register_now()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def all_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        body = {
+            "topicConfigTable": {name: c.to_json() for name, c in self._topics.table.items()},
+            "dataVersion": self._topics.data_version.to_json(),
+        }
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
+
+    async def topic_stats(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = TopicHeader.from_ext(request.ext_fields)
+        config = self._topics.get(header.topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        entries = []
+        for qid in range(config.write_queue_nums):
+            max_offset = self._store.get_max_offset(header.topic, qid)
+            last = self._store.get_store_time(header.topic, qid, max_offset - 1) if max_offset > 0 else 0
+            entries.append(
+                (
+                    self._mq(header.topic, qid),
+                    {
+                        "minOffset": self._store.get_min_offset(header.topic, qid),
+                        "maxOffset": max_offset,
+                        "lastUpdateTimestamp": last,
+                    },
+                )
+            )
+        return request.response(ResponseCode.SUCCESS, body=mq_keyed_json(entries, "offsetTable", {}))
+
+    # --- groups ---------------------------------------------------------------------------
+
+    async def create_group(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            config = SubscriptionGroupConfig.from_json(orjson.loads(request.body))
+            self._groups.upsert(config)
+        except (orjson.JSONDecodeError, GroupError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        return request.response(ResponseCode.SUCCESS)
+
+    async def all_groups(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._groups.to_json()))
+
+    async def delete_group(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteSubscriptionGroupRequestHeader.from_ext(request.ext_fields)
+        self._groups.delete(header.group_name)
+        if header.clean_offset:
+            self._offsets.delete_group(header.group_name)
+        return request.response(ResponseCode.SUCCESS)
+
+    # --- broker ---------------------------------------------------------------------------
+
+    async def runtime(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps({"table": self._runtime_info()}))
+
+    async def get_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        text = "\n".join(f"{k}={v}" for k, v in sorted(self._config_view().items())) + "\n"
+        return request.response(ResponseCode.SUCCESS, body=text.encode())
+
+    async def update_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            updates = _parse_properties_text(request.body.decode())
+        except (UnicodeDecodeError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad config body: {exc}")
+        refused = sorted(set(updates) - RUNTIME_UPDATABLE_KEYS)
+        if refused:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"not updatable at runtime: {', '.join(refused)}; "
+                f"updatable: {', '.join(sorted(RUNTIME_UPDATABLE_KEYS))}",
+            )
+        try:
+            self._update_config(updates)
+        except ValueError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        self._register_now()
+        return request.response(ResponseCode.SUCCESS)
+
+    # --- consumption ----------------------------------------------------------------------
+
+    def _mq(self, topic: str, queue_id: int) -> dict[str, Any]:
+        return {"brokerName": self._broker_name, "queueId": queue_id, "topic": topic}
+
+    async def consume_stats(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumeStatsRequestHeader.from_ext(request.ext_fields)
+        topics = [header.topic] if header.topic else sorted(self._offsets.topics_of_group(header.consumer_group))
+        entries = []
+        for topic in topics:
+            config = self._topics.get(topic)
+            if config is None:
+                continue
+            for qid in range(config.read_queue_nums):
+                broker_offset = self._store.get_max_offset(topic, qid)
+                consumer_offset = max(self._offsets.query(header.consumer_group, topic, qid), 0)
+                last = self._store.get_store_time(topic, qid, consumer_offset - 1) if consumer_offset > 0 else 0
+                entries.append(
+                    (
+                        self._mq(topic, qid),
+                        {"brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": last},
+                    )
+                )
+        return request.response(ResponseCode.SUCCESS, body=mq_keyed_json(entries, "offsetTable", {"consumeTps": 0.0}))
+
+    async def consumer_connections(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = ConsumerGroupHeader.from_ext(request.ext_fields)
+        info = self._clients.consumer_group(header.consumer_group)
+        if info is None:
+            return request.response(
+                ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            )
+        body = {
+            "connectionSet": [
+                {"clientId": ch.client_id, "clientAddr": c.remote_addr, "language": ch.language, "version": ch.version}
+                for c, ch in info.channels.items()
+            ],
+            "subscriptionTable": {t: s.to_json() for t, s in info.subscriptions.items()},
+            "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "consumeFromWhere": info.consume_from_where,
+        }
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
+
+    async def consumed_by(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = TopicHeader.from_ext(request.ext_fields)
+        groups = set(self._clients.groups_consuming(header.topic)) | self._offsets.groups_of_topic(header.topic)
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps({"groupList": sorted(groups)}))
+
+    async def all_offsets(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._offsets.to_json()))
+
+    async def reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """Move a group's committed offsets on a topic to the first message at or after a time.
+
+        Offline groups simply resume from there. Online consumers are told with
+        RESET_CONSUMER_CLIENT_OFFSET carrying the new offsets, as RocketMQ does.
+        """
+        header = ResetOffsetRequestHeader.from_ext(request.ext_fields)
+        config = self._topics.get(header.topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        entries: list[tuple[dict[str, Any], Any]] = []
+        for qid in range(config.read_queue_nums):
+            if header.timestamp < 0:
+                offset = self._store.get_max_offset(header.topic, qid)
+            else:
+                offset = self._store.get_offset_by_time(header.topic, qid, header.timestamp)
+            current = self._offsets.query(header.group, header.topic, qid)
+            if header.is_force or current < 0 or offset < current:
+                self._offsets.commit(header.group, header.topic, qid, offset)
+            entries.append((self._mq(header.topic, qid), offset))
+        body = mq_keyed_json(entries, "offsetTable", {})
+        info = self._clients.consumer_group(header.group)
+        if info is not None:
+            ext = {"topic": header.topic, "group": header.group, "timestamp": str(header.timestamp)}
+            for member in list(info.channels):
+                try:
+                    await member.invoke_oneway(
+                        RemotingCommand(code=RequestCode.RESET_CONSUMER_CLIENT_OFFSET, ext_fields=dict(ext), body=body)
+                    )
+                except Exception as exc:  # one dead member must not block the reset of the others
+                    log.info("reset offset notify to %s failed: %s", member.remote_addr, exc)
+        return request.response(ResponseCode.SUCCESS, body=body)
+
+    async def clone_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = CloneGroupOffsetRequestHeader.from_ext(request.ext_fields)
+        topics = [header.topic] if header.topic else sorted(self._offsets.topics_of_group(header.src_group))
+        for topic in topics:
+            self._offsets.clone(header.src_group, header.dest_group, topic)
+        return request.response(ResponseCode.SUCCESS)
+
+
+def _parse_properties_text(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"line {raw!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,259 @@
+"""PULL_MESSAGE and long polling.
+
+A pull names a queue and an offset. The store answers with a status, which maps onto RocketMQ's
+response codes (the table in reference/wire-protocol-and-replication.md). When nothing is there
+yet and the consumer set the SUSPEND bit, the request is *held*: no reply is written, and the
+pull runs again either the moment the store dispatches a message into that queue or when the
+consumer's ``suspendTimeoutMillis`` runs out — so a consumer sees a new message within
+milliseconds without busy polling. The answer body is the raw stored records, never re-encoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.broker.clients import ClientManager
+from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.broker.topics import TopicConfigManager
+from rocketq.protocol import codes, subscription
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.remoting.connection import Connection, Handler
+from rocketq.store.messagestore import GetResult, GetStatus, MessageStore
+
+log = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET: Final = 1
+FLAG_SUSPEND: Final = 2
+FLAG_SUBSCRIPTION: Final = 4
+FLAG_CLASS_FILTER: Final = 8
+MAX_PULL_BATCH: Final = 1024
+"""Messages one pull may return whatever the client asks (RocketMQ's maxTransferCountOnMessageInMemory)."""
+MAX_PULL_BYTES: Final = 256 * 1024
+"""Bytes one pull may return (RocketMQ's maxTransferBytesOnMessageInMemory)."""
+MAX_HELD_PULLS: Final = 100_000
+"""Held long-poll requests before new ones are answered at once instead of held."""
+
+
+@dataclass(slots=True)
+class HeldPull:
+    connection: Connection
+    request: RemotingCommand
+    header: PullMessageRequestHeader
+    sub: SubscriptionData
+    offset: int
+    timer: asyncio.TimerHandle | None = None
+
+
+class PullHandlers:
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        clients: ClientManager,
+        behaviour: BrokerBehaviour,
+        *,
+        is_master: bool,
+    ) -> None:
+        self._store = store
+        self._topics = topics
+        self._groups = groups
+        self._offsets = offsets
+        self._clients = clients
+        self._behaviour = behaviour
+        self._is_master = is_master
+        self._held: dict[tuple[str, int], list[HeldPull]] = defaultdict(list)
+        self._held_count = 0
+        self.broker_permission = behaviour.broker_permission
+        store.add_arrival_listener(self.on_message_arrived)
+
+    def handlers(self) -> dict[int, Handler]:
+        return {RequestCode.PULL_MESSAGE: self.pull}
+
+    async def pull(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        header = PullMessageRequestHeader.from_ext(request.ext_fields)
+        checked = self._check(request, header)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        sub = checked
+        if header.sys_flag & FLAG_COMMIT_OFFSET and self._is_master and header.commit_offset >= 0:
+            self._offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+        result = self._get(header, header.queue_offset, sub)
+        if (
+            result.status in (GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE)
+            and header.sys_flag & FLAG_SUSPEND
+            and self._held_count < MAX_HELD_PULLS
+            and (result.status == GetStatus.OFFSET_OVERFLOW_ONE or header.queue_offset == 0)
+        ):
+            self._hold(conn, request, header, sub)
+            return None
+        return self._answer(request, header, result)
+
+    def _check(self, request: RemotingCommand, header: PullMessageRequestHeader) -> SubscriptionData | RemotingCommand:
+        if not self.broker_permission & codes.Perm.READ:
+            return request.response(ResponseCode.NO_PERMISSION, "the broker pulling message is forbidden")
+        group = self._groups.find_or_create(
+            header.consumer_group, auto_create=self._behaviour.auto_create_subscription_group
+        )
+        if group is None:
+            return request.response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{header.consumer_group}] does not exist",
+            )
+        if not group.consume_enable:
+            return request.response(
+                ResponseCode.NO_PERMISSION, f"subscription group [{header.consumer_group}] consume is disabled"
+            )
+        topic = self._topics.get(header.topic)
+        if topic is None:
+            return request.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!"
+            )
+        if not topic.perm & codes.Perm.READ:
+            return request.response(
+                ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden"
+            )
+        if not 0 <= header.queue_id < topic.queue_count:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
+                f"topicConfig.readQueueNums:[{topic.read_queue_nums}]",
+            )
+        if header.sys_flag & FLAG_SUBSCRIPTION:
+            try:
+                sub = subscription.build(header.topic, header.subscription, header.expression_type, header.sub_version)
+            except SubscriptionError as exc:
+                return request.response(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+                )
+        else:
+            found = self._clients.subscription(header.consumer_group, header.topic)
+            if found is None:
+                return request.response(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's subscription not exist, group: {header.consumer_group}",
+                )
+            if found.sub_version < header.sub_version:
+                return request.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+            sub = found
+        if sub.expression_type != subscription.EXPRESSION_TAG:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92 yet"
+            )
+        return sub
+
+    def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
+        max_nums = max(1, min(header.max_msg_nums, MAX_PULL_BATCH))
+        max_bytes = min(header.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
+        tag_filter = None if sub.matches_all else sub.matches_tag_code
+        return self._store.get_messages(
+            header.topic, header.queue_id, offset, max_nums, max_bytes=max_bytes, tag_filter=tag_filter
+        )
+
+    def _answer(self, request: RemotingCommand, header: PullMessageRequestHeader, result: GetResult) -> RemotingCommand:
+        code = _response_code(result.status, header.queue_offset)
+        ext = PullMessageResponseHeader(
+            suggest_which_broker_id=codes.MASTER_ID,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        ).to_ext()
+        body = b"".join(result.buffers) if code == ResponseCode.SUCCESS else b""
+        return request.response(code, None if code == ResponseCode.SUCCESS else result.status.name, ext, body)
+
+    # --- long polling -------------------------------------------------------------------
+
+    def _hold(
+        self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, sub: SubscriptionData
+    ) -> None:
+        held = HeldPull(conn, request, header, sub, header.queue_offset)
+        key = (header.topic, header.queue_id)
+        self._held[key].append(held)
+        self._held_count += 1
+        timeout_ms = (
+            header.suspend_timeout_millis
+            if self._behaviour.long_polling_enable
+            else self._behaviour.short_polling_time_mills
+        )
+        loop = asyncio.get_running_loop()
+        held.timer = loop.call_later(max(0, timeout_ms) / 1000, self._expire, key, held)
+
+    def on_message_arrived(self, topic: str, queue_id: int, next_offset: int) -> None:
+        """Store dispatch callback: re-run every held pull of that queue that can now make progress."""
+        waiting = self._held.get((topic, queue_id))
+        if not waiting:
+            return
+        still: list[HeldPull] = []
+        for held in waiting:
+            if held.connection.closed:
+                self._release(held)
+                continue
+            if next_offset <= held.offset:
+                still.append(held)
+                continue
+            result = self._get(held.header, held.offset, held.sub)
+            if result.status == GetStatus.FOUND:
+                self._release(held)
+                held.connection.send_response(self._answer(held.request, held.header, result))
+            else:
+                # nothing matched this consumer's tags: skip past it and keep holding
+                held.offset = result.next_begin_offset
+                still.append(held)
+        if still:
+            self._held[(topic, queue_id)] = still
+        else:
+            self._held.pop((topic, queue_id), None)
+
+    def _expire(self, key: tuple[str, int], held: HeldPull) -> None:
+        waiting = self._held.get(key)
+        if waiting is None or held not in waiting:
+            return
+        waiting.remove(held)
+        if not waiting:
+            del self._held[key]
+        self._release(held)
+        if not held.connection.closed:
+            result = self._get(held.header, held.offset, held.sub)
+            held.connection.send_response(self._answer(held.request, held.header, result))
+
+    def _release(self, held: HeldPull) -> None:
+        self._held_count -= 1
+        if held.timer is not None:
+            held.timer.cancel()
+
+    def close(self) -> None:
+        """Cancel every held pull's timer; clients see the connection close and retry elsewhere."""
+        for waiting in self._held.values():
+            for held in waiting:
+                if held.timer is not None:
+                    held.timer.cancel()
+        self._held.clear()
+        self._held_count = 0
+
+    @property
+    def held_count(self) -> int:
+        return self._held_count
+
+
+def _response_code(status: GetStatus, requested_offset: int) -> int:
+    if status == GetStatus.FOUND:
+        return ResponseCode.SUCCESS
+    if status in (GetStatus.NO_MATCHED_MESSAGE, GetStatus.OFFSET_FOUND_NULL, GetStatus.MESSAGE_WAS_REMOVING):
+        return ResponseCode.PULL_RETRY_IMMEDIATELY
+    if status == GetStatus.NO_MESSAGE_IN_QUEUE:
+        return ResponseCode.PULL_NOT_FOUND if requested_offset == 0 else ResponseCode.PULL_OFFSET_MOVED
+    if status == GetStatus.OFFSET_OVERFLOW_ONE:
+        return ResponseCode.PULL_NOT_FOUND
+    if status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY):
+        return ResponseCode.PULL_OFFSET_MOVED
+    return ResponseCode.PULL_NOT_FOUND

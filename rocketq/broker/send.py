@@ -1,0 +1,250 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: from a frame to a CommitLog append.
+
+The checks run in RocketMQ's order — broker accepting sends, writable, topic name, topic exists
+(or may be auto-created from TBW102), queue id, size — and each refusal carries RocketMQ's
+response code so any RocketMQ client reacts as it would to Apache RocketMQ. Flow control is a
+protocol answer: past ``sendThreadPoolQueueCapacity`` sends in flight, or while the store
+reports its page cache busy, the broker answers SYSTEM_BUSY at once and the client retries
+elsewhere, instead of queueing without limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
+from rocketq.protocol import codes, message
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
+from rocketq.remoting.connection import Connection, Handler
+from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
+
+log = logging.getLogger(__name__)
+
+SYSTEM_TOPICS_NOT_FOR_SEND = frozenset(
+    {codes.AUTO_CREATE_TOPIC_KEY, codes.SCHEDULE_TOPIC, codes.TRANS_HALF_TOPIC, codes.TRANS_OP_HALF_TOPIC}
+)
+
+PUT_STATUS_TO_RESPONSE: dict[PutStatus, tuple[int, str | None]] = {
+    PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched",
+    ),
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, "the message properties are too long"),
+    PutStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now, maybe disk full or the broker is a slave",
+    ),
+    PutStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_BUSY,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    PutStatus.DISK_FULL: (ResponseCode.SERVICE_NOT_AVAILABLE, "disk usage above the high-water mark: writes refused"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    cluster: str
+    broker_name: str
+    host: str
+    port: int
+    writable: bool
+
+
+class SendHandlers:
+    def __init__(
+        self, store: MessageStore, topics: TopicConfigManager, behaviour: BrokerBehaviour, identity: BrokerAddress
+    ) -> None:
+        self._store = store
+        self._topics = topics
+        self._behaviour = behaviour
+        self._identity = identity
+        self._in_flight = 0
+        self.broker_permission = behaviour.broker_permission
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.SEND_MESSAGE: self.send,
+            RequestCode.SEND_MESSAGE_V2: self.send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send,
+        }
+
+    async def send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.SEND_MESSAGE:
+            header = SendMessageRequestHeader.from_ext(request.ext_fields)
+        else:
+            header = send_header_from_v2(request.ext_fields)
+        refusal = self._refusal(request, header)
+        if refusal is not None:
+            return refusal
+        topic_config, refusal = self._topic_for(request, header)
+        if topic_config is None:
+            return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = random.randrange(max(1, topic_config.write_queue_nums))
+        if queue_id >= topic_config.queue_count:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {topic_config.topic_name} has "
+                f"{topic_config.queue_count} queues, producer: {conn.remote_addr}",
+            )
+        try:
+            records = self._records(request, header, queue_id, conn)
+        except message.MessageFormatError as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+        if isinstance(records, RemotingCommand):
+            return records
+        self._in_flight += 1
+        try:
+            result = await (
+                self._store.put_batch(records)
+                if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE
+                else self._store.put(records[0])
+            )
+        finally:
+            self._in_flight -= 1
+        return self._answer(request, queue_id, result)
+
+    def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
+        now_ms = time.time() * 1000
+        if now_ms < self._behaviour.start_accept_send_request_time_stamp:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"broker unable to service, until {self._behaviour.start_accept_send_request_time_stamp}",
+            )
+        if not self.broker_permission & codes.Perm.WRITE or not self._identity.writable:
+            return request.response(
+                ResponseCode.NO_PERMISSION, f"the broker[{self._identity.broker_name}] sending message is forbidden"
+            )
+        if self._in_flight >= self._behaviour.max_sends_in_flight:
+            return request.response(
+                ResponseCode.SYSTEM_BUSY, f"[TOO_MANY_REQUESTS]broker busy, {self._in_flight} sends in flight"
+            )
+        if self._store.is_os_page_cache_busy():
+            return request.response(
+                ResponseCode.SYSTEM_BUSY, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while"
+            )
+        try:
+            validate_topic_name(header.topic)
+        except TopicError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if header.topic in SYSTEM_TOPICS_NOT_FOR_SEND:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is conflict with system topic."
+            )
+        if len(request.body) > self._behaviour.max_message_size and not header.batch:
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message body size {len(request.body)} exceeds maxMessageSize {self._behaviour.max_message_size}",
+            )
+        return None
+
+    def _topic_for(
+        self, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> tuple[TopicConfig | None, RemotingCommand | None]:
+        config = self._topics.get(header.topic)
+        if config is None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
+            config = self._topics.ensure(header.topic, 1)
+        if config is None and self._behaviour.auto_create_topic_enable:
+            config = self._topics.create_from_default(
+                header.topic,
+                header.default_topic,
+                header.default_topic_queue_nums,
+                self._behaviour.default_topic_queue_nums,
+            )
+        if config is None:
+            return None, request.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!"
+            )
+        if not config.perm & codes.Perm.WRITE:
+            return None, request.response(
+                ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] sending message is forbidden"
+            )
+        return config, None
+
+    def _records(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int, conn: Connection
+    ) -> list[PutRequest] | RemotingCommand:
+        born_host = _host_port(conn.remote_addr)
+        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            items = message.decode_batch_body(request.body)
+            if not items:
+                return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
+            bodies = [(item.body, item.flag, dict(item.properties)) for item in items]
+        else:
+            bodies = [(request.body, header.flag, message.decode_properties(header.properties or ""))]
+        records = []
+        for body, flag, props in bodies:
+            refusal = self._property_refusal(request, props)
+            if refusal is not None:
+                return refusal
+            props.setdefault(message.CLUSTER, self._identity.cluster)
+            tags = props.get(message.TAGS)
+            records.append(
+                PutRequest(
+                    topic=header.topic,
+                    queue_id=queue_id,
+                    body=body,
+                    flag=flag,
+                    properties=message.encode_properties(props),
+                    sys_flag=header.sys_flag,
+                    born_timestamp=header.born_timestamp,
+                    born_host=born_host,
+                    reconsume_times=header.reconsume_times or 0,
+                    prepared_transaction_offset=0,
+                    tags_code=message.tag_hash(tags) if tags else 0,
+                )
+            )
+        return records
+
+    def _property_refusal(self, request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
+        if props.get(message.TRAN_MSG) == "true":
+            return request.response(
+                ResponseCode.NO_PERMISSION, "transactional (half) messages are not supported by this broker yet"
+            )
+        delay = props.get(message.DELAY)
+        if delay not in (None, "", "0"):
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL, "delayed messages (DELAY property) are not supported by this broker yet"
+            )
+        return None
+
+    def _answer(self, request: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
+        code, remark = PUT_STATUS_TO_RESPONSE.get(result.status, (ResponseCode.SYSTEM_ERROR, None))
+        if (
+            remark is None
+            and code != ResponseCode.SUCCESS
+            and result.status
+            not in (PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE)
+        ):
+            remark = f"store answered {result.status.name}"
+        if not result.appended:
+            return request.response(code, remark or result.error or result.status.name)
+        header = SendMessageResponseHeader(
+            msg_id=",".join(result.offset_msg_ids),
+            queue_id=queue_id,
+            queue_offset=result.queue_offsets[0],
+        )
+        ext = header.to_ext()
+        ext["MSG_REGION"] = "DefaultRegion"
+        ext["TRACE_ON"] = "true"
+        return request.response(code, remark, ext)
+
+
+def _host_port(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        return "127.0.0.1", 0

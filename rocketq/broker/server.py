@@ -1,0 +1,268 @@
+"""A broker process: the store, the metadata managers, the handlers and every background task.
+
+``BrokerServer`` is the one owner: ``start`` opens the store (recovering after a crash),
+binds the remoting port, registers with the name servers and starts the periodic work
+(registration, client liveness, offset flushing); ``close`` undoes all of it in reverse and may
+be called twice. Handlers get only the parts they use; nothing reaches through this class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import replace
+
+from prometheus_client import CollectorRegistry
+
+from rocketq.broker import clients as client_registry
+from rocketq.broker.adminops import AdminHandlers
+from rocketq.broker.clientmanage import ClientHandlers
+from rocketq.broker.clients import ClientManager
+from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.metrics import BrokerCollector
+from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.pull import PullHandlers
+from rocketq.broker.queries import QueryHandlers
+from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
+from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
+from rocketq.broker.topics import TopicConfigManager
+from rocketq.metrics.http import MetricsServer
+from rocketq.protocol import codes
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.server import RemotingServer
+from rocketq.settings import as_properties
+from rocketq.store.messagestore import MessageStore
+from rocketq.store.settings import StoreSettings
+
+log = logging.getLogger(__name__)
+
+
+class BrokerServer:
+    def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings) -> None:
+        self.identity = identity
+        self.behaviour = behaviour
+        self.store_settings = store_settings
+        self._handlers: dict[int, Handler] = {}
+        self._remoting = RemotingServer(
+            self._handlers,
+            host=identity.listen_host,
+            port=identity.listen_port,
+            max_frame_size=behaviour.server_max_frame_size,
+            name="broker",
+            on_connection_closed=self._connection_closed,
+        )
+        self._client = RemotingClient(name="broker-out")
+        self._tasks: list[asyncio.Task[None]] = []
+        self._notify_tasks: set[asyncio.Task[None]] = set()
+        self._metrics: MetricsServer | None = None
+        self._closed = False
+        self._serving = False
+        self.boot_timestamp = int(time.time() * 1000)
+        self.host = identity.broker_ip1 or default_host_ip()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._remoting.start()
+        self.port = self._remoting.port
+        config_dir = self.store_settings.config_dir
+        self.store = MessageStore(self.store_settings, store_host=(self.host, self.port))
+        await asyncio.to_thread(self.store.open)
+        await self.store.start()
+        self.topics = TopicConfigManager(config_dir / "topics.json", on_change=self._topics_changed)
+        self.groups = SubscriptionGroupManager(config_dir / "subscriptionGroup.json")
+        self.offsets = ConsumerOffsetManager(config_dir / "consumerOffset.json")
+        for manager in (self.topics, self.groups, self.offsets):
+            manager.load()
+        self.topics.ensure_system_topics(
+            self.identity.broker_cluster_name,
+            self.identity.broker_name,
+            auto_create=self.behaviour.auto_create_topic_enable,
+            trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
+        )
+        self.clients = ClientManager(self._notify_ids_changed)
+        self._install_handlers()
+        self.registrar = Registrar(
+            self._client,
+            parse_namesrv_addrs(self.identity.namesrv_addr),
+            BrokerRegistration(
+                self.identity.broker_cluster_name,
+                self.identity.broker_name,
+                self.identity.broker_id,
+                self.address,
+                f"{self.host}:{self.identity.ha_listen_port}",
+            ),
+            lambda: self.topics.serialize_wrapper(self.send.broker_permission),
+            self.behaviour.register_name_server_period,
+        )
+        self._serving = True
+        self.registrar.start()
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._scan_clients(), name="broker-client-scan"))
+        self._tasks.append(loop.create_task(self._flush_offsets(), name="broker-offset-flush"))
+        if self.identity.metrics_port >= 0 and self.identity.metrics_port != 0:
+            await self._start_metrics(self.identity.metrics_port)
+        log.info(
+            "broker %s (%s, id %d) serving on %s, store %s",
+            self.identity.broker_name,
+            self.identity.broker_role.value,
+            self.identity.broker_id,
+            self.address,
+            self.store_settings.store_path_root_dir,
+        )
+
+    async def _start_metrics(self, port: int) -> None:
+        registry = CollectorRegistry()
+        registry.register(BrokerCollector(self))
+        self._metrics = MetricsServer(registry, lambda: self._serving, host=self.identity.listen_host, port=port)
+        await self._metrics.start()
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self._metrics.port if self._metrics else None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def close(self) -> None:
+        """Unregister, stop serving, flush and close the store. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._serving = False
+        if hasattr(self, "registrar"):
+            await self.registrar.close()
+            await self.registrar.unregister_all()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if hasattr(self, "pull"):
+            self.pull.close()
+        await self._remoting.close()
+        await self._client.close()
+        if self._metrics is not None:
+            await self._metrics.close()
+        if hasattr(self, "offsets"):
+            self.offsets.persist(force=True)
+        if hasattr(self, "store"):
+            await self.store.close()
+        log.info("broker %s stopped", self.identity.broker_name)
+
+    # --- wiring ---------------------------------------------------------------------------
+
+    def _install_handlers(self) -> None:
+        is_master = self.identity.broker_role != BrokerRole.SLAVE and self.identity.broker_id == codes.MASTER_ID
+        self.send = SendHandlers(
+            self.store,
+            self.topics,
+            self.behaviour,
+            BrokerAddress(
+                self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port, is_master
+            ),
+        )
+        self.pull = PullHandlers(
+            self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master
+        )
+        client_handlers = ClientHandlers(
+            self.store,
+            self.topics,
+            self.groups,
+            self.offsets,
+            self.clients,
+            self.behaviour,
+            on_topic_created=self._register_soon,
+        )
+        admin = AdminHandlers(
+            self.store,
+            self.topics,
+            self.groups,
+            self.offsets,
+            self.clients,
+            self.identity.broker_name,
+            self.identity.broker_cluster_name,
+            self.config_view,
+            self.update_config,
+            self.runtime_info,
+            self._register_soon,
+        )
+        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
+            self._handlers.update(part.handlers())
+
+    def _topics_changed(self) -> None:
+        self._register_soon()
+
+    def _register_soon(self) -> None:
+        if hasattr(self, "registrar"):
+            self.registrar.request_now()
+
+    def _connection_closed(self, conn: Connection) -> None:
+        if hasattr(self, "clients"):
+            self.clients.connection_closed(conn)
+
+    def _notify_ids_changed(self, group: str, connections: list[Connection]) -> None:
+        task = asyncio.get_running_loop().create_task(client_registry.notify_ids_changed(group, connections))
+        self._notify_tasks.add(task)
+        task.add_done_callback(self._notify_tasks.discard)
+
+    # --- periodic work --------------------------------------------------------------------
+
+    async def _scan_clients(self) -> None:
+        interval = self.behaviour.client_scan_interval / 1000
+        while True:
+            await asyncio.sleep(interval)
+            dropped = self.clients.expire(self.behaviour.client_channel_max_idle_time / 1000)
+            if dropped:
+                log.info("dropped silent clients: %s", ", ".join(dropped))
+
+    async def _flush_offsets(self) -> None:
+        interval = self.behaviour.flush_consumer_offset_interval / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(self.offsets.persist)
+            except OSError as exc:
+                log.error("persisting consumer offsets failed: %s", exc)
+
+    # --- admin views ----------------------------------------------------------------------
+
+    def config_view(self) -> dict[str, str]:
+        view = {**as_properties(self.identity), **as_properties(self.behaviour), **as_properties(self.store_settings)}
+        view["brokerPermission"] = str(self.send.broker_permission)
+        return view
+
+    def update_config(self, updates: dict[str, str]) -> None:
+        perm_text = updates.get("brokerPermission")
+        if perm_text is not None:
+            try:
+                perm = int(perm_text)
+            except ValueError:
+                raise ValueError(f"brokerPermission={perm_text!r} is not an integer") from None
+            if perm & ~7:
+                raise ValueError(f"brokerPermission={perm} is not a combination of 4 (read), 2 (write), 1 (inherit)")
+            self.send.broker_permission = perm
+            self.pull.broker_permission = perm
+            self.behaviour = replace(self.behaviour, broker_permission=perm)
+            log.info("brokerPermission set to %d", perm)
+
+    def runtime_info(self) -> dict[str, str]:
+        return {
+            **self.store.runtime_info(),
+            "brokerVersionDesc": "rocketq",
+            "brokerVersion": "399",
+            "bootTimestamp": str(self.boot_timestamp),
+            "runtime": f"{int(time.time() - self.boot_timestamp / 1000)}s",
+            "msgPutTotalTodayNow": str(self.store.stats.put_message_times),
+            "msgGetTotalTodayNow": str(self.store.stats.get_message_transferred),
+            "brokerPermission": str(self.send.broker_permission),
+            "brokerRole": self.identity.broker_role.value,
+            "heldPullRequests": str(self.pull.held_count),
+            "pid": str(os.getpid()),
+        }

@@ -1,0 +1,121 @@
+"""``rocketq broker -c broker.conf``: run a broker from a RocketMQ-style config file.
+
+The file uses Apache RocketMQ's key names, so a broker.conf written for RocketMQ works as it
+is. Keys rocketq does not implement are reported once and ignored. Environment variables
+NAMESRV_ADDR and BROKER_IP1 override the file (containers), and command-line flags override
+both (tests, laptops). ``--ordinal-from-hostname`` lets a StatefulSet pod derive its brokerId
+from its ordinal (``name-N``), with the master's ordinal read from ``--master-ordinal-file``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from rocketq import settings
+from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
+from rocketq.cli import serving
+from rocketq.settings import SettingsError
+from rocketq.store.settings import StoreSettings
+
+log = logging.getLogger("rocketq.broker")
+
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings)
+ORDINAL = re.compile(r"-(\d+)$")
+DEFAULT_MASTER_ORDINAL_FILE = "/etc/rocketq/masterOrdinal"
+
+
+def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
+    """brokerId and brokerRole for a StatefulSet pod: the master gets 0, the others unique ids."""
+    match = ORDINAL.search(hostname)
+    if match is None:
+        raise SettingsError(f"hostname {hostname!r} does not end in -<ordinal>")
+    ordinal = int(match.group(1))
+    if ordinal == master_ordinal:
+        return {"brokerId": "0"}
+    broker_id = ordinal + 1 if ordinal < master_ordinal else ordinal
+    return {"brokerId": str(broker_id), "brokerRole": BrokerRole.SLAVE.value}
+
+
+def load(
+    config: str | None, overrides: dict[str, str]
+) -> tuple[BrokerIdentity, BrokerBehaviour, StoreSettings, list[str]]:
+    values = settings.read_properties(config) if config else {}
+    unknown = settings.unknown_keys({**values, **overrides}, SETTINGS_GROUPS)
+    identity = settings.build(BrokerIdentity, values, overrides=overrides)
+    behaviour = settings.build(BrokerBehaviour, values, overrides=overrides)
+    store = settings.build(StoreSettings, values, overrides=overrides)
+    return identity, behaviour, store, unknown
+
+
+@click.command("broker")
+@click.option("-c", "--config", "config", type=click.Path(dir_okay=False), help="broker.conf (RocketMQ keys)")
+@click.option("-n", "--namesrv-addr", help="name servers host:port;host:port (overrides the file)")
+@click.option("-p", "--listen-port", type=click.IntRange(0, 65535), help="remoting port (overrides listenPort)")
+@click.option("--store-dir", type=click.Path(file_okay=False), help="storePathRootDir override")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), help="HTTP /metrics and /health port; 0 = off")
+@click.option("--ordinal-from-hostname", is_flag=True, help="derive brokerId from the pod's ordinal (StatefulSet)")
+@click.option(
+    "--master-ordinal-file",
+    default=DEFAULT_MASTER_ORDINAL_FILE,
+    show_default=True,
+    help="file holding the master's ordinal (with --ordinal-from-hostname)",
+)
+@click.option("--set", "extra", multiple=True, metavar="KEY=VALUE", help="any broker.conf key (repeatable)")
+def command(
+    config: str | None,
+    namesrv_addr: str | None,
+    listen_port: int | None,
+    store_dir: str | None,
+    metrics_port: int | None,
+    ordinal_from_hostname: bool,
+    master_ordinal_file: str,
+    extra: tuple[str, ...],
+) -> None:
+    """Run a broker."""
+    from rocketq.broker.server import BrokerServer
+
+    overrides: dict[str, str] = {}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        overrides[key.strip()] = value.strip()
+    flags: tuple[tuple[str, object], ...] = (
+        ("namesrvAddr", namesrv_addr),
+        ("listenPort", listen_port),
+        ("storePathRootDir", store_dir),
+        ("metricsPort", metrics_port),
+    )
+    for flag_key, flag_value in flags:
+        if flag_value is not None:
+            overrides[flag_key] = str(flag_value)
+    try:
+        if ordinal_from_hostname:
+            overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(master_ordinal_file)))
+        identity, behaviour, store, unknown = load(config, overrides)
+    except SettingsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if unknown:
+        log.warning("ignoring broker.conf keys rocketq does not implement: %s", ", ".join(unknown))
+    code = serving.run(
+        lambda: BrokerServer(identity, behaviour, store),
+        lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
+    )
+    sys.exit(code)
+
+
+def _master_ordinal(path: str) -> int:
+    file = Path(path)
+    if not file.exists():
+        return 0
+    text = file.read_text().strip() or "0"
+    if not text.isdigit():
+        raise SettingsError(f"{path} holds {text!r}, expected a master ordinal (0, 1, ...)")
+    return int(text)
