@@ -1,0 +1,252 @@
+"""The CommitLog: every message of every topic, appended in arrival order to one log.
+
+The log is a run of fixed-size segment files (``MappedFile``) named by the physical offset of
+their first byte, so offset ``o`` lives in segment ``(o - first.start) // segment_size``.
+Records are stored back to back, unaligned. When a record does not fit in what is left of a
+segment (keeping room for the 8-byte END_OF_FILE marker), the segment is closed with a blank
+record (TOTALSIZE = bytes left, MAGIC = BLANK_MAGIC) and the record goes to the start of a new
+segment. A record therefore never straddles two files and a pull can return a single slice.
+
+There is one writer: ``append`` is synchronous and the store calls it from the event loop, so
+no two appends interleave. Each append copies a pre-encoded record into the map and stamps
+QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP in place. Flushing (``flush_range``) and deciding
+what a record means (ConsumeQueue, index) belong to other modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+from typing import Final
+
+from rocketq.protocol import message
+from rocketq.protocol.message import MessageSysFlag
+from rocketq.store import mappedfile
+from rocketq.store.mappedfile import MappedFile
+
+log = logging.getLogger(__name__)
+
+END_FILE_MIN_BLANK_LENGTH: Final = 8
+"""Room always kept at a segment's end for the END_OF_FILE marker (TOTALSIZE + MAGIC)."""
+_BLANK = struct.Struct(">ii")
+_HEAD = struct.Struct(">iii")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_BODY_LEN_AFTER_HOSTS: Final = 8 + 4 + 8
+"""After the born host come STORETIMESTAMP, then (after the store host) RECONSUMETIMES and
+PREPARED_TX_OFFSET; BODYLEN follows."""
+_POSITIONS = message.POSITIONS
+_STORE_TS = message.STORE_TIMESTAMP
+_QUEUE_OFFSET_POS: Final = message.QUEUE_OFFSET_POS
+
+
+class CommitLog:
+    """Segments of the log, the append path and positional reads."""
+
+    def __init__(self, directory: Path, segment_size: int) -> None:
+        self.directory = directory
+        self.segment_size = segment_size
+        self.segments: list[MappedFile] = []
+        self.flushed_offset = 0
+        """Physical offset up to which the log is known to be on disk."""
+        self.last_store_timestamp = 0
+        """STORETIMESTAMP of the newest appended record (the checkpoint's clock)."""
+        self.flushed_store_timestamp = 0
+        """STORETIMESTAMP of the newest record known to be on disk."""
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map the existing segments; positions are set afterwards by recovery."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.segments = mappedfile.load_segments(self.directory, self.segment_size)
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    # --- offsets ------------------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        return self.segments[0].start if self.segments else 0
+
+    @property
+    def max_offset(self) -> int:
+        """Physical offset of the next append."""
+        return self.segments[-1].write_offset if self.segments else 0
+
+    def segment_for(self, offset: int) -> MappedFile | None:
+        if not self.segments or offset < self.segments[0].start:
+            return None
+        index = (offset - self.segments[0].start) // self.segment_size
+        return self.segments[index] if index < len(self.segments) else None
+
+    def fits_in_segment(self, size: int) -> bool:
+        return size + END_FILE_MIN_BLANK_LENGTH <= self.segment_size
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append(self, record: bytes, queue_offset: int, store_timestamp: int, ts_pos: int) -> int:
+        """Copy ``record`` to the end of the log, stamp its positions, return its offset.
+
+        The caller checked ``fits_in_segment``. The record's QUEUEOFFSET, PHYSICALOFFSET and
+        STORETIMESTAMP (at ``ts_pos``) are written into the map, not into ``record``.
+        """
+        size = len(record)
+        segments = self.segments
+        tail = segments[-1] if segments else None
+        if tail is None or tail.size - tail.wrote < size + END_FILE_MIN_BLANK_LENGTH:
+            tail = self._roll(tail)
+        pos = tail.wrote
+        phys = tail.start + pos
+        buf = tail.buf
+        buf[pos:pos + size] = record
+        _POSITIONS.pack_into(buf, pos + _QUEUE_OFFSET_POS, queue_offset, phys)
+        _STORE_TS.pack_into(buf, pos + ts_pos, store_timestamp)
+        tail.wrote = pos + size
+        self.last_store_timestamp = store_timestamp
+        return phys
+
+    def _roll(self, tail: MappedFile | None) -> MappedFile:
+        """Close the current segment with the END_OF_FILE blank and start the next one."""
+        if tail is None:
+            start = self.flushed_offset  # an empty log after cleanup keeps its offsets going
+        else:
+            if tail.wrote < tail.size:
+                _BLANK.pack_into(tail.buf, tail.wrote, tail.size - tail.wrote, message.BLANK_MAGIC)
+                tail.wrote = tail.size
+            start = tail.end
+        segment = MappedFile(self.directory / mappedfile.file_name(start), self.segment_size, create=True)
+        self.segments.append(segment)
+        log.info("commitlog rolled to segment %s", segment.path.name)
+        return segment
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def read(self, offset: int, size: int) -> memoryview | None:
+        """The ``size`` bytes at ``offset`` if they were written, else None."""
+        segment = self.segment_for(offset)
+        if segment is None or size <= 0:
+            return None
+        pos = offset - segment.start
+        if pos + size > segment.wrote or segment.closed:
+            return None
+        return segment.view[pos:pos + size]
+
+    def read_record(self, offset: int) -> memoryview | None:
+        """The whole record starting at ``offset``, if a well-formed one does."""
+        segment = self.segment_for(offset)
+        if segment is None or segment.closed:
+            return None
+        pos = offset - segment.start
+        size = check_record(segment, pos, check_crc=False)
+        if size == 0 or pos + size > segment.wrote:
+            return None
+        return segment.view[pos:pos + size]
+
+    def store_timestamp_at(self, offset: int) -> int:
+        """STORETIMESTAMP of the record at ``offset`` (-1 if there is none)."""
+        view = self.read_record(offset)
+        if view is None:
+            return -1
+        (sys_flag,) = _I32.unpack_from(view, message.SYS_FLAG_POS)
+        (stamp,) = _I64.unpack_from(view, message.store_timestamp_pos(sys_flag))
+        return int(stamp)
+
+    # --- flush --------------------------------------------------------------------------------
+
+    def unflushed_segments(self) -> list[MappedFile]:
+        return [s for s in self.segments if s.flushed < s.wrote]
+
+    def dirty_pages(self) -> int:
+        return sum(s.dirty_pages() for s in self.segments if s.flushed < s.wrote)
+
+    def unflushed_below(self, target: int) -> list[MappedFile]:
+        """Segments holding bytes below ``target`` that are not known to be on disk."""
+        out = []
+        for segment in self.segments:
+            if segment.start >= target:
+                break
+            if segment.flushed < min(segment.wrote, target - segment.start):
+                out.append(segment)
+        return out
+
+    def mark_flushed(self, target: int, target_timestamp: int) -> None:
+        """Record that everything below ``target`` is on disk (after ``flush_range``)."""
+        for segment in self.segments:
+            if segment.start >= target:
+                break
+            segment.flushed = max(segment.flushed, min(segment.size, target - segment.start))
+        self.flushed_offset = max(self.flushed_offset, target)
+        self.flushed_store_timestamp = max(self.flushed_store_timestamp, target_timestamp)
+
+    # --- recovery and cleanup -----------------------------------------------------------------
+
+    def set_end(self, offset: int) -> None:
+        """Make ``offset`` the end of the log: truncate the segment there, delete later ones."""
+        keep: list[MappedFile] = []
+        for segment in self.segments:
+            if segment.start > offset or (segment.start == offset and keep):
+                log.warning("commitlog: deleting segment %s beyond the recovered end %d",
+                            segment.path.name, offset)
+                segment.destroy()
+                continue
+            keep.append(segment)
+            pos = min(offset - segment.start, segment.size)
+            if pos < segment.size:
+                segment.truncate_tail(pos)
+            segment.wrote = segment.flushed = pos
+        self.segments = keep
+        self.flushed_offset = offset
+
+    def remove_head(self, count: int) -> list[MappedFile]:
+        """Detach the ``count`` oldest segments (never the last) and return them for deletion."""
+        count = min(count, len(self.segments) - 1)
+        if count <= 0:
+            return []
+        removed, self.segments = self.segments[:count], self.segments[count:]
+        return removed
+
+
+def check_record(segment: MappedFile, pos: int, *, check_crc: bool) -> int:
+    """TOTALSIZE of a well-formed record at ``pos`` of ``segment``, or 0.
+
+    A structural walk without building objects, so recovery of a full segment stays fast.
+    """
+    view = segment.view
+    room = segment.size - pos
+    if room < message.MIN_RECORD_SIZE:
+        return 0
+    total, magic, crc = _HEAD.unpack_from(view, pos)
+    if magic not in (message.MAGIC_V1, message.MAGIC_V2) or not message.MIN_RECORD_SIZE <= total <= room:
+        return 0
+    (phys,) = _I64.unpack_from(view, pos + message.PHYSICAL_OFFSET_POS)
+    if phys != segment.start + pos:
+        return 0  # a stale record left from before an earlier truncation
+    (sys_flag,) = _I32.unpack_from(view, pos + message.SYS_FLAG_POS)
+    at = (message.store_timestamp_pos(sys_flag) + message.host_size(sys_flag, MessageSysFlag.STOREHOST_V6)
+          + _BODY_LEN_AFTER_HOSTS)
+    end = pos + total
+    (body_len,) = _I32.unpack_from(view, pos + at)
+    body_at = pos + at + 4
+    if body_len < 0 or body_at + body_len + 3 > end:
+        return 0
+    at = body_at + body_len
+    if magic == message.MAGIC_V1:
+        topic_len = view[at] if view[at] < 0x80 else -1  # TOPICLEN is a signed byte
+        at += 1
+    else:
+        (topic_len,) = _I16.unpack_from(view, at)
+        at += 2
+    if topic_len <= 0 or at + topic_len + 2 > end:
+        return 0
+    at += topic_len
+    (props_len,) = _I16.unpack_from(view, at)
+    if props_len < 0 or at + 2 + props_len != end:
+        return 0
+    if check_crc and message.body_crc(view[body_at:body_at + body_len]) != crc:
+        return 0
+    return int(total)

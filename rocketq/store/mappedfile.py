@@ -1,0 +1,176 @@
+"""A mapped file: one fixed-size segment of a log, memory-mapped, with write and flush marks.
+
+CommitLog segments and ConsumeQueue files are all ``MappedFile``s. The file is created at its
+full size up front (``ftruncate``: sparse, instant), named by the logical offset of its first
+byte (20 digits, zero-padded), and mapped read-write once. Writers copy bytes into the map and
+advance ``wrote``; ``flush`` fsyncs the file descriptor (which writes back dirty mapped pages on
+Linux) and advances ``flushed``. Readers take memoryview slices of the map: no copies.
+
+It does not know what the bytes mean, and it is not thread-safe except for ``sync_fd``, which a
+flusher may run in a worker thread while the owner keeps appending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import mmap
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE: Final = mmap.PAGESIZE
+NAME_DIGITS: Final = 20
+_NAME = re.compile(r"^\d{20}$")
+
+
+class StoreFileError(RuntimeError):
+    """A store file is missing, misnamed or of the wrong size; the store must not start on it."""
+
+
+def file_name(offset: int) -> str:
+    return f"{offset:0{NAME_DIGITS}d}"
+
+
+def is_segment_name(name: str) -> bool:
+    return bool(_NAME.match(name))
+
+
+class MappedFile:
+    """One segment file mapped in memory."""
+
+    def __init__(self, path: Path, size: int, *, create: bool = False) -> None:
+        """Map an existing segment, or with ``create`` make a new one (which must not exist)."""
+        if not is_segment_name(path.name):
+            raise StoreFileError(f"{path}: a segment file name is 20 digits")
+        self.path = path
+        self.size = size
+        self.start = int(path.name)
+        self.wrote = 0
+        """Bytes written from the segment start (the next write position)."""
+        self.flushed = 0
+        """Bytes known to be on disk from the segment start."""
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise StoreFileError(f"cannot open segment {path}: {exc.strerror}") from None
+        try:
+            if create:
+                os.ftruncate(self._fd, size)
+            actual = os.fstat(self._fd).st_size
+            if actual != size:
+                raise StoreFileError(f"{path} is {actual} bytes, expected {size}: was the file size setting "
+                                     "changed? Restore it or move the old files away")
+            self.buf = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.view = memoryview(self.buf)
+        self.closed = False
+
+    @property
+    def end(self) -> int:
+        """Logical offset just past the segment."""
+        return self.start + self.size
+
+    @property
+    def write_offset(self) -> int:
+        """Logical offset of the next write."""
+        return self.start + self.wrote
+
+    @property
+    def remaining(self) -> int:
+        return self.size - self.wrote
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote >= self.size
+
+    def dirty_pages(self) -> int:
+        return (self.wrote // PAGE_SIZE) - (self.flushed // PAGE_SIZE)
+
+    def sync_fd(self) -> None:
+        """fdatasync the file: blocking, safe to call from a worker thread."""
+        os.fdatasync(self._fd)
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def truncate_tail(self, position: int) -> None:
+        """Discard everything from ``position`` on: the bytes read as zeros afterwards.
+
+        Shrinking then re-growing the file drops the tail's blocks (and the page cache zeroes
+        the partial page) without writing up to a gigabyte of zeros.
+        """
+        if not 0 <= position <= self.size:
+            raise ValueError(f"truncate position {position} outside 0..{self.size}")
+        os.ftruncate(self._fd, position)
+        os.ftruncate(self._fd, self.size)
+        self.wrote = min(self.wrote, position)
+        self.flushed = min(self.flushed, position)
+
+    def close(self) -> None:
+        """Unmap and close; idempotent. A reader still holding a slice keeps the map alive."""
+        if self.closed:
+            return
+        self.closed = True
+        self.view.release()
+        try:
+            self.buf.close()
+        except BufferError:
+            # A pull response still references this segment; the map is released with it.
+            log.debug("segment %s still referenced by a reader; unmapping later", self.path.name)
+        os.close(self._fd)
+
+    def destroy(self) -> None:
+        """Close and delete the file."""
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path.name}, wrote={self.wrote}, flushed={self.flushed})"
+
+
+def list_segments(directory: Path) -> list[Path]:
+    """Segment files of a directory in offset order; other names are reported and skipped."""
+    if not directory.is_dir():
+        return []
+    paths = []
+    for entry in directory.iterdir():
+        if is_segment_name(entry.name) and entry.is_file():
+            paths.append(entry)
+        else:
+            log.warning("ignoring %s: not a store segment file", entry)
+    return sorted(paths, key=lambda p: int(p.name))
+
+
+def load_segments(directory: Path, size: int) -> list[MappedFile]:
+    """Map a directory's segments; checks that they are contiguous and of the expected size.
+
+    A zero-length last file (a crash between creating and sizing it) holds nothing and is
+    removed; any other size mismatch or a gap between segments stops the store.
+    """
+    paths = list_segments(directory)
+    if paths and paths[-1].stat().st_size == 0:
+        log.warning("removing empty segment %s left by an interrupted roll", paths[-1])
+        paths.pop().unlink()
+    files: list[MappedFile] = []
+    try:
+        for path in paths:
+            mapped = MappedFile(path, size)
+            if files and files[-1].end != mapped.start:
+                mapped.close()
+                raise StoreFileError(f"{path}: expected a segment starting at {files[-1].end}; "
+                                     "files are missing from the middle of the log")
+            files.append(mapped)
+    except BaseException:
+        for mapped in files:
+            mapped.close()
+        raise
+    return files
