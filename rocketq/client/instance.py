@@ -27,9 +27,9 @@ import os
 import random
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from rocketq.client import heartbeats, wire
+from rocketq.client import heartbeats, periodic, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData
 from rocketq.client.queues import MessageQueue
@@ -111,19 +111,11 @@ class ClientInstance:
             raise ClientStateError(f"client instance {self.client_id} is {self.state.value}, cannot start")
         self.state = ServiceState.RUNNING
         self._tasks = [
-            asyncio.create_task(self._every(self.settings.poll_name_server_interval, self.refresh_routes),
-                                name=f"{self.client_id} route refresh"),
-            asyncio.create_task(self._every(self.settings.heartbeat_broker_interval, self.heartbeat),
-                                name=f"{self.client_id} heartbeat"),
+            asyncio.create_task(periodic.every(self.settings.poll_name_server_interval, self.refresh_routes,
+                                               what="route refresh", owner=self.client_id)),
+            asyncio.create_task(periodic.every(self.settings.heartbeat_broker_interval, self.heartbeat,
+                                               what="heartbeat", owner=self.client_id)),
         ]
-
-    async def _every(self, interval_ms: int, action: Callable[[], Awaitable[object]]) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                await action()
-            except (ClientError, RemotingError) as exc:
-                log.warning("%s: periodic %s failed: %s", self.client_id, getattr(action, "__name__", action), exc)
 
     async def close(self) -> None:
         """Stop the timers and close every connection. Idempotent."""

@@ -110,6 +110,8 @@ class PushConsumerSettings(ClientSettings):
     persist_consumer_offset_interval: int = setting(
         "persistConsumerOffsetInterval", 5000, "ms between offset commits.")
     rebalance_interval: int = setting("rebalanceInterval", 20000, "ms between rebalances.")
+    await_termination_millis_when_shutdown: int = setting(
+        "awaitTerminationMillisWhenShutdown", 0, "ms close() lets running listener calls finish before cancelling.")
     offset_store_dir: str = setting(
         "localOffsetStoreDir", "", "Directory of broadcasting offsets; empty: ~/.rocketmq_offsets.")
 
@@ -119,7 +121,7 @@ class PushConsumerSettings(ClientSettings):
                   "pull_threshold_for_queue", "pull_threshold_size_for_queue", "consume_concurrently_max_span",
                   "broker_suspend_max_time_millis", "consumer_timeout_millis_when_suspend",
                   "persist_consumer_offset_interval", "rebalance_interval")
-        _non_negative(self, "pull_interval")
+        _non_negative(self, "pull_interval", "await_termination_millis_when_shutdown")
         if self.consumer_timeout_millis_when_suspend <= self.broker_suspend_max_time_millis:
             raise ClientStateError("consumerTimeoutMillisWhenSuspend must exceed brokerSuspendMaxTimeMillis")
         if self.max_reconsume_times < -1:
@@ -128,6 +130,22 @@ class PushConsumerSettings(ClientSettings):
     @property
     def effective_max_reconsume_times(self) -> int:
         return DEFAULT_MAX_RECONSUME_TIMES if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullConsumerSettings(ClientSettings):
+    broker_suspend_max_time_millis: int = setting(
+        "brokerSuspendMaxTimeMillis", 20000, "ms the broker may hold a blocking pull with no message.")
+    consumer_timeout_millis_when_suspend: int = setting(
+        "consumerTimeoutMillisWhenSuspend", 30000, "ms a blocking pull may take before the client gives up.")
+    consumer_pull_timeout_millis: int = setting("consumerPullTimeoutMillis", 10000, "ms for a non-blocking pull.")
+
+    def __post_init__(self) -> None:
+        ClientSettings.__post_init__(self)
+        _positive(self, "broker_suspend_max_time_millis", "consumer_timeout_millis_when_suspend",
+                  "consumer_pull_timeout_millis")
+        if self.consumer_timeout_millis_when_suspend <= self.broker_suspend_max_time_millis:
+            raise ClientStateError("consumerTimeoutMillisWhenSuspend must exceed brokerSuspendMaxTimeMillis")
 
 
 S = TypeVar("S", bound=ClientSettings)

@@ -138,6 +138,12 @@ class FakeBroker:
                 self._arrivals.notify_all()
         asyncio.get_running_loop().create_task(notify())
 
+    def truncate(self, topic: str, queue_id: int, count: int) -> None:
+        """Forget the oldest ``count`` messages of a queue, as retention does."""
+        q = self.queues[(topic, queue_id)]
+        del q.records[:count], q.tags[:count], q.times[:count]
+        q.min_offset += count
+
     def max_offset(self, topic: str, queue_id: int) -> int:
         q = self.queues[(topic, queue_id)]
         return q.min_offset + len(q.records)

@@ -1,0 +1,189 @@
+"""Concurrent consumption: calling the listener, and what its answer does to offsets and retries.
+
+Pulled messages are cut into batches of ``consumeMessageBatchMaxSize`` and each batch is one
+listener call; at most ``consumeThreadMax`` calls run at once (an asyncio semaphore stands in
+for Java's thread pool), in no particular order.
+
+The listener answers CONSUME_SUCCESS or RECONSUME_LATER (an exception, ``None`` or anything
+else counts as RECONSUME_LATER). Setting ``context.ack_index`` acknowledges only the first
+``ack_index + 1`` messages of a successful batch. What is not acknowledged:
+
+- CLUSTERING: is handed back to the broker (CONSUMER_SEND_MSG_BACK, ``delayLevel`` from the
+  context, 0 = broker's choice ``3 + reconsumeTimes``) and redelivered through the group's
+  retry topic, up to ``maxReconsumeTimes`` and then to the DLQ. When the broker cannot take it
+  back, the message stays in its process queue and is given to the listener again 5 s later.
+- BROADCASTING: is dropped with a warning, as RocketMQ does.
+
+Either way the consumed messages leave their process queue and the queue's offset moves to the
+new commit point. Messages redelivered from ``%RETRY%group`` carry the original topic in
+RETRY_TOPIC; the listener sees that topic, as in RocketMQ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.client import wire
+from rocketq.client.errors import ClientError
+from rocketq.client.instance import ClientInstance
+from rocketq.client.offsetstores import OffsetStore
+from rocketq.client.processqueue import ProcessQueue
+from rocketq.client.queues import MessageQueue
+from rocketq.client.settings import MessageModel, PushConsumerSettings
+from rocketq.protocol import message
+from rocketq.protocol.codes import retry_topic
+from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from rocketq.protocol.message import MessageExt
+from rocketq.remoting.errors import RemotingError
+
+log = logging.getLogger(__name__)
+
+RECONSUME_LOCALLY_DELAY: Final = 5.0
+"""Seconds before a message the broker would not take back is given to the listener again."""
+SEND_BACK_TIMEOUT: Final = 5.0
+ACK_ALL: Final = 2**31 - 1
+
+
+class ConsumeStatus(enum.Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+@dataclass(slots=True)
+class ConsumeContext:
+    message_queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+    """Delay level for messages handed back; 0 lets the broker pick 3 + reconsumeTimes."""
+    ack_index: int = ACK_ALL
+    """Index of the last message acknowledged by CONSUME_SUCCESS (default: all)."""
+
+
+Listener = Callable[[list[MessageExt], ConsumeContext], Awaitable[ConsumeStatus] | ConsumeStatus]
+
+
+def restore_retry_topic(msg: MessageExt, group: str) -> MessageExt:
+    """A message redelivered via ``%RETRY%group`` shown under its original topic."""
+    original = msg.properties.get(message.RETRY_TOPIC)
+    if original and msg.topic == retry_topic(group):
+        return dataclasses.replace(msg, topic=original)
+    return msg
+
+
+async def call_listener(listener: Listener, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+    """The listener's verdict; failures of any kind mean RECONSUME_LATER."""
+    try:
+        status = listener(msgs, ctx)
+        if inspect.isawaitable(status):
+            status = await status
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("listener failed on %d message(s) of %s; will reconsume", len(msgs), ctx.message_queue)
+        return ConsumeStatus.RECONSUME_LATER
+    if not isinstance(status, ConsumeStatus):
+        log.warning("listener returned %r for %s; treating it as RECONSUME_LATER", status, ctx.message_queue)
+        return ConsumeStatus.RECONSUME_LATER
+    return status
+
+
+class ConcurrentConsumeService:
+    def __init__(self, group: str, settings: PushConsumerSettings, listener: Listener,
+                 instance: ClientInstance, offsets: OffsetStore) -> None:
+        self._group = group
+        self._settings = settings
+        self._listener = listener
+        self._instance = instance
+        self._offsets = offsets
+        self._slots = asyncio.Semaphore(settings.consume_thread_max)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float = 0.0) -> None:
+        if self._closed:
+            return
+        size = self._settings.consume_message_batch_max_size
+        for start in range(0, len(msgs), size):
+            self._spawn(self._consume(msgs[start:start + size], pq, mq, delay))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        async with self._slots:
+            if pq.dropped:
+                return
+            shown = [restore_retry_topic(m, self._group) for m in msgs]
+            started = str(time.time_ns() // 1_000_000)
+            for m in shown:
+                m.properties[message.CONSUME_START_TIME] = started
+            ctx = ConsumeContext(mq)
+            status = await call_listener(self._listener, shown, ctx)
+        if not pq.dropped:
+            await self._finish(status, ctx, msgs, pq, mq)
+
+    async def _finish(self, status: ConsumeStatus, ctx: ConsumeContext, msgs: list[MessageExt],
+                      pq: ProcessQueue, mq: MessageQueue) -> None:
+        ack_index = min(ctx.ack_index, len(msgs) - 1) if status is ConsumeStatus.CONSUME_SUCCESS else -1
+        unacked = msgs[ack_index + 1:]
+        kept: list[MessageExt] = []
+        if self._settings.message_model is MessageModel.BROADCASTING:
+            for m in unacked:
+                log.warning("BROADCASTING: consume of %s failed, dropping it (no retry in broadcasting)", m.msg_id)
+        else:
+            for m in unacked:
+                if not await self._send_back(m, ctx):
+                    kept.append(dataclasses.replace(m, reconsume_times=m.reconsume_times + 1))
+        kept_offsets = {m.queue_offset for m in kept}
+        offset = pq.remove([m for m in msgs if m.queue_offset not in kept_offsets])
+        if offset >= 0 and not pq.dropped:
+            self._offsets.update(mq, offset, increase_only=True)
+        if kept:
+            self.submit(kept, pq, mq, delay=RECONSUME_LOCALLY_DELAY)
+
+    async def _send_back(self, msg: MessageExt, ctx: ConsumeContext) -> bool:
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=self._group,
+            delay_level=ctx.delay_level_when_next_consume,
+            origin_msg_id=msg.msg_id,
+            origin_topic=restore_retry_topic(msg, self._group).topic,
+            max_reconsume_times=self._settings.effective_max_reconsume_times,
+        )
+        try:
+            addr = await self._instance.find_master(ctx.message_queue)
+            await wire.consumer_send_back(self._instance.remoting, addr, header, SEND_BACK_TIMEOUT)
+        except (ClientError, RemotingError) as exc:
+            log.warning("send back of %s failed (%s); reconsuming locally in %.0f s",
+                        msg.msg_id, exc, RECONSUME_LOCALLY_DELAY)
+            return False
+        return True
+
+    async def close(self, grace: float = 0.0) -> None:
+        """Let listener calls finish for up to ``grace`` s, cancel the rest, wait. Idempotent.
+
+        A cancelled call's messages were not committed, so they are delivered again (to this
+        group's next owner of the queue): at-least-once, never lost.
+        """
+        self._closed = True
+        tasks = list(self._tasks)
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,166 @@
+"""Pull tasks: one asyncio task per owned queue, pulling ahead of the listener.
+
+A push consumer is a pull consumer with a loop: for each queue it owns, a ``PullTask`` sends a
+long-polling PULL_MESSAGE (the broker holds it up to ``brokerSuspendMaxTimeMillis`` when there
+is nothing new), puts what comes back in the queue's ``ProcessQueue``, hands it to the consume
+service, and pulls again from ``next_begin_offset``.
+
+Before each pull it applies flow control: when the process queue holds more than
+``pullThresholdForQueue`` messages, ``pullThresholdSizeForQueue`` MiB, or spans more than
+``consumeConcurrentlyMaxSpan`` offsets, the pull waits 50 ms and checks again. The pull also
+carries the queue's current offset (COMMIT_OFFSET) so the master stores progress between the
+timer's offset commits. Outcomes:
+
+- FOUND: cache and consume; NO_NEW_MSG / NO_MATCHED_MSG: pull again at the new offset (and
+  record it as consumed when nothing is cached, so a filtered-out range is not pulled again);
+- OFFSET_ILLEGAL: the offset is outside the queue (messages expired, or the queue was reset):
+  move to ``next_begin_offset``, store and persist it, restart the cache and continue from
+  there (RocketMQ drops the queue and waits for the next rebalance; the effect is the same);
+- an error (broker, transport, undecodable answer): log, wait 3 s, retry the same offset.
+
+The broker may suggest pulling from a slave (``suggestWhichBrokerId``); the next pull follows
+it, and a pull from a slave never carries COMMIT_OFFSET (only a master stores offsets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from rocketq.client import pulling, wire
+from rocketq.client.consuming import ConcurrentConsumeService
+from rocketq.client.errors import ClientError
+from rocketq.client.instance import ClientInstance
+from rocketq.client.offsetstores import OffsetStore
+from rocketq.client.processqueue import ProcessQueue
+from rocketq.client.pulling import PullStatus
+from rocketq.client.queues import MessageQueue
+from rocketq.client.settings import MessageModel, PushConsumerSettings
+from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.subscription import SubscriptionData
+from rocketq.remoting.errors import RemotingError
+
+log = logging.getLogger(__name__)
+
+FLOW_CONTROL_DELAY: Final = 0.05
+"""Seconds a paused queue waits before checking its cache again."""
+ERROR_DELAY: Final = 3.0
+"""Seconds before retrying a pull that failed (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
+NO_SUBSCRIPTION_DELAY: Final = 3.0
+
+
+class PullTask:
+    def __init__(
+        self, mq: MessageQueue, offset: int, *, group: str, settings: PushConsumerSettings,
+        instance: ClientInstance, offsets: OffsetStore, consume: ConcurrentConsumeService,
+        subscription: Callable[[str], SubscriptionData | None],
+    ) -> None:
+        self.mq = mq
+        self.pq = ProcessQueue()
+        self.next_offset = offset
+        self._group = group
+        self._settings = settings
+        self._instance = instance
+        self._offsets = offsets
+        self._consume = consume
+        self._subscription = subscription
+        self._suggested_broker = MASTER_ID
+        self._flow_controlled = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"pull {self.mq}")
+
+    async def stop(self, *, drop: bool = True) -> None:
+        """Stop pulling; with ``drop``, also stop committing results of this queue. Idempotent."""
+        if drop:
+            self.pq.dropped = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while not self.pq.dropped:
+            delay = await self.pull_once()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def _flow_control(self) -> str | None:
+        """Why pulling should pause now, or None."""
+        s, pq = self._settings, self.pq
+        if pq.msg_count > s.pull_threshold_for_queue:
+            return f"cached {pq.msg_count} messages > pullThresholdForQueue {s.pull_threshold_for_queue}"
+        if pq.msg_size_mib > s.pull_threshold_size_for_queue:
+            return f"cached {pq.msg_size_mib} MiB > pullThresholdSizeForQueue {s.pull_threshold_size_for_queue}"
+        if pq.max_span() > s.consume_concurrently_max_span:
+            return f"offset span {pq.max_span()} > consumeConcurrentlyMaxSpan {s.consume_concurrently_max_span}"
+        return None
+
+    async def pull_once(self) -> float:
+        """One flow-control check or pull; returns the seconds to wait before the next one."""
+        reason = self._flow_control()
+        if reason is not None:
+            self._flow_controlled += 1
+            if self._flow_controlled % 1000 == 1:
+                log.warning("%s: flow control on %s: %s", self._group, self.mq, reason)
+            return FLOW_CONTROL_DELAY
+        sub = self._subscription(self.mq.topic)
+        if sub is None:
+            return NO_SUBSCRIPTION_DELAY
+        try:
+            result = await self._pull(sub)
+        except (ClientError, RemotingError) as exc:
+            log.warning("%s: pull of %s at %d failed: %s", self._group, self.mq, self.next_offset, exc)
+            return ERROR_DELAY
+        if self.pq.dropped:
+            return 0.0
+        return await self._handle(result)
+
+    async def _pull(self, sub: SubscriptionData) -> pulling.PullResult:
+        addr, is_slave = await self._instance.find_subscribe_addr(self.mq, self._suggested_broker)
+        commit = None
+        if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
+            commit = self._offsets.read_memory(self.mq)
+        flag = pulling.sys_flag(commit_offset=bool(commit and commit > 0), suspend=True, subscription=True)
+        header = pulling.request_header(
+            self._group, self.mq, self.next_offset, self._settings.pull_batch_size, sub, flag=flag,
+            commit_offset=commit or 0, suspend_timeout_ms=self._settings.broker_suspend_max_time_millis)
+        timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
+        reply = await wire.pull(self._instance.remoting, addr, header, timeout)
+        result = pulling.to_result(reply, sub)
+        self._suggested_broker = result.suggest_which_broker_id
+        return result
+
+    async def _handle(self, result: pulling.PullResult) -> float:
+        previous, self.next_offset = self.next_offset, result.next_begin_offset
+        if result.status is PullStatus.FOUND:
+            if result.messages:
+                self.pq.put(result.messages)
+                self._consume.submit(result.messages, self.pq, self.mq)
+                return self._settings.pull_interval / 1000
+            self._mark_consumed_if_idle()
+            return 0.0
+        if result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            self._mark_consumed_if_idle()
+            return 0.0
+        log.warning("%s: offset %d of %s is illegal (queue holds %d..%d); moving to %d", self._group, previous,
+                    self.mq, result.min_offset, result.max_offset, result.next_begin_offset)
+        # Start over with a fresh cache: results of listener calls still running on the old one
+        # are not committed (they may be redelivered, never skipped).
+        self.pq.dropped = True
+        self.pq = ProcessQueue()
+        self._offsets.update(self.mq, result.next_begin_offset, increase_only=False)
+        try:
+            await self._offsets.persist(self.mq)
+        except (ClientError, RemotingError) as exc:
+            log.warning("%s: persisting the corrected offset of %s failed: %s", self._group, self.mq, exc)
+        # An answer that does not move us would loop at full speed; slow down instead.
+        return ERROR_DELAY if result.next_begin_offset == previous else 0.0
+
+    def _mark_consumed_if_idle(self) -> None:
+        if self.pq.msg_count == 0:
+            self._offsets.update(self.mq, self.next_offset, increase_only=True)

@@ -1,0 +1,257 @@
+"""PushConsumer: subscribe to topics and have a listener called with their messages.
+
+    consumer = PushConsumer("cg", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "TagA || TagB")
+    consumer.register_listener(handle)        # async def handle(msgs, ctx) -> ConsumeStatus
+    await consumer.start()
+    ...
+    await consumer.close()
+
+How the parts fit (each its own module): a ``ClientInstance`` keeps routes and heartbeats; a
+``Rebalancer`` decides which queues this member owns; each owned queue gets a ``PullTask``
+(long-polling pulls, flow control) feeding the ``ConcurrentConsumeService`` (listener calls,
+send-back of failures); an ``OffsetStore`` keeps progress (on the brokers for CLUSTERING, in a
+local file for BROADCASTING) and is persisted every ``persistConsumerOffsetInterval``.
+
+In CLUSTERING the consumer also subscribes to its group's retry topic ``%RETRY%group``, where
+messages the listener asked to RECONSUME_LATER come back. Delivery is at-least-once: a message
+can be delivered again after a rebalance, a crash or a close, never skipped.
+
+Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), SQL92 filters, message traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Collection
+from typing import Any, Final
+
+from rocketq.client import names, periodic
+from rocketq.client.allocation import AllocateStrategy, allocate_averagely
+from rocketq.client.consuming import ConcurrentConsumeService, Listener
+from rocketq.client.errors import ClientError, ClientStateError, RouteError
+from rocketq.client.heartbeats import ConsumerData, ConsumeType
+from rocketq.client.instance import ClientInstance, ServiceState
+from rocketq.client.offsetstores import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.pulltasks import PullTask
+from rocketq.client.queues import MessageQueue
+from rocketq.client.rebalance import Rebalancer
+from rocketq.client.settings import MessageModel, PushConsumerSettings, configure
+from rocketq.protocol import subscription
+from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RequestCode, retry_topic
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.remoting.connection import Connection
+from rocketq.remoting.errors import RemotingError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMESTAMP_LOOKBACK: Final = datetime.timedelta(minutes=30)
+TIMESTAMP_FORMAT: Final = "%Y%m%d%H%M%S"
+
+
+def parse_consume_timestamp(text: str, now: datetime.datetime | None = None) -> int:
+    """``consumeTimestamp`` (yyyyMMddHHmmss, local time) in epoch ms; empty means 30 min ago."""
+    if not text:
+        return int(((now or datetime.datetime.now()) - DEFAULT_TIMESTAMP_LOOKBACK).timestamp() * 1000)
+    try:
+        return int(datetime.datetime.strptime(text, TIMESTAMP_FORMAT).timestamp() * 1000)
+    except ValueError:
+        raise ClientStateError(f"consumeTimestamp {text!r} is not yyyyMMddHHmmss") from None
+
+
+class PushConsumer:
+    def __init__(self, group: str = DEFAULT_CONSUMER_GROUP, namesrv_addr: str | None = None, *,
+                 allocate: AllocateStrategy = allocate_averagely, **options: Any) -> None:
+        self.group = names.check_group(group)
+        self.settings = configure(PushConsumerSettings, {"namesrv_addr": namesrv_addr, **options})
+        self._timestamp_ms = parse_consume_timestamp(self.settings.consume_timestamp)
+        self._allocate = allocate
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._listener: Listener | None = None
+        self._state = ServiceState.CREATE_JUST
+        self._instance: ClientInstance | None = None
+        self._offsets: OffsetStore | None = None
+        self._consume: ConcurrentConsumeService | None = None
+        self._rebalancer: Rebalancer | None = None
+        self._pull_tasks: dict[MessageQueue, PullTask] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @property
+    def client_id(self) -> str | None:
+        return self._instance.client_id if self._instance else None
+
+    # --- configuration ----------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = subscription.SUB_ALL) -> None:
+        """Consume ``topic`` messages whose tag matches ``expression`` (``*``, ``A || B``)."""
+        if self._state is ServiceState.SHUTDOWN_ALREADY:
+            raise ClientStateError(f"consumer {self.group} is closed")
+        names.check_topic(topic)
+        try:
+            sub = subscription.build(topic, expression, sub_version=time.time_ns() // 1_000_000)
+        except SubscriptionError as exc:
+            raise ClientStateError(f"bad subscription {expression!r} for {topic}: {exc}") from None
+        if sub.expression_type != subscription.EXPRESSION_TAG:
+            raise ClientStateError("only TAG expressions are supported")
+        self._subscriptions[topic] = sub
+        if self._state is ServiceState.RUNNING:
+            self._spawn(self._subscriptions_changed([topic]))
+
+    def unsubscribe(self, topic: str) -> None:
+        if self._subscriptions.pop(topic, None) is not None and self._state is ServiceState.RUNNING:
+            self._spawn(self._subscriptions_changed([]))
+
+    def register_listener(self, listener: Listener) -> None:
+        if not callable(listener):
+            raise ClientStateError("the listener must be callable: (msgs, context) -> ConsumeStatus")
+        self._listener = listener
+
+    def subscriptions(self) -> dict[str, SubscriptionData]:
+        return dict(self._subscriptions)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._state is not ServiceState.CREATE_JUST:
+            raise ClientStateError(f"consumer {self.group} is {self._state.value}, cannot start")
+        if self._listener is None:
+            raise ClientStateError("register a listener before start()")
+        if self.settings.message_model is MessageModel.CLUSTERING:
+            retry = retry_topic(self.group)
+            self._subscriptions.setdefault(retry, subscription.build(retry, subscription.SUB_ALL))
+        self._state = ServiceState.RUNNING
+        try:
+            await self._start_parts(self._listener)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start_parts(self, listener: Listener) -> None:
+        instance = ClientInstance(self.settings, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed},
+                                  consumer_data=self._consumer_data)
+        self._instance = instance
+        if self.settings.message_model is MessageModel.CLUSTERING:
+            self._offsets = RemoteBrokerOffsetStore(instance, self.group)
+        else:
+            self._offsets = LocalFileOffsetStore(self.settings.offset_store_dir, instance.client_id, self.group)
+        await self._offsets.load()
+        instance.start()
+        for topic in list(self._subscriptions):
+            await self._update_route(topic)
+        await instance.heartbeat()
+        self._consume = ConcurrentConsumeService(self.group, self.settings, listener, instance, self._offsets)
+        self._rebalancer = Rebalancer(
+            instance, self.group, model=self.settings.message_model, strategy=self._allocate,
+            subscriptions=self.subscriptions, assignment=self, offsets=self._offsets,
+            policy=self.settings.consume_from_where, timestamp_ms=self._timestamp_ms,
+            interval_ms=self.settings.rebalance_interval)
+        self._rebalancer.start()
+        self._spawn(periodic.every(self.settings.persist_consumer_offset_interval, self.persist_offsets,
+                                   what="offset persist", owner=instance.client_id))
+
+    async def close(self) -> None:
+        """Stop pulling, let listeners finish (up to awaitTerminationMillisWhenShutdown), commit
+        offsets, unregister from the brokers, close connections. Idempotent."""
+        if self._state is ServiceState.SHUTDOWN_ALREADY:
+            return
+        was_running = self._state is ServiceState.RUNNING
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        if self._rebalancer is not None:
+            await self._rebalancer.close()
+        tasks, self._tasks = list(self._tasks), set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # Stop pulling first but keep the process queues, so listener calls that finish during the
+        # grace period still move the offsets that are committed below.
+        pulls = list(self._pull_tasks.values())
+        await asyncio.gather(*(p.stop(drop=False) for p in pulls))
+        if self._consume is not None:
+            await self._consume.close(self.settings.await_termination_millis_when_shutdown / 1000)
+        if was_running and self._instance is not None:
+            await self._persist_on_close()
+            await self._instance.unregister(consumer_group=self.group)
+        await asyncio.gather(*(p.stop() for p in pulls))
+        self._pull_tasks.clear()
+        if self._instance is not None:
+            await self._instance.close()
+
+    async def _persist_on_close(self) -> None:
+        if self._offsets is None:
+            return
+        try:
+            await self._offsets.persist_all(self.assigned(), acknowledged=True)
+        except (ClientError, RemotingError, OSError) as exc:
+            log.warning("%s: committing offsets on close failed: %s", self.group, exc)
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- what the rebalancer and the broker call --------------------------------------------
+
+    def assigned(self) -> Collection[MessageQueue]:
+        return list(self._pull_tasks)
+
+    async def add_queue(self, mq: MessageQueue, offset: int) -> None:
+        if self._state is not ServiceState.RUNNING or mq in self._pull_tasks:
+            return
+        assert self._instance and self._offsets and self._consume
+        task = PullTask(mq, offset, group=self.group, settings=self.settings, instance=self._instance,
+                        offsets=self._offsets, consume=self._consume, subscription=self._subscriptions.get)
+        self._pull_tasks[mq] = task
+        task.start()
+
+    async def remove_queue(self, mq: MessageQueue) -> None:
+        task = self._pull_tasks.pop(mq, None)
+        if task is None or self._offsets is None:
+            return
+        await task.stop()
+        try:
+            await self._offsets.persist(mq, acknowledged=True)
+        except (ClientError, RemotingError, OSError) as exc:
+            log.warning("%s: committing the offset of released %s failed: %s", self.group, mq, exc)
+        self._offsets.remove(mq)
+
+    async def persist_offsets(self) -> None:
+        if self._offsets is not None:
+            await self._offsets.persist_all(self.assigned())
+
+    async def _ids_changed(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        """NOTIFY_CONSUMER_IDS_CHANGED: the group's membership changed; rebalance now."""
+        log.info("%s: broker %s says the consumer list of %s changed", self.client_id, conn.remote_addr,
+                 request.ext_fields.get("consumerGroup"))
+        if self._rebalancer is not None:
+            self._rebalancer.trigger()
+        return None
+
+    def _consumer_data(self) -> ConsumerData:
+        return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.settings.message_model,
+                            self.settings.consume_from_where, tuple(self._subscriptions.values()))
+
+    async def _update_route(self, topic: str) -> None:
+        assert self._instance is not None
+        try:
+            if await self._instance.update_route(topic) is None:
+                log.warning("%s: topic %s does not exist (yet); it is consumed once it has a route", self.group, topic)
+        except RouteError as exc:
+            log.warning("%s: route of %s unavailable: %s", self.group, topic, exc)
+
+    async def _subscriptions_changed(self, topics: list[str]) -> None:
+        assert self._instance is not None and self._rebalancer is not None
+        for topic in topics:
+            await self._update_route(topic)
+        await self._instance.heartbeat()
+        self._rebalancer.trigger()

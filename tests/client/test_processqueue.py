@@ -1,0 +1,55 @@
+"""ProcessQueue accounting: counts, sizes, span, and the commit point."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.client.processqueue import ProcessQueue
+from rocketq.protocol import message
+from rocketq.protocol.message import MessageExt
+
+
+def ext(offset: int, body: bytes = b"xx") -> MessageExt:
+    record = message.encode_stored_record(topic="T", queue_id=0, body=body, queue_offset=offset)
+    return message.decode_stored_record(record)
+
+
+def test_commit_point_is_the_smallest_offset_left_or_max_plus_one() -> None:
+    pq = ProcessQueue()
+    msgs = [ext(o) for o in (10, 11, 12, 13)]
+    assert pq.put(msgs) == 4 and pq.msg_count == 4 and pq.msg_size == 8 and pq.max_span() == 3
+    assert pq.remove([msgs[1], msgs[2]]) == 10
+    assert pq.remove([msgs[0]]) == 13
+    assert pq.remove([msgs[3]]) == 14
+    assert pq.msg_count == 0 and pq.msg_size == 0 and pq.max_span() == 0
+    assert pq.remove([msgs[3]]) == -1
+
+
+def test_duplicates_are_ignored_and_sizes_follow_bodies() -> None:
+    pq = ProcessQueue()
+    assert pq.put([ext(5, b"a" * 100)]) == 1
+    assert pq.put([ext(5, b"a" * 100), ext(6, b"b")]) == 1
+    assert pq.msg_count == 2 and pq.msg_size == 101 and 5 in pq and 7 not in pq
+    assert pq.remove([ext(99)]) == 5
+
+
+def test_size_in_mib_and_clear() -> None:
+    pq = ProcessQueue()
+    pq.put([ext(i, b"z" * 600_000) for i in range(4)])
+    assert pq.msg_size_mib == 2
+    pq.clear()
+    assert pq.msg_count == 0 and pq.msg_size_mib == 0
+
+
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=40, unique=True), st.randoms(use_true_random=False))
+def test_commit_point_never_passes_an_unconsumed_message(offsets: list[int], rnd) -> None:
+    pq = ProcessQueue()
+    msgs = [ext(o) for o in offsets]
+    pq.put(msgs)
+    rnd.shuffle(msgs)
+    remaining = set(offsets)
+    for m in msgs:
+        remaining.discard(m.queue_offset)
+        point = pq.remove([m])
+        assert point == (min(remaining) if remaining else max(offsets) + 1)

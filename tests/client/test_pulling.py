@@ -1,0 +1,85 @@
+"""Pull request flags and headers; decoding pull answers, client-side tag filtering."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.client import pulling
+from rocketq.client.errors import ProtocolError
+from rocketq.client.pulling import PullStatus
+from rocketq.client.queues import MessageQueue
+from rocketq.client.wire import PullReply
+from rocketq.protocol import message, subscription
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.headers import PullMessageResponseHeader
+
+MQ = MessageQueue("T", "broker-a", 1)
+
+
+def record(offset: int, tags: str | None, body: bytes = b"b") -> bytes:
+    props = {"TAGS": tags} if tags else {}
+    return message.encode_stored_record(topic="T", queue_id=1, body=body, properties=props, queue_offset=offset,
+                                        physical_offset=offset * 100)
+
+
+def reply(code: ResponseCode, body: bytes = b"", next_offset: int = 5) -> PullReply:
+    header = PullMessageResponseHeader(suggest_which_broker_id=1, next_begin_offset=next_offset, min_offset=0,
+                                       max_offset=9)
+    return PullReply(code, header, body)
+
+
+def test_sys_flag_bits_are_rocketmq_pull_sys_flag() -> None:
+    assert pulling.sys_flag(commit_offset=True, suspend=True, subscription=True) == 7
+    assert pulling.sys_flag(commit_offset=False, suspend=True, subscription=True) == 6
+    assert pulling.sys_flag(commit_offset=False, suspend=False, subscription=True) == 4
+
+
+def test_request_header_carries_subscription_and_suspend() -> None:
+    sub = subscription.build("T", "A || B", sub_version=42)
+    h = pulling.request_header("cg", MQ, 17, 32, sub, flag=7, commit_offset=12, suspend_timeout_ms=15000)
+    ext = h.to_ext()
+    assert ext["consumerGroup"] == "cg" and ext["queueId"] == "1" and ext["queueOffset"] == "17"
+    assert ext["maxMsgNums"] == "32" and ext["sysFlag"] == "7" and ext["commitOffset"] == "12"
+    assert ext["suspendTimeoutMillis"] == "15000" and ext["subscription"] == "A || B"
+    assert ext["subVersion"] == "42" and ext["expressionType"] == "TAG"
+
+
+@pytest.mark.parametrize("code, status", [
+    (ResponseCode.PULL_NOT_FOUND, PullStatus.NO_NEW_MSG),
+    (ResponseCode.PULL_RETRY_IMMEDIATELY, PullStatus.NO_MATCHED_MSG),
+    (ResponseCode.PULL_OFFSET_MOVED, PullStatus.OFFSET_ILLEGAL),
+])
+def test_non_found_answers_map_to_statuses(code: ResponseCode, status: PullStatus) -> None:
+    result = pulling.to_result(reply(code), subscription.build("T", "*"))
+    assert result.status is status and result.next_begin_offset == 5 and result.messages == []
+    assert (result.min_offset, result.max_offset, result.suggest_which_broker_id) == (0, 9, 1)
+
+
+def test_found_decodes_records_and_rechecks_tags() -> None:
+    body = record(2, "A") + record(3, "Collides") + record(4, None) + record(5, "B")
+    result = pulling.to_result(reply(ResponseCode.SUCCESS, body, 6), subscription.build("T", "A || B"))
+    assert result.status is PullStatus.FOUND and result.next_begin_offset == 6
+    assert [(m.queue_offset, m.tags) for m in result.messages] == [(2, "A"), (5, "B")]
+    assert result.messages[0].properties["MIN_OFFSET"] == "0" and result.messages[0].properties["MAX_OFFSET"] == "9"
+    everything = pulling.to_result(reply(ResponseCode.SUCCESS, body, 6), subscription.build("T", "*"))
+    assert len(everything.messages) == 4
+
+
+def test_corrupt_or_trailing_bytes_are_protocol_errors() -> None:
+    good = record(1, "A")
+    bad = bytearray(good)
+    bad[0:4] = (len(good) + 50).to_bytes(4, "big")
+    with pytest.raises(ProtocolError):
+        pulling.to_result(reply(ResponseCode.SUCCESS, bytes(bad)), subscription.build("T", "*"))
+    with pytest.raises(ProtocolError, match="trailing"):
+        pulling.to_result(reply(ResponseCode.SUCCESS, good + b"\x00\x01garbage"), subscription.build("T", "*"))
+
+
+@given(st.binary(max_size=300))
+def test_random_bodies_decode_or_raise_protocol_error(body: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        pulling.decode_messages(body)
