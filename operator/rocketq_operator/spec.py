@@ -19,7 +19,10 @@ import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
+
+from rocketq_operator import validation
+from rocketq_operator.validation import Reader
 
 DEFAULT_IMAGE: Final = "rocketq/rocketq:0.1.0"
 DEFAULT_NAMESRV_REPLICAS: Final = 2
@@ -48,15 +51,11 @@ OPERATOR_KEYS: Final = frozenset({
 """broker.conf keys the rendered pods depend on (ports, paths, peers); overriding them would
 break the Services, probes or volumes the operator renders around them."""
 
-_DNS_1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS_1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _QUANTITY: Final = re.compile(
     r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _STORAGE_SIZE: Final = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _CONFIG_KEY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
-
-E = TypeVar("E", bound=enum.Enum)
 
 
 class PullPolicy(enum.Enum):
@@ -168,76 +167,9 @@ class Parsed:
     errors: tuple[str, ...] = ()
 
 
-class _Reader:
-    """Reads typed fields out of untrusted JSON, remembering every problem with its path."""
-
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def fail(self, path: str, message: str) -> None:
-        self.errors.append(f"{path}: {message}")
-
-    def mapping(self, raw: Any, path: str) -> Mapping[str, Any]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, Mapping):
-            self.fail(path, f"must be an object, got {_shown(raw)}")
-            return {}
-        return raw
-
-    def integer(self, raw: Any, path: str, default: int, low: int, high: int) -> int:
-        if raw is None:
-            return default
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            self.fail(path, f"must be an integer, got {_shown(raw)}")
-            return default
-        if not low <= raw <= high:
-            self.fail(path, f"must be between {low} and {high}, got {raw}")
-            return default
-        return raw
-
-    def boolean(self, raw: Any, path: str, default: bool) -> bool:
-        if raw is None:
-            return default
-        if not isinstance(raw, bool):
-            self.fail(path, f"must be true or false, got {_shown(raw)}")
-            return default
-        return raw
-
-    def string(self, raw: Any, path: str, default: str | None, pattern: re.Pattern[str] | None = None,
-               max_length: int = 253) -> str | None:
-        if raw is None:
-            return default
-        if not isinstance(raw, str) or not raw:
-            self.fail(path, f"must be a non-empty string, got {_shown(raw)}")
-            return default
-        if len(raw) > max_length:
-            self.fail(path, f"must be at most {max_length} characters, got {len(raw)}")
-            return default
-        if pattern is not None and not pattern.match(raw):
-            self.fail(path, f"{raw!r} does not match {pattern.pattern}")
-            return default
-        return raw
-
-    def choice(self, raw: Any, path: str, kind: type[E], default: E) -> E:
-        if raw is None:
-            return default
-        for member in kind:
-            if member.value == raw:
-                return member
-        allowed = ", ".join(str(m.value) for m in kind)
-        self.fail(path, f"must be one of {allowed}, got {_shown(raw)}")
-        return default
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def parse_cluster_spec(raw: Any, name: str) -> Parsed:
     """Parse a RocketMQCluster's ``spec`` (and check ``name``, which children names derive from)."""
-    r = _Reader()
+    r = Reader()
     _check_cluster_name(r, name)
     top = r.mapping(raw, "spec")
     brokers = _brokers(r, r.mapping(top.get("brokers"), "spec.brokers"))
@@ -257,14 +189,14 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
     return Parsed(spec=None if errors else spec, errors=errors)
 
 
-def _check_cluster_name(r: _Reader, name: str) -> None:
-    if not _DNS_1035.match(name):
+def _check_cluster_name(r: Reader, name: str) -> None:
+    if not validation.DNS_1035.match(name):
         r.fail("metadata.name", f"{name!r} must be a DNS-1035 label: it names Services")
     elif len(name) > MAX_CLUSTER_NAME:
         r.fail("metadata.name", f"must be at most {MAX_CLUSTER_NAME} characters, got {len(name)}")
 
 
-def _resources(r: _Reader, raw: Any, path: str) -> Resources:
+def _resources(r: Reader, raw: Any, path: str) -> Resources:
     top = r.mapping(raw, path)
     sections: dict[str, dict[str, str | int]] = {}
     for section in ("requests", "limits"):
@@ -272,7 +204,7 @@ def _resources(r: _Reader, raw: Any, path: str) -> Resources:
         for key, value in r.mapping(top.get(section), f"{path}.{section}").items():
             where = f"{path}.{section}.{key}"
             if isinstance(value, bool) or not isinstance(value, str | int):
-                r.fail(where, f"must be a quantity, got {_shown(value)}")
+                r.fail(where, f"must be a quantity, got {validation.shown(value)}")
             elif isinstance(value, str) and not _QUANTITY.match(value):
                 r.fail(where, f"{value!r} is not a Kubernetes quantity")
             else:
@@ -284,7 +216,7 @@ def _resources(r: _Reader, raw: Any, path: str) -> Resources:
     return Resources(requests=sections["requests"], limits=sections["limits"])
 
 
-def _name_servers(r: _Reader, raw: Mapping[str, Any]) -> NameServerSpec:
+def _name_servers(r: Reader, raw: Mapping[str, Any]) -> NameServerSpec:
     return NameServerSpec(
         replicas=r.integer(raw.get("replicas"), "spec.nameServers.replicas", DEFAULT_NAMESRV_REPLICAS,
                            1, MAX_NAMESRV_REPLICAS),
@@ -292,7 +224,7 @@ def _name_servers(r: _Reader, raw: Mapping[str, Any]) -> NameServerSpec:
     )
 
 
-def _brokers(r: _Reader, raw: Mapping[str, Any]) -> BrokerSpec:
+def _brokers(r: Reader, raw: Mapping[str, Any]) -> BrokerSpec:
     mode = r.choice(raw.get("mode"), "spec.brokers.mode", BrokerMode, BrokerMode.MASTER_SLAVE)
     replicas = r.integer(raw.get("replicasPerGroup"), "spec.brokers.replicasPerGroup",
                          DEFAULT_REPLICAS_PER_GROUP, 1, MAX_MASTER_SLAVE_REPLICAS)
@@ -312,7 +244,7 @@ def _brokers(r: _Reader, raw: Mapping[str, Any]) -> BrokerSpec:
     )
 
 
-def _broker_config(r: _Reader, raw: Mapping[str, Any]) -> dict[str, str]:
+def _broker_config(r: Reader, raw: Mapping[str, Any]) -> dict[str, str]:
     if len(raw) > MAX_CONFIG_ENTRIES:
         r.fail("spec.brokers.config", f"must have at most {MAX_CONFIG_ENTRIES} entries, got {len(raw)}")
         return {}
@@ -326,7 +258,7 @@ def _broker_config(r: _Reader, raw: Mapping[str, Any]) -> dict[str, str]:
         elif key in OPERATOR_KEYS:
             r.fail(where, "the operator sets this key for the pods it renders (ports, paths, peers)")
         elif not isinstance(value, str):
-            r.fail(where, f"must be a string (broker.conf values are text), got {_shown(value)}")
+            r.fail(where, f"must be a string (broker.conf values are text), got {validation.shown(value)}")
         elif len(value) > MAX_CONFIG_VALUE_LENGTH or "\n" in value or "\r" in value:
             r.fail(where, f"must be one line of at most {MAX_CONFIG_VALUE_LENGTH} characters")
         else:
@@ -334,10 +266,10 @@ def _broker_config(r: _Reader, raw: Mapping[str, Any]) -> dict[str, str]:
     return config
 
 
-def _storage(r: _Reader, raw: Mapping[str, Any]) -> StorageSpec:
+def _storage(r: Reader, raw: Mapping[str, Any]) -> StorageSpec:
     kind = r.choice(raw.get("type"), "spec.storage.type", StorageType, StorageType.PERSISTENT_VOLUME_CLAIM)
     class_name = r.string(raw.get("storageClassName"), "spec.storage.storageClassName", None,
-                          _DNS_1123_SUBDOMAIN)
+                          validation.DNS_1123_SUBDOMAIN)
     if class_name is not None and kind is not StorageType.PERSISTENT_VOLUME_CLAIM:
         r.fail("spec.storage.storageClassName", "applies only to type PersistentVolumeClaim")
     return StorageSpec(
@@ -348,32 +280,32 @@ def _storage(r: _Reader, raw: Mapping[str, Any]) -> StorageSpec:
     )
 
 
-def _scheduling(r: _Reader, raw: Mapping[str, Any]) -> SchedulingSpec:
+def _scheduling(r: Reader, raw: Mapping[str, Any]) -> SchedulingSpec:
     selector: dict[str, str] = {}
     for key, value in r.mapping(raw.get("nodeSelector"), "spec.scheduling.nodeSelector").items():
         if isinstance(value, str):
             selector[key] = value
         else:
-            r.fail(f"spec.scheduling.nodeSelector.{key}", f"must be a string, got {_shown(value)}")
+            r.fail(f"spec.scheduling.nodeSelector.{key}", f"must be a string, got {validation.shown(value)}")
     tolerations: list[Mapping[str, Any]] = []
     raw_tolerations = raw.get("tolerations")
     if raw_tolerations is not None and not isinstance(raw_tolerations, list):
-        r.fail("spec.scheduling.tolerations", f"must be a list, got {_shown(raw_tolerations)}")
+        r.fail("spec.scheduling.tolerations", f"must be a list, got {validation.shown(raw_tolerations)}")
         raw_tolerations = None
     for index, item in enumerate(raw_tolerations or ()):
         if isinstance(item, Mapping):
             tolerations.append(dict(item))
         else:
-            r.fail(f"spec.scheduling.tolerations[{index}]", f"must be an object, got {_shown(item)}")
+            r.fail(f"spec.scheduling.tolerations[{index}]", f"must be an object, got {validation.shown(item)}")
     affinity = dict(r.mapping(raw.get("affinity"), "spec.scheduling.affinity"))
     return SchedulingSpec(node_selector=selector, tolerations=tuple(tolerations), affinity=affinity)
 
 
-def _acl(r: _Reader, raw: Any) -> str | None:
+def _acl(r: Reader, raw: Any) -> str | None:
     if raw is None:
         return None
     top = r.mapping(raw, "spec.acl")
-    name = r.string(top.get("secretName"), "spec.acl.secretName", None, _DNS_1123_SUBDOMAIN)
+    name = r.string(top.get("secretName"), "spec.acl.secretName", None, validation.DNS_1123_SUBDOMAIN)
     if name is None and "secretName" not in top:
         r.fail("spec.acl.secretName", "is required when spec.acl is set")
     return name

@@ -1,0 +1,103 @@
+"""BrokerAdmin: every question and command the operator sends to brokers and name servers.
+
+This protocol is the operator's boundary to the engine. The reconcilers decide *what* must
+happen (create a topic on each master, make a draining broker read-only, find the most
+caught-up slave); a ``BrokerAdmin`` carries it out over RocketMQ's remoting protocol. Tests
+use a recording fake; ``rocketq_operator.remoteadmin`` speaks the wire protocol.
+
+Addresses are ``host:port`` strings. A broker's address is what it registers with the name
+servers (``<pod>.<group>.<namespace>.svc:10911``), so the answers of ``cluster_brokers`` can
+be compared with the pods the operator knows. Every call may raise ``BrokerAdminError`` when
+the peer is unreachable or refuses; callers treat that as "not known yet" and try again on
+the next pass, never as a reason to act.
+
+What each call means (RocketMQ request codes in brackets):
+
+- ``create_or_update_topic(broker, topic)`` [UPDATE_AND_CREATE_TOPIC 17]
+- ``delete_topic(broker, name)`` [DELETE_TOPIC_IN_BROKER 215]
+- ``delete_topic_in_namesrv(namesrv, name)`` [DELETE_TOPIC_IN_NAMESRV 216]
+- ``list_topics(broker)`` -> configs by name [GET_ALL_TOPIC_CONFIG 21]
+- ``create_or_update_group(broker, group)`` [UPDATE_AND_CREATE_SUBSCRIPTIONGROUP 200]
+- ``delete_group(broker, name)`` [DELETE_SUBSCRIPTIONGROUP 207]
+- ``list_groups(broker)`` -> configs by name [GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201]
+- ``get_broker_permission(broker)`` / ``set_broker_permission(broker, perm)``: the broker-wide
+  ``brokerPermission`` (6 read+write, 4 read-only) [GET_BROKER_CONFIG 26 / UPDATE_BROKER_CONFIG 25]
+- ``consumer_lag(broker, group)``: messages stored on that broker that the group has not
+  consumed yet, summed over its queues there [GET_CONSUME_STATS 208]
+- ``broker_runtime(broker)``: the broker's CommitLog max offset, i.e. how far a slave has
+  replicated [GET_BROKER_RUNTIME_INFO 28]
+- ``cluster_brokers(namesrv, cluster)``: who is registered: brokerName -> {brokerId: address};
+  brokerId 0 is the master (or the DLedger leader) [GET_BROKER_CLUSTER_INFO 106]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+PERM_READ_ONLY: Final = 4
+PERM_READ_WRITE: Final = 6
+
+SYSTEM_GROUPS: Final = frozenset({
+    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
+    "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRANS", "DEFAULT_CONSUMER",
+    "DEFAULT_PRODUCER", "SCHEDULE_CONSUMER",
+})
+"""Groups brokers create for themselves; nobody consumes through them, so drains skip them."""
+
+
+class BrokerAdminError(Exception):
+    """A broker or name server did not answer, or refused the request."""
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    name: str
+    read_queue_nums: int = 8
+    write_queue_nums: int = 8
+    perm: int = PERM_READ_WRITE
+    order: bool = False
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    name: str
+    consume_enable: bool = True
+    consume_broadcast_enable: bool = False
+    retry_max_times: int = 16
+    retry_queue_nums: int = 1
+
+
+@dataclass(frozen=True)
+class BrokerRuntime:
+    commitlog_max_offset: int
+
+
+class BrokerAdmin(Protocol):
+    async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None: ...
+
+    async def delete_topic(self, broker: str, name: str) -> None: ...
+
+    async def delete_topic_in_namesrv(self, namesrv: str, name: str) -> None: ...
+
+    async def list_topics(self, broker: str) -> Mapping[str, TopicConfig]: ...
+
+    async def create_or_update_group(self, broker: str, group: GroupConfig) -> None: ...
+
+    async def delete_group(self, broker: str, name: str) -> None: ...
+
+    async def list_groups(self, broker: str) -> Mapping[str, GroupConfig]: ...
+
+    async def get_broker_permission(self, broker: str) -> int: ...
+
+    async def set_broker_permission(self, broker: str, perm: int) -> None: ...
+
+    async def consumer_lag(self, broker: str, group: str) -> int: ...
+
+    async def broker_runtime(self, broker: str) -> BrokerRuntime: ...
+
+    async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]: ...
+
+    async def close(self) -> None: ...

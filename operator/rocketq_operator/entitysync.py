@@ -1,0 +1,194 @@
+"""Keep a RocketMQTopic or RocketMQConsumerGroup on every master of its cluster.
+
+A topic or consumer group in RocketMQ is per broker: it exists on a broker group when that
+group's master has it. Each pass finds the cluster's masters (MasterSlave: the pod at
+``masterOrdinal``; DLedger: the leader the name servers report), reads what each already has
+(``list_topics``/``list_groups``) and creates or updates only where the config differs. Groups
+still being seeded or being drained are left to the cluster reconciler (see ``scaling``).
+
+Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a
+topic also from the name servers' routes. If the cluster itself is gone or being deleted there
+is nothing to clean up and the object is released at once.
+
+The RocketMQ name (``topicName``/``groupName``) cannot change: the first name applied is kept
+in the ``rocketq.io/applied-name`` annotation, and a different one later is refused with a
+condition, so an edit never leaves an orphaned topic on the brokers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from rocketq_operator import brokeradmin, conditions, entities, names, observing, spec, topology
+from rocketq_operator.conditions import Condition, Phase, Type
+from rocketq_operator.runtime import Context
+from rocketq_operator.spec import BrokerMode
+
+APPLIED_NAME: Final = "rocketq.io/applied-name"
+
+
+class Retry(Exception):
+    """The work is not done and must be tried again later (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    group: str
+    address: str | None
+
+
+@dataclass(frozen=True)
+class Clusterview:
+    mode: BrokerMode
+    state: observing.ClusterState
+    registry: topology.Registry
+    wanted_groups: int
+
+
+async def _cluster(ctx: Context, namespace: str, name: str) -> Clusterview | str:
+    """The cluster's mode, state and registrations, or why they cannot be known."""
+    body = await ctx.runtime.api.get("RocketMQCluster", namespace, name)
+    if body is None:
+        return f"RocketMQCluster {name!r} does not exist in namespace {namespace!r}"
+    if body.get("metadata", {}).get("deletionTimestamp"):
+        return f"RocketMQCluster {name!r} is being deleted"
+    parsed = spec.parse_cluster_spec(body.get("spec"), name)
+    if parsed.spec is None:
+        return f"RocketMQCluster {name!r} has an invalid spec"
+    meta = spec.cluster_meta(body)
+    state = await observing.observe(ctx.runtime.api, name, namespace, meta.uid)
+    registry = await topology.registrations(ctx.runtime.admin, name, namespace, state.namesrv_pods)
+    return Clusterview(parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups)
+
+
+def _master(view: Clusterview, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
+    if view.mode is BrokerMode.DLEDGER:
+        return view.registry.master_address(group.name)
+    pod = group.pods.get(group.master_ordinal)
+    if pod is None or not pod.serving:
+        return None
+    return names.broker_address(cluster, namespace, group.index, group.master_ordinal)
+
+
+def targets(view: Clusterview, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
+    """Masters to apply to: seeded, wanted groups; with ``everywhere``, every group (for deletes)."""
+    out = []
+    for group in view.state.groups.values():
+        if group.configmap is None:
+            continue
+        if not everywhere and (not group.metadata_synced or group.index >= view.wanted_groups
+                               or group.draining_since is not None):
+            continue
+        out.append(Target(group.name, _master(view, cluster, namespace, group)))
+    return out
+
+
+async def _apply_one(admin: brokeradmin.BrokerAdmin, address: str,
+                     config: brokeradmin.TopicConfig | brokeradmin.GroupConfig) -> None:
+    if isinstance(config, brokeradmin.TopicConfig):
+        if (await admin.list_topics(address)).get(config.name) != config:
+            await admin.create_or_update_topic(address, config)
+    elif (await admin.list_groups(address)).get(config.name) != config:
+        await admin.create_or_update_group(address, config)
+
+
+def _applied_name(body: Mapping[str, Any]) -> str | None:
+    value = (body.get("metadata", {}).get("annotations") or {}).get(APPLIED_NAME)
+    return value if isinstance(value, str) else None
+
+
+async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One pass for a topic or consumer group; returns the status it should have."""
+    meta = body.get("metadata", {})
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    generation = meta.get("generation") if isinstance(meta.get("generation"), int) else None
+    parsed = entities.parse(kind, body.get("spec"), name)
+    if parsed.spec is None:
+        return _status(ctx, body, Phase.FAILED, "InvalidSpec", "; ".join(parsed.errors), [], generation)
+    config = parsed.spec.config
+    applied = _applied_name(body)
+    if applied is not None and applied != config.name:
+        return _status(ctx, body, Phase.FAILED, "InvalidSpec",
+                       f"the RocketMQ name cannot change (was {applied!r}, now {config.name!r}): "
+                       "create a new object instead", [], generation)
+    view = await _cluster(ctx, namespace, parsed.spec.cluster_ref)
+    if isinstance(view, str):
+        return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
+    if applied is None:
+        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
+    done: list[str] = []
+    problems: list[str] = []
+    wanted = targets(view, parsed.spec.cluster_ref, namespace, everywhere=False)
+    for target in wanted:
+        if target.address is None:
+            problems.append(f"{target.group} has no serving master")
+            continue
+        try:
+            await _apply_one(ctx.runtime.admin, target.address, config)
+        except brokeradmin.BrokerAdminError as exc:
+            problems.append(f"{target.group}: {exc}")
+            continue
+        done.append(target.group)
+    if not wanted:
+        problems.append(f"RocketMQCluster {parsed.spec.cluster_ref!r} has no broker group ready for {kind}s yet")
+    if problems:
+        return _status(ctx, body, Phase.PENDING, "BrokersPending", "; ".join(problems), done, generation)
+    return _status(ctx, body, Phase.READY, "Applied", f"present on {len(done)} broker groups", done, generation)
+
+
+def _status(ctx: Context, body: Mapping[str, Any], phase: Phase, reason: str, message: str,
+            brokers: list[str], generation: int | None) -> dict[str, Any]:
+    previous = (body.get("status") or {}).get("conditions")
+    ready = Condition(Type.READY, phase is Phase.READY, reason, message)
+    return {
+        "phase": phase.value,
+        "observedGeneration": generation,
+        "conditions": conditions.render([ready], previous, observing.format_time(ctx.now), generation),
+        "brokers": sorted(brokers),
+    }
+
+
+async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
+    """Delete the entity from every broker group; raises ``Retry`` while a broker cannot be reached."""
+    meta = body.get("metadata", {})
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    parsed = entities.parse(kind, body.get("spec"), name)
+    if parsed.spec is None:
+        return "nothing was applied from an invalid spec"
+    entity = _applied_name(body) or parsed.spec.config.name
+    cluster = parsed.spec.cluster_ref
+    view = await _cluster(ctx, namespace, cluster)
+    if isinstance(view, str):
+        return f"nothing to clean up: {view}"
+    admin = ctx.runtime.admin
+    problems = []
+    for target in targets(view, cluster, namespace, everywhere=True):
+        if target.address is None:
+            problems.append(f"{target.group} has no serving master")
+            continue
+        try:
+            if kind == entities.TOPIC_KIND:
+                await admin.delete_topic(target.address, entity)
+            else:
+                await admin.delete_group(target.address, entity)
+        except brokeradmin.BrokerAdminError as exc:
+            problems.append(f"{target.group}: {exc}")
+    if kind == entities.TOPIC_KIND and not problems:
+        problems += await _delete_route(ctx, view, cluster, namespace, entity)
+    if problems:
+        raise Retry(f"{kind} {entity!r} not deleted everywhere yet: {'; '.join(problems)}")
+    return f"{entity} deleted from every broker group of {cluster}"
+
+
+async def _delete_route(ctx: Context, view: Clusterview, cluster: str, namespace: str, topic: str) -> list[str]:
+    problems = []
+    for ordinal, pod in sorted(view.state.namesrv_pods.items()):
+        if not pod.serving:
+            continue
+        try:
+            await ctx.runtime.admin.delete_topic_in_namesrv(names.namesrv_address(cluster, namespace, ordinal), topic)
+        except brokeradmin.BrokerAdminError as exc:
+            problems.append(f"{pod.name}: {exc}")
+    return problems

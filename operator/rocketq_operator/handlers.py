@@ -1,0 +1,147 @@
+"""The kopf handlers: thin wrappers that run a reconcile pass and write its status.
+
+``register(registry, config, admin_factory)`` adds every handler to a kopf registry (the
+default one in ``main``, a fresh one per test), so nothing is registered on import:
+
+- startup/cleanup: build and close the ``Runtime`` (API client, BrokerAdmin, metrics endpoint).
+- RocketMQCluster: create, update and resume run one pass at once; a timer every
+  ``reconcile_interval`` seconds keeps it level-based (readiness, rolls, failover, drains). No
+  finalizer: Kubernetes' garbage collector removes the children through owner references.
+- RocketMQTopic / RocketMQConsumerGroup: create, update, resume and a slower timer push the
+  entity to every master; a delete handler (and with it kopf's finalizer) removes it from the
+  brokers before the object goes.
+
+Passes over one object never overlap: the timer and the change handlers share an
+``asyncio.Lock`` in kopf's per-object memo. Kubernetes or broker errors become
+``kopf.TemporaryError`` so kopf retries after ``retry_delay``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import kopf
+
+from rocketq_operator import brokeradmin, conditions, entities, entitysync, kubeapi, reconciler
+from rocketq_operator.metrics import Metrics, MetricsServer, Result
+from rocketq_operator.runtime import Context, OperatorConfig, Runtime
+
+GROUP: Final = "rocketq.io"
+VERSION: Final = "v1alpha1"
+CLUSTERS: Final = "rocketmqclusters"
+PLURALS: Final = {entities.TOPIC_KIND: "rocketmqtopics", entities.GROUP_KIND: "rocketmqconsumergroups"}
+FINALIZER: Final = "rocketq.io/finalizer"
+CLUSTER_KIND: Final = "RocketMQCluster"
+
+AdminFactory = Callable[[OperatorConfig], brokeradmin.BrokerAdmin]
+Pass = Callable[[Context], Awaitable[dict[str, Any]]]
+
+
+def _runtime(memo: Any) -> Runtime:
+    runtime = memo.get("runtime")
+    if not isinstance(runtime, Runtime):
+        raise kopf.PermanentError("the operator's runtime is missing: the startup handler did not run")
+    return runtime
+
+
+def _context(runtime: Runtime, body: kopf.Body, logger: Any) -> Context:
+    def emit(kind: str, reason: str, message: str) -> None:
+        kopf.event(body, type=kind, reason=reason, message=message)
+    return Context(runtime=runtime, emit=emit, logger=logger, now=runtime.clock())
+
+
+async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass) -> None:
+    """Run one pass under the object's lock; write the status only if it changed."""
+    runtime = _runtime(memo)
+    lock = memo.setdefault("lock", asyncio.Lock())
+    started = time.monotonic()
+    result = Result.OK
+    try:
+        async with lock:
+            status = await work(_context(runtime, body, logger))
+    except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
+        result = Result.ERROR
+        runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
+        raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+    except Exception as exc:
+        result = Result.ERROR
+        runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
+        raise
+    finally:
+        runtime.metrics.duration.labels(kind=kind).observe(time.monotonic() - started)
+        runtime.metrics.reconciles.labels(kind=kind, result=result.value).inc()
+    if status.get("phase") == conditions.Phase.FAILED.value:
+        runtime.metrics.reconciles.labels(kind=kind, result=Result.INVALID.value).inc()
+    changes = conditions.status_patch(body.get("status"), status)
+    for key, value in changes.items():
+        patch.status[key] = value
+
+
+def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:
+    @kopf.on.startup(registry=registry)
+    async def start_runtime(settings: kopf.OperatorSettings, memo: Any, logger: Any, **_: Any) -> None:
+        settings.peering.standalone = config.standalone
+        settings.persistence.finalizer = FINALIZER
+        # Handler log lines stay in the log; Events are posted explicitly for what users must see.
+        settings.posting.level = logging.WARNING
+        metrics = Metrics()
+        server = MetricsServer(metrics, "0.0.0.0", config.metrics_port) if config.metrics_port else None
+        runtime = Runtime(api=kubeapi.KopfApi(settings), admin=admin_factory(config), config=config,
+                          metrics=metrics, server=server)
+        memo["runtime"] = runtime
+        if server is not None:
+            await server.start()
+            logger.info(f"Serving /metrics and /healthz on port {server.port}.")
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_runtime(memo: Any, **_: Any) -> None:
+        runtime = memo.get("runtime")
+        if isinstance(runtime, Runtime):
+            await runtime.close()
+
+
+def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) -> None:
+    async def cluster_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
+        await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body))
+
+    for decorator, handler_id in ((kopf.on.create, "cluster-create"), (kopf.on.update, "cluster-update"),
+                                  (kopf.on.resume, "cluster-resume")):
+        decorator(GROUP, VERSION, CLUSTERS, id=handler_id, registry=registry)(cluster_pass)
+    kopf.timer(GROUP, VERSION, CLUSTERS, id="cluster-timer", interval=config.reconcile_interval,
+               registry=registry)(cluster_pass)
+
+
+def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, kind: str) -> None:
+    plural = PLURALS[kind]
+    prefix = plural.removeprefix("rocketmq").rstrip("s")
+
+    async def entity_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
+        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body))
+
+    async def entity_delete(body: kopf.Body, memo: Any, logger: Any, **_: Any) -> None:
+        runtime = _runtime(memo)
+        lock = memo.setdefault("lock", asyncio.Lock())
+        try:
+            async with lock:
+                logger.info(await entitysync.remove(_context(runtime, body, logger), kind, body))
+        except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
+            runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
+            raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+
+    for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
+        decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)
+    kopf.timer(GROUP, VERSION, plural, id=f"{prefix}-timer", interval=config.entity_interval,
+               registry=registry)(entity_pass)
+    kopf.on.delete(GROUP, VERSION, plural, id=f"{prefix}-delete", registry=registry)(entity_delete)
+
+
+def register(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:
+    """Add every rocketq handler to ``registry``."""
+    _register_runtime(registry, config, admin_factory)
+    _register_clusters(registry, config)
+    for kind in PLURALS:
+        _register_entity(registry, config, kind)

@@ -1,0 +1,179 @@
+"""What is running for one cluster, read from the API server into frozen values.
+
+One pass of the reconciler starts by listing the cluster's StatefulSets, ConfigMaps and pods
+(label ``rocketq.io/cluster=<name>``); StatefulSets and ConfigMaps must also be owned by this
+cluster object (its uid), so a stale child of a deleted cluster of the same name is never
+mistaken for ours. Everything the reconciler decides from (readiness, template hashes,
+master ordinals, bookkeeping annotations) is extracted here once.
+
+Bookkeeping the operator needs between passes lives in annotations of the group's ConfigMap,
+next to ``masterOrdinal``: when the master was first seen unavailable, when draining began,
+whether topics and groups were created on the group, which pods a manual rolling update still
+has to restart. The ConfigMap is the operator's own object, so these survive operator restarts
+and never trigger a reconcile of the cluster object itself.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from rocketq_operator import kubeapi, names
+from rocketq_operator.rendering import broker, common
+
+DRAINING_SINCE: Final = "rocketq.io/draining-since"
+MASTER_UNAVAILABLE_SINCE: Final = "rocketq.io/master-unavailable-since"
+METADATA_SYNCED: Final = "rocketq.io/metadata-synced"
+MANUAL_ROLL: Final = "rocketq.io/manual-roll-pods"
+
+
+def parse_time(raw: Any) -> datetime.datetime | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+
+
+def format_time(value: datetime.datetime) -> str:
+    return value.astimezone(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    ordinal: int
+    uid: str
+    ready: bool
+    terminating: bool
+    template_hash: str | None
+
+    @property
+    def serving(self) -> bool:
+        return self.ready and not self.terminating
+
+
+def pod_state(pod: Mapping[str, Any]) -> PodState | None:
+    meta = pod.get("metadata", {})
+    name = str(meta.get("name", ""))
+    ordinal = names.pod_ordinal(name)
+    if ordinal is None:
+        return None
+    conditions = pod.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+    return PodState(
+        name=name,
+        ordinal=ordinal,
+        uid=str(meta.get("uid", "")),
+        ready=ready,
+        terminating=bool(meta.get("deletionTimestamp")),
+        template_hash=(meta.get("annotations") or {}).get(common.ANNOTATION_TEMPLATE_HASH),
+    )
+
+
+@dataclass(frozen=True)
+class GroupState:
+    index: int
+    name: str
+    statefulset: Mapping[str, Any] | None
+    configmap: Mapping[str, Any] | None
+    pods: Mapping[int, PodState] = field(default_factory=dict)
+
+    def _annotation(self, key: str) -> str | None:
+        if self.configmap is None:
+            return None
+        value = (self.configmap.get("metadata", {}).get("annotations") or {}).get(key)
+        return value if isinstance(value, str) else None
+
+    @property
+    def master_ordinal(self) -> int:
+        raw = (self.configmap or {}).get("data", {}).get(broker.MASTER_ORDINAL_KEY, "0")
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
+
+    @property
+    def draining_since(self) -> datetime.datetime | None:
+        return parse_time(self._annotation(DRAINING_SINCE))
+
+    @property
+    def master_unavailable_since(self) -> datetime.datetime | None:
+        return parse_time(self._annotation(MASTER_UNAVAILABLE_SINCE))
+
+    @property
+    def metadata_synced(self) -> bool:
+        return self._annotation(METADATA_SYNCED) == "true"
+
+    @property
+    def manual_roll(self) -> frozenset[str] | None:
+        raw = self._annotation(MANUAL_ROLL)
+        if raw is None:
+            return None
+        return frozenset(uid for uid in raw.split(",") if uid)
+
+    @property
+    def replicas(self) -> int:
+        value = (self.statefulset or {}).get("spec", {}).get("replicas", 0)
+        return value if isinstance(value, int) else 0
+
+    @property
+    def ready_replicas(self) -> int:
+        return sum(1 for pod in self.pods.values() if pod.serving and pod.ordinal < self.replicas)
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    namesrv: Mapping[str, Any] | None
+    namesrv_pods: Mapping[int, PodState]
+    groups: Mapping[int, GroupState]
+
+    def group(self, index: int) -> GroupState | None:
+        return self.groups.get(index)
+
+
+def _owned(obj: Mapping[str, Any], uid: str) -> bool:
+    refs = obj.get("metadata", {}).get("ownerReferences") or []
+    return any(isinstance(ref, dict) and ref.get("uid") == uid for ref in refs)
+
+
+def _pods_of(pods: list[dict[str, Any]], component: str, group: str | None) -> dict[int, PodState]:
+    out: dict[int, PodState] = {}
+    for pod in pods:
+        labels = pod.get("metadata", {}).get("labels") or {}
+        if labels.get(common.LABEL_COMPONENT) != component:
+            continue
+        if group is not None and labels.get(common.LABEL_BROKER_GROUP) != group:
+            continue
+        state = pod_state(pod)
+        if state is not None:
+            out[state.ordinal] = state
+    return out
+
+
+async def observe(api: kubeapi.KubeApi, cluster: str, namespace: str, uid: str) -> ClusterState:
+    selector = {common.LABEL_CLUSTER: cluster}
+    statefulsets = [s for s in await api.list("StatefulSet", namespace, selector) if _owned(s, uid)]
+    configmaps = [c for c in await api.list("ConfigMap", namespace, selector) if _owned(c, uid)]
+    pods = await api.list("Pod", namespace, selector)
+    by_name = {s["metadata"]["name"]: s for s in statefulsets}
+    configs = {c["metadata"]["name"]: c for c in configmaps}
+    indices = {i for i in (names.group_index(cluster, n) for n in by_name) if i is not None}
+    indices |= {i for i in (names.group_index(cluster, n.removesuffix("-config")) for n in configs
+                            if n.endswith("-config")) if i is not None}
+    groups = {
+        index: GroupState(
+            index=index,
+            name=names.broker_group(cluster, index),
+            statefulset=by_name.get(names.broker_group(cluster, index)),
+            configmap=configs.get(names.broker_config(cluster, index)),
+            pods=_pods_of(pods, common.COMPONENT_BROKER, names.broker_group(cluster, index)),
+        )
+        for index in sorted(indices)
+    }
+    return ClusterState(
+        namesrv=by_name.get(names.namesrv(cluster)),
+        namesrv_pods=_pods_of(pods, common.COMPONENT_NAMESRV, None),
+        groups=groups,
+    )

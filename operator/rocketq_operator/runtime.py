@@ -1,0 +1,130 @@
+"""The operator's settings and the shared clients one operator process owns.
+
+``OperatorConfig`` holds the knobs that are not part of any custom resource (how often to
+look, how long to wait before failing over or giving up a drain), read from environment
+variables so the Helm chart can set them. ``Runtime`` bundles what every handler uses: the
+Kubernetes API, the BrokerAdmin, the config, metrics and a clock. It is created by the startup
+handler, kept in kopf's operator memo and closed by the cleanup handler; there is no
+module-level state, so one process serves any number of clusters in any namespaces.
+
+``Context`` is one reconcile pass's view: the runtime, the object being reconciled, a way to
+post Kubernetes Events about it, a logger and the time the pass started.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from rocketq_operator import brokeradmin, kubeapi
+from rocketq_operator.metrics import Metrics, MetricsServer
+
+ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
+
+
+class ConfigError(ValueError):
+    """An environment variable holds a value the operator cannot use."""
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    reconcile_interval: float = 15.0
+    """Seconds between level-based passes over each cluster (health, rolls, failover, drains)."""
+    entity_interval: float = 60.0
+    """Seconds between re-checks of each topic and consumer group on every master."""
+    failover_grace: float = 30.0
+    """Seconds a MasterSlave master may be missing or unready before a slave replaces it."""
+    drain_timeout: float = 600.0
+    """Seconds a group being removed may keep unconsumed messages before DrainTimeout."""
+    retry_delay: float = 10.0
+    """Seconds before a pass that failed on an API or broker error runs again."""
+    caught_up_bytes: int = 1 << 20
+    """A slave this close (CommitLog bytes) to its master counts as caught up for a roll."""
+    admin_timeout: float = 5.0
+    """Seconds to wait for a broker or name server to answer an admin request."""
+    metrics_port: int = 8080
+    """Port of /metrics and /healthz; 0 turns the endpoint off."""
+    standalone: bool = True
+    """Run without kopf peering (one operator replica, as the chart deploys it)."""
+    json_logs: bool = True
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in ("reconcile_interval", "entity_interval", "failover_grace", "drain_timeout",
+                     "retry_delay", "admin_timeout"):
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None:
+                values[name] = _positive_float(name, raw)
+        for name in ("caught_up_bytes", "metrics_port"):
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None:
+                values[name] = _int_in(name, raw, 0, (1 << 62) if name == "caught_up_bytes" else 65535)
+        for name in ("standalone", "json_logs"):
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None:
+                if raw.lower() not in ("true", "false"):
+                    raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected true or false")
+                values[name] = raw.lower() == "true"
+        return cls(**values)
+
+
+def _positive_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected a number of seconds") from None
+    if not 0 < value < 86400 * 30:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected more than 0 and less than 30 days")
+    return value
+
+
+def _int_in(name: str, raw: str, low: int, high: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected an integer") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected {low}..{high}")
+    return value
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(tz=datetime.UTC)
+
+
+@dataclass
+class Runtime:
+    api: kubeapi.KubeApi
+    admin: brokeradmin.BrokerAdmin
+    config: OperatorConfig
+    metrics: Metrics
+    clock: Callable[[], datetime.datetime] = utc_now
+    server: MetricsServer | None = None
+    _closed: bool = field(default=False, init=False)
+
+    async def close(self) -> None:
+        """Stop the metrics endpoint and close broker connections; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.server is not None:
+            await self.server.close()
+        await self.admin.close()
+
+
+EventFn = Callable[[str, str, str], None]
+"""Posts a Kubernetes Event about the reconciled object: (type, reason, message)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    runtime: Runtime
+    emit: EventFn
+    logger: logging.Logger | logging.LoggerAdapter[Any]
+    now: datetime.datetime

@@ -1,0 +1,392 @@
+"""Run the real operator (kopf + handlers) against a kmock Kubernetes emulator.
+
+kmock's ``KubernetesEmulator`` stores objects, serves list/watch/get/create/patch/delete and
+API discovery, which is all kopf needs. What a real control plane adds and kmock does not is
+filled in here, as narrowly as possible:
+
+- ``ApiServer`` (a KubernetesEmulator subclass) stamps what the API server owns:
+  ``uid``, ``creationTimestamp``, ``resourceVersion`` on every write, ``generation`` bumped when
+  ``spec`` changes, a name for ``generateName`` (kopf's Events use it), and the CRD defaults of
+  rocketq.io objects (via tests/k8s/crdschema.py, from the real crds/ files). It does not run
+  CEL rules, filter by label selector, or garbage-collect by owner reference.
+- ``StatefulSetController`` plays the StatefulSet controller and kubelet: it creates pods
+  ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
+  ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
+  otherwise (``unready``) and never recreates ``lost`` pods (a lost node). It also plays the
+  brokers registering with the name servers, in the fake BrokerAdmin.
+
+``OperatorEnv`` runs ``kopf.operator()`` with a fresh registry, a login handler pointing at
+the emulator and the fake BrokerAdmin, and stops everything it started. The operator gets its
+own thread and event loop, as ``kopf.testing.KopfRunner`` does: when kopf stops, it cancels
+every task created in its loop after it started, which in a shared loop would include the
+test's own tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import datetime
+import itertools
+import logging
+import pathlib
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+import crdschema
+import kmock
+import kopf
+import yaml
+from operator_fakes import FakeBrokerAdmin
+from rocketq_operator import handlers, identities, names
+from rocketq_operator.rendering import common
+from rocketq_operator.runtime import OperatorConfig
+
+CRD_DIR: Final = pathlib.Path(__file__).resolve().parents[2] / "crds"
+NAMESPACE: Final = "mq"
+TICK: Final = 0.05
+WAIT_TIMEOUT: Final = 20.0
+STOP_TIMEOUT: Final = 15.0
+
+ROCKETQ_KINDS: Final = {"rocketmqclusters": "RocketMQCluster", "rocketmqtopics": "RocketMQTopic",
+                        "rocketmqconsumergroups": "RocketMQConsumerGroup"}
+PATHS: Final = {
+    "RocketMQCluster": "/apis/rocketq.io/v1alpha1/namespaces/{ns}/rocketmqclusters",
+    "RocketMQTopic": "/apis/rocketq.io/v1alpha1/namespaces/{ns}/rocketmqtopics",
+    "RocketMQConsumerGroup": "/apis/rocketq.io/v1alpha1/namespaces/{ns}/rocketmqconsumergroups",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "Event": "/api/v1/namespaces/{ns}/events",
+}
+RESOURCES: Final = {
+    "RocketMQCluster": "rocketq.io/v1alpha1/rocketmqclusters",
+    "RocketMQTopic": "rocketq.io/v1alpha1/rocketmqtopics",
+    "RocketMQConsumerGroup": "rocketq.io/v1alpha1/rocketmqconsumergroups",
+    "StatefulSet": "apps/v1/statefulsets",
+    "Pod": "v1/pods",
+    "ConfigMap": "v1/configmaps",
+    "Service": "v1/services",
+    "PodDisruptionBudget": "policy/v1/poddisruptionbudgets",
+    "Event": "v1/events",
+}
+
+
+def _now() -> str:
+    return datetime.datetime.now(tz=datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    if not isinstance(base, dict) or not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(base)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge(base.get(key), value)
+    return out
+
+
+@attrs.define(kw_only=True)
+class ApiServer(kmock.KubernetesEmulator):
+    _versions: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+
+    async def _handle(self, request: kmock.Request) -> Any:
+        data = request.data
+        if request.resource is not None and isinstance(data, dict):
+            if request.action == kmock.action.CREATE:
+                self._stamp_create(request, data)
+            elif request.action == kmock.action.UPDATE and request.name is not None:
+                self._stamp_update(request, data)
+        return await super()._handle(request)
+
+    def _stamp_create(self, request: kmock.Request, data: dict[str, Any]) -> None:
+        meta = data.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", _now())
+        meta["resourceVersion"] = str(next(self._versions))
+        meta["generation"] = 1
+        kind = ROCKETQ_KINDS.get(str(request.resource.plural)) if request.resource else None
+        if kind is not None:
+            defaulted = crdschema.apply_defaults(kind, copy.deepcopy(data))
+            data.clear()
+            data.update(defaulted)
+
+    def _stamp_update(self, request: kmock.Request, data: dict[str, Any]) -> None:
+        assert request.resource is not None and request.name is not None
+        key = (request.resource, request.namespace, request.name)
+        current = self.objects[key].raw if key in self.objects and not self.objects[key].deleted else {}
+        meta = data.setdefault("metadata", {})
+        meta["resourceVersion"] = str(next(self._versions))
+        spec_changed = "spec" in data and _merge(current.get("spec"), data["spec"]) != current.get("spec")
+        if request.subresource is None and spec_changed:
+            meta["generation"] = int(current.get("metadata", {}).get("generation", 1)) + 1
+
+
+def declare_resources(server: kmock.KubernetesEmulator) -> None:
+    server.resources.load_bundled()
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        crd_names = crd["spec"]["names"]
+        version = crd["spec"]["versions"][0]
+        server.resources[f"{crd['spec']['group']}/{version['name']}/{crd_names['plural']}"] = kmock.ResourceInfo(
+            kind=crd_names["kind"], singular=crd_names["singular"], namespaced=True,
+            shortnames=set(crd_names.get("shortNames", [])), subresources=set(version.get("subresources", {})),
+            verbs={"get", "list", "watch", "create", "update", "patch", "delete"},
+        )
+
+
+class StatefulSetController:
+    def __init__(self, server: kmock.KubernetesEmulator, admin: FakeBrokerAdmin) -> None:
+        self.server = server
+        self.admin = admin
+        self.unready: set[str] = set()
+        self.lost: set[str] = set()
+        self.leaders: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def live(self, kind: str) -> list[dict[str, Any]]:
+        resource = kmock.resource(RESOURCES[kind])
+        return [obj.raw for key, obj in list(self.server.objects.items())
+                if key[0] == resource and not obj.deleted]
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="statefulset controller")
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            await self.tick()
+            await asyncio.sleep(TICK)
+
+    async def tick(self) -> None:
+        statefulsets = {s["metadata"]["name"]: s for s in self.live("StatefulSet")}
+        pods = {p["metadata"]["name"]: p for p in self.live("Pod")}
+        for name, statefulset in statefulsets.items():
+            await self._converge(statefulset, {n: p for n, p in pods.items()
+                                               if _owner(p) == name})
+        for name, pod in pods.items():
+            if _owner(pod) not in statefulsets:
+                await self.server.delete(f"{PATHS['Pod'].format(ns=pod['metadata']['namespace'])}/{name}")
+        self._register()
+
+    async def _converge(self, statefulset: Mapping[str, Any], pods: Mapping[str, dict[str, Any]]) -> None:
+        meta = statefulset["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        replicas = statefulset["spec"]["replicas"]
+        path = PATHS["Pod"].format(ns=namespace)
+        for ordinal in range(replicas):
+            pod_name = f"{name}-{ordinal}"
+            if pod_name in self.lost:
+                if pod_name in pods:
+                    await self.server.delete(f"{path}/{pod_name}")
+            elif pod_name not in pods:
+                await self.server.post(path, json=_pod(statefulset, pod_name))
+        for pod_name, pod in pods.items():
+            pod_ordinal = names.pod_ordinal(pod_name)
+            if pod_ordinal is None or pod_ordinal >= replicas:
+                await self.server.delete(f"{path}/{pod_name}")
+                continue
+            want = "False" if pod_name in self.unready else "True"
+            if _ready(pod) != want:
+                await self.server.patch(f"{path}/{pod_name}/status",
+                                        json={"status": {"conditions": [{"type": "Ready", "status": want}]}})
+        ready = sum(1 for p in pods.values() if _ready(p) == "True" and p["metadata"]["name"] not in self.unready)
+        status = {"replicas": len(pods), "readyReplicas": ready}
+        if {k: statefulset.get("status", {}).get(k) for k in status} != status:
+            await self.server.patch(f"{PATHS['StatefulSet'].format(ns=namespace)}/{name}/status",
+                                    json={"status": status})
+
+    def _register(self) -> None:
+        """Play the brokers: every serving broker pod registers with its current identity."""
+        registered: dict[str, dict[str, dict[int, str]]] = {}
+        configmaps = {c["metadata"]["name"]: c for c in self.live("ConfigMap")}
+        pods = {p["metadata"]["name"]: p for p in self.live("Pod")}
+        for statefulset in self.live("StatefulSet"):
+            labels = statefulset["metadata"].get("labels", {})
+            if labels.get(common.LABEL_COMPONENT) != common.COMPONENT_BROKER:
+                continue
+            cluster, group = labels[common.LABEL_CLUSTER], statefulset["metadata"]["name"]
+            namespace = statefulset["metadata"]["namespace"]
+            index = names.group_index(cluster, group)
+            mode = (statefulset["metadata"].get("annotations") or {}).get(common.ANNOTATION_BROKER_MODE)
+            config = configmaps.get(f"{group}-config", {}).get("data", {})
+            serving = sorted(o for o in range(statefulset["spec"]["replicas"])
+                             if f"{group}-{o}" in pods and _ready(pods[f"{group}-{o}"]) == "True"
+                             and f"{group}-{o}" not in self.unready)
+            ids: dict[int, str] = {}
+            assert index is not None
+            for ordinal in serving:
+                address = names.broker_address(cluster, namespace, index, ordinal)
+                if mode == "DLedger":
+                    leader: int = self.leaders.get(group, serving[0])
+                    ids[0 if ordinal == leader else ordinal + 1] = address
+                else:
+                    master = int(config.get("masterOrdinal", "0"))
+                    ids[identities.master_slave_identity(ordinal, master).broker_id] = address
+            registered.setdefault(cluster, {})[group] = ids
+        self.admin.registered = registered
+
+
+def _owner(pod: Mapping[str, Any]) -> str | None:
+    for ref in pod.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("kind") == "StatefulSet":
+            return str(ref.get("name"))
+    return None
+
+
+def _ready(pod: Mapping[str, Any]) -> str:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return "False"
+
+
+def _pod(statefulset: Mapping[str, Any], name: str) -> dict[str, Any]:
+    template = statefulset["spec"]["template"]
+    meta = statefulset["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": dict(template["metadata"].get("labels", {})),
+            "annotations": dict(template["metadata"].get("annotations", {})),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": meta["name"],
+                                 "uid": meta.get("uid", ""), "controller": True}],
+        },
+        "spec": copy.deepcopy(template["spec"]),
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]},
+    }
+
+
+def fast_config(**overrides: Any) -> OperatorConfig:
+    values: dict[str, Any] = {"reconcile_interval": 0.2, "entity_interval": 0.3, "failover_grace": 0.5,
+                              "drain_timeout": 30.0, "retry_delay": 0.2, "admin_timeout": 1.0, "metrics_port": 0}
+    values.update(overrides)
+    return OperatorConfig(**values)
+
+
+class OperatorEnv:
+    """The emulator, the StatefulSet controller, the fake BrokerAdmin and a running operator."""
+
+    def __init__(self, server: ApiServer, config: OperatorConfig) -> None:
+        self.server = server
+        self.config = config
+        self.admin = FakeBrokerAdmin()
+        self.sts = StatefulSetController(server, self.admin)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    async def start(self) -> None:
+        declare_resources(self.server)
+        registry = kopf.OperatorRegistry()
+        url = str(self.server.url)
+
+        @kopf.on.login(registry=registry)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            return kopf.ConnectionInfo(server=url)
+
+        handlers.register(registry, self.config, lambda _config: self.admin)
+        settings = kopf.OperatorSettings()
+        settings.networking.error_backoffs = [0.1, 0.2, 0.5]
+        settings.watching.reconnect_backoff = 0.1
+        self.sts.start()
+
+        def run() -> None:
+            try:
+                asyncio.run(kopf.operator(registry=registry, settings=settings, clusterwide=True,
+                                          stop_flag=self._stop, standalone=True))
+            except BaseException as exc:  # reported by close(), in the test's thread
+                self._failure = exc
+
+        self._thread = threading.Thread(target=run, name="operator", daemon=True)
+        self._thread.start()
+
+    async def close(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            await asyncio.to_thread(thread.join, STOP_TIMEOUT)
+            assert not thread.is_alive(), "the operator did not stop"
+        await self.sts.close()
+        if self._failure is not None:
+            raise AssertionError("the operator failed") from self._failure
+
+    # -- reading and writing objects --------------------------------------------------------
+
+    def get(self, kind: str, name: str, namespace: str = NAMESPACE) -> dict[str, Any] | None:
+        key = (kmock.resource(RESOURCES[kind]), namespace, name)
+        if key not in self.server.objects or self.server.objects[key].deleted:
+            return None
+        return copy.deepcopy(self.server.objects[key].raw)
+
+    def names(self, kind: str) -> set[str]:
+        return {obj["metadata"]["name"] for obj in self.sts.live(kind)}
+
+    async def create(self, kind: str, name: str, spec: Mapping[str, Any], *,
+                     annotations: Mapping[str, str] | None = None) -> None:
+        body: dict[str, Any] = {"apiVersion": "rocketq.io/v1alpha1", "kind": kind,
+                                "metadata": {"name": name, "namespace": NAMESPACE}, "spec": dict(spec)}
+        if annotations:
+            body["metadata"]["annotations"] = dict(annotations)
+        response = await self.server.post(PATHS[kind].format(ns=NAMESPACE), json=body)
+        assert response.status < 300, await response.text()
+
+    async def patch(self, kind: str, name: str, patch: Mapping[str, Any]) -> None:
+        response = await self.server.patch(f"{PATHS[kind].format(ns=NAMESPACE)}/{name}", json=dict(patch))
+        assert response.status < 300, await response.text()
+
+    async def delete(self, kind: str, name: str) -> None:
+        response = await self.server.delete(f"{PATHS[kind].format(ns=NAMESPACE)}/{name}")
+        assert response.status < 300, await response.text()
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        return [e for e in self.sts.live("Event") if e.get("reason") == reason]
+
+    async def wait_for(self, check: Callable[[], Any], what: str, timeout: float = WAIT_TIMEOUT) -> Any:
+        """Poll until ``check()`` is truthy (and return it); fail with ``what`` otherwise."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                value = check()
+            except (KeyError, IndexError, TypeError):
+                value = None
+            if value:
+                return value
+            if loop.time() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(TICK)
+
+    def status(self, kind: str, name: str) -> dict[str, Any]:
+        obj = self.get(kind, name)
+        return (obj or {}).get("status") or {}
+
+    def condition(self, kind: str, name: str, condition: str) -> dict[str, Any] | None:
+        for item in self.status(kind, name).get("conditions") or []:
+            if item.get("type") == condition:
+                return dict(item)
+        return None
+
+
+def quiet_logs() -> None:
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
