@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clusterprocs import Processes
 
 from rocketq.client import consuming
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
@@ -66,7 +65,7 @@ async def send_all(producer: Producer, prefix: str, n: int) -> set[bytes]:
     return bodies
 
 
-async def test_push_consumer_gets_everything_and_a_restart_resumes(processes: Processes) -> None:
+async def test_push_consumer_gets_everything_and_a_restart_resumes(processes: Any) -> None:
     ns = processes.namesrv()
     processes.broker(ns.address)
     async with Producer("sdk-pg", namesrv_addr=ns.address) as producer:
@@ -84,7 +83,7 @@ async def test_push_consumer_gets_everything_and_a_restart_resumes(processes: Pr
     assert resumed.bodies() == second
 
 
-async def test_two_members_share_the_queues(processes: Processes) -> None:
+async def test_two_members_share_the_queues(processes: Any) -> None:
     ns = processes.namesrv()
     processes.broker(ns.address, config={"defaultTopicQueueNums": "8"})
     async with Producer("sdk-pg", namesrv_addr=ns.address) as producer:
@@ -111,7 +110,7 @@ async def test_two_members_share_the_queues(processes: Processes) -> None:
             await c2.close()
 
 
-async def test_ordered_sends_arrive_in_order(processes: Processes) -> None:
+async def test_ordered_sends_arrive_in_order(processes: Any) -> None:
     ns = processes.namesrv()
     processes.broker(ns.address)
     async with Producer("sdk-pg", namesrv_addr=ns.address) as producer:
@@ -125,7 +124,7 @@ async def test_ordered_sends_arrive_in_order(processes: Processes) -> None:
     assert [m.body for m in collector.messages] == [f"step-{i}".encode() for i in range(20)]
 
 
-async def test_reconsume_later_delivers_the_message_again(processes: Processes,
+async def test_reconsume_later_delivers_the_message_again(processes: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # Whether the broker takes the message back (retry topic) or not (local re-consume), it returns.
     monkeypatch.setattr(consuming, "RECONSUME_LOCALLY_DELAY", 0.2)
