@@ -10,7 +10,7 @@ admin tools can read it; ``rocketq.admin`` parses it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -59,7 +59,7 @@ class AdminHandlers:
         config_view: Callable[[], dict[str, str]],
         update_config: Callable[[dict[str, str]], None],
         runtime_info: Callable[[], dict[str, str]],
-        register_now: Callable[[], None],
+        register_now: Callable[[], Awaitable[None]],
     ) -> None:
         self._store = store
         self._topics = topics
@@ -114,7 +114,7 @@ class AdminHandlers:
             self._topics.upsert(config)
         except TopicError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        self._register_now()
+        await self._register_now()
         return request.response(ResponseCode.SUCCESS)
 
     async def delete_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -122,7 +122,7 @@ class AdminHandlers:
         self._topics.delete([header.topic])
         self._offsets.delete_topic(header.topic)
         self._store.delete_topics([header.topic])
-        self._register_now()
+        await self._register_now()
         return request.response(ResponseCode.SUCCESS)
 
     async def all_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -198,7 +198,7 @@ class AdminHandlers:
             self._update_config(updates)
         except ValueError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        self._register_now()
+        await self._register_now()
         return request.response(ResponseCode.SUCCESS)
 
     # --- consumption ----------------------------------------------------------------------

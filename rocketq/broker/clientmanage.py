@@ -8,7 +8,7 @@ to go, and records the subscriptions the broker filters pulls with.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -48,7 +48,7 @@ class ClientHandlers:
         offsets: ConsumerOffsetManager,
         clients: ClientManager,
         behaviour: BrokerBehaviour,
-        on_topic_created: Callable[[], None],
+        on_topic_created: Callable[[], Awaitable[None]],
     ) -> None:
         self._store = store
         self._topics = topics
@@ -70,12 +70,17 @@ class ClientHandlers:
     async def heartbeat(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             data = _parse_heartbeat(request.body)
-            self._apply_heartbeat(conn, request, data)
+            created = self._apply_heartbeat(conn, request, data)
         except (HeartbeatError, SubscriptionError, GroupError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"heartbeat rejected: {exc}")
+        if created:
+            # clients may use the retry topic right away: the name servers must know it first
+            await self._on_topic_created()
         return request.response(ResponseCode.SUCCESS)
 
-    def _apply_heartbeat(self, conn: Connection, request: RemotingCommand, data: dict[str, Any]) -> None:
+    def _apply_heartbeat(self, conn: Connection, request: RemotingCommand, data: dict[str, Any]) -> bool:
+        """Record the heartbeat; True when it created a retry topic."""
+        created = False
         client_id = data["clientID"]
         for consumer in data.get("consumerDataSet") or []:
             group = _string(consumer, "groupName")
@@ -86,7 +91,7 @@ class ClientHandlers:
                 retry = codes.retry_topic(group)
                 if self._topics.get(retry) is None:
                     self._topics.ensure(retry, config.retry_queue_nums)
-                    self._on_topic_created()
+                    created = True
             self._clients.register_consumer(
                 group,
                 ClientChannel(conn, client_id, request.language, request.version),
@@ -99,6 +104,7 @@ class ClientHandlers:
         for producer in data.get("producerDataSet") or []:
             group = _string(producer, "groupName")
             self._clients.register_producer(group, ClientChannel(conn, client_id, request.language, request.version))
+        return created
 
     async def unregister(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_ext(request.ext_fields)

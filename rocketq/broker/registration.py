@@ -77,14 +77,15 @@ class Registrar:
         self._wake.set()
 
     async def _run(self) -> None:
+        """Register every period, or soon after ``request_now``; the first one is ``start``'s caller's."""
         while True:
-            await self.register_all()
             try:
                 await asyncio.wait_for(self._wake.wait(), self._period)
                 await asyncio.sleep(CHANGE_DEBOUNCE_S)
             except TimeoutError:
                 pass
             self._wake.clear()
+            await self.register_all()
 
     async def register_all(self) -> None:
         body = orjson.dumps({"topicConfigSerializeWrapper": self._topic_wrapper(), "filterServerList": []})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rocketq.broker.settings import BrokerBehaviour
@@ -63,13 +64,19 @@ class BrokerAddress:
 
 class SendHandlers:
     def __init__(
-        self, store: MessageStore, topics: TopicConfigManager, behaviour: BrokerBehaviour, identity: BrokerAddress
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        behaviour: BrokerBehaviour,
+        identity: BrokerAddress,
+        on_topic_created: Callable[[], Awaitable[None]],
     ) -> None:
         self._store = store
         self._topics = topics
         self._behaviour = behaviour
         self._identity = identity
         self._in_flight = 0
+        self._on_topic_created = on_topic_created
         self.broker_permission = behaviour.broker_permission
 
     def handlers(self) -> dict[int, Handler]:
@@ -87,9 +94,14 @@ class SendHandlers:
         refusal = self._refusal(request, header)
         if refusal is not None:
             return refusal
+        created = header.topic not in self._topics.table
         topic_config, refusal = self._topic_for(request, header)
         if topic_config is None:
             return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
+        if created:
+            # as RocketMQ: register the new topic before answering, so the producer's next
+            # route lookup (and any consumer's) finds it
+            await self._on_topic_created()
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))

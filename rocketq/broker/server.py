@@ -86,7 +86,6 @@ class BrokerServer:
             trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
         )
         self.clients = ClientManager(self._notify_ids_changed)
-        self._install_handlers()
         self.registrar = Registrar(
             self._client,
             parse_namesrv_addrs(self.identity.namesrv_addr),
@@ -100,12 +99,14 @@ class BrokerServer:
             lambda: self.topics.serialize_wrapper(self.send.broker_permission),
             self.behaviour.register_name_server_period,
         )
+        self._install_handlers()
         self._serving = True
+        await self.registrar.register_all()
         self.registrar.start()
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._scan_clients(), name="broker-client-scan"))
         self._tasks.append(loop.create_task(self._flush_offsets(), name="broker-offset-flush"))
-        if self.identity.metrics_port >= 0 and self.identity.metrics_port != 0:
+        if self.identity.metrics_port > 0:
             await self._start_metrics(self.identity.metrics_port)
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s",
@@ -167,6 +168,7 @@ class BrokerServer:
             BrokerAddress(
                 self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port, is_master
             ),
+            on_topic_created=self._register_now,
         )
         self.pull = PullHandlers(
             self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master
@@ -178,7 +180,7 @@ class BrokerServer:
             self.offsets,
             self.clients,
             self.behaviour,
-            on_topic_created=self._register_soon,
+            on_topic_created=self._register_now,
         )
         admin = AdminHandlers(
             self.store,
@@ -191,7 +193,7 @@ class BrokerServer:
             self.config_view,
             self.update_config,
             self.runtime_info,
-            self._register_soon,
+            self._register_now,
         )
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
             self._handlers.update(part.handlers())
@@ -202,6 +204,9 @@ class BrokerServer:
     def _register_soon(self) -> None:
         if hasattr(self, "registrar"):
             self.registrar.request_now()
+
+    async def _register_now(self) -> None:
+        await self.registrar.register_all()
 
     def _connection_closed(self, conn: Connection) -> None:
         if hasattr(self, "clients"):
