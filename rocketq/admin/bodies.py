@@ -235,6 +235,27 @@ def parse_group_list(body: bytes) -> tuple[str, ...]:
     return tuple(sorted(strings(raw.get("groupList", []), "groupList")))
 
 
+def parse_consumer_offsets(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
+    """GET_ALL_CONSUMER_OFFSET: consumerOffset.json's ``{"offsetTable": {"topic@group": {qid: offset}}}``."""
+    raw = obj(load(body, "consumer offsets"), "consumer offsets")
+    out: dict[tuple[str, str], dict[int, int]] = {}
+    for key, queues in obj(raw.get("offsetTable", {}), "offsetTable").items():
+        topic, sep, group = str(key).partition("@")
+        if not sep or not topic or not group:
+            raise BodyError(f"offsetTable key {key!r} is not topic@group")
+        offsets = {}
+        for qid, offset in obj(queues, f"offsetTable[{key}]").items():
+            try:
+                queue_id = int(qid)
+            except (TypeError, ValueError):
+                raise BodyError(f"offsetTable[{key}] key {qid!r} is not a queue id") from None
+            if isinstance(offset, bool) or not isinstance(offset, int):
+                raise BodyError(f"offsetTable[{key}][{qid}] is not an integer")
+            offsets[queue_id] = offset
+        out[(topic, group)] = offsets
+    return out
+
+
 # --- consumers --------------------------------------------------------------------------------
 
 

@@ -8,7 +8,10 @@ Three kinds, kept apart because a caller reacts differently to each:
 * ``BodyError``: the server answered SUCCESS but with a body or header this client cannot read;
   the server (or something in between) is not speaking RocketMQ's shapes.
 * ``ArgumentError``: the caller asked for something that cannot be sent (a blank topic, a
-  queue count out of range); nothing went over the wire.
+  queue count out of range, a cluster nobody knows); nothing was changed.
+* ``UnavailableError``: the request is fine but no server that could answer it is online (a
+  cluster without a master, a topic whose brokers are all gone).
+* ``NotFoundError``: every server that could know was asked and none has what was looked for.
 
 Transport failures (no connection, timeout) stay ``rocketq.remoting.errors.RemotingError``.
 """
@@ -49,3 +52,11 @@ class BodyError(ValueError):
 
 class ArgumentError(ValueError):
     """An admin request with arguments that cannot be valid; nothing was sent."""
+
+
+class UnavailableError(Exception):
+    """No registered broker can serve the request right now."""
+
+
+class NotFoundError(Exception):
+    """A lookup over the cluster found nothing."""

@@ -181,3 +181,11 @@ def test_names() -> None:
     with pytest.raises(ArgumentError):
         bodies.check_group("g!")
     assert bodies.perm_name(6) == "RW-"
+
+
+def test_consumer_offsets_table() -> None:
+    body = b'{"offsetTable":{"T@g":{"0":5,"1":7},"%RETRY%g@g":{0:1}}}'
+    assert bodies.parse_consumer_offsets(body) == {("T", "g"): {0: 5, 1: 7}, ("%RETRY%g", "g"): {0: 1}}
+    for bad in (b'{"offsetTable":{"Tg":{}}}', b'{"offsetTable":{"T@g":{"x":1}}}', b'{"offsetTable":{"T@g":{"0":"1"}}}'):
+        with pytest.raises(BodyError):
+            bodies.parse_consumer_offsets(bad)
