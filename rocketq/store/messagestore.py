@@ -1,0 +1,728 @@
+"""MessageStore: the broker's one entry point to its messages on disk.
+
+The store appends messages to the CommitLog, derives a ConsumeQueue unit and IndexFile entries
+for each, serves pulls as slices of the CommitLog, flushes, recovers after crashes and deletes
+old data. It owns everything under ``storePathRootDir`` except ``config/`` (which the broker
+writes through ``configfiles``).
+
+Lifecycle: ``open()`` (sync: takes ``<root>/lock``, recovers, creates ``<root>/abort``) →
+``await start()`` (flush and retention tasks) → ``put``/``get_messages``/... →
+``await close()`` (idempotent: stops the tasks, flushes everything, writes the checkpoint,
+removes ``abort``, releases the lock).
+
+The put path is synchronous from encoding to dispatch, so appends are atomic with respect to
+each other on the event loop without a lock; only waiting for SYNC_FLUSH's group commit
+yields. Arrival listeners (the broker's long polling) are called at the end of each put with
+the queue's new max offset. Replication (HA/DLedger) is not this module's concern.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fcntl
+import logging
+import os
+import re
+import struct
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+from rocketq.protocol import message, msgid
+from rocketq.protocol.codes import SCHEDULE_TOPIC
+from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
+from rocketq.store import checkpoint, consumequeue, dispatch, flushing, recovery, retention
+from rocketq.store.commitlog import CommitLog
+from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
+from rocketq.store.index import IndexService
+from rocketq.store.settings import FlushDiskType, StoreSettings
+from rocketq.store.stats import StoreStats
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TRANSFER_BYTES: Final = 256 * 1024
+"""A pull returns at most this many bytes (RocketMQ's maxTransferBytesOnMessageInMemory), but
+always at least one message."""
+MAX_FILTER_SCAN_UNITS: Final = 800
+"""Units a pull inspects at most when filtering by tag (16 000 bytes of ConsumeQueue)."""
+MAX_QUERY_MESSAGES: Final = 64
+"""QUERY_MESSAGE answers at most this many messages (RocketMQ's maxMsgsNumBatch)."""
+ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
+"""Percent of RAM: a consumer further behind than this is told to pull from a slave."""
+_TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_MAX_QUEUE_ID: Final = 1 << 20
+_I32 = struct.Struct(">i")
+
+ArrivalListener = Callable[[str, int, int], None]
+"""``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
+
+
+class StoreError(RuntimeError):
+    """The store cannot open (locked by another process, unreadable files, bad settings)."""
+
+
+class StoreState(enum.Enum):
+    NEW = "new"
+    OPEN = "open"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+class PutStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    DISK_FULL = "DISK_FULL"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    """Kept for RocketMQ parity; like RocketMQ, an unknown queue answers NO_MESSAGE_IN_QUEUE."""
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(frozen=True, slots=True)
+class PutRequest:
+    """What the broker knows about one message it wants stored."""
+
+    topic: str
+    queue_id: int
+    body: bytes
+    flag: int = 0
+    properties: Mapping[str, str] | str = ""
+    """A dict, or the already-encoded ``k\\x01v\\x02`` string from the request header."""
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: tuple[str, int] = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    tags_code: int | None = None
+    """ConsumeQueue tag code; None lets the store hash TAGS (``message.tag_hash``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """Outcome of a put: a status and, once appended, where each message went."""
+
+    status: PutStatus
+    store_timestamp: int = 0
+    wrote_offsets: tuple[int, ...] = ()
+    wrote_sizes: tuple[int, ...] = ()
+    queue_offsets: tuple[int, ...] = ()
+    offset_msg_ids: tuple[str, ...] = ()
+    error: str = ""
+    """Why a put was refused, for the response remark."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutStatus.PUT_OK
+
+    @property
+    def appended(self) -> bool:
+        """The messages are in the CommitLog (also true for FLUSH_DISK_TIMEOUT)."""
+        return bool(self.wrote_offsets)
+
+    @property
+    def wrote_offset(self) -> int:
+        return self.wrote_offsets[0] if self.wrote_offsets else -1
+
+    @property
+    def wrote_bytes(self) -> int:
+        return sum(self.wrote_sizes)
+
+    @property
+    def queue_offset(self) -> int:
+        return self.queue_offsets[0] if self.queue_offsets else -1
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The first message's id; a batch answer joins ``offset_msg_ids`` with commas."""
+        return self.offset_msg_ids[0] if self.offset_msg_ids else ""
+
+    @property
+    def message_count(self) -> int:
+        return len(self.wrote_offsets)
+
+
+@dataclass(frozen=True, slots=True)
+class GetResult:
+    """Outcome of a pull: raw stored records (slices of the CommitLog) and the next offset."""
+
+    status: GetStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    buffers: list[memoryview] = field(default_factory=list)
+    queue_offsets: list[int] = field(default_factory=list)
+    tag_codes: list[int] = field(default_factory=list)
+    buffer_total_size: int = 0
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.buffers)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    buffers: list[memoryview]
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessageStore:
+    """CommitLog + ConsumeQueues + IndexFiles + flush, recovery and retention tasks."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        store_host: tuple[str, int],
+        *,
+        clock: Callable[[], float] = time.time,
+        fsync: flushing.Fsync = os.fdatasync,
+        disk_usage: retention.DiskUsage = retention.disk_usage_ratio,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``clock`` (wall seconds) drives retention, ``fsync`` flushes, ``disk_usage`` the
+        disk-full checks and ``monotonic`` the page-cache-busy timing; tests inject them."""
+        settings.validate()
+        self._monotonic = monotonic
+        self.settings = settings
+        self.store_host = store_host
+        self._msg_id_prefix = msgid.offset_msg_id_prefix(store_host)
+        self._clock = clock
+        self._fsync = fsync
+        self._sync_flush = settings.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._sync_timeout = settings.sync_flush_timeout / 1000
+        self._delay_levels = settings.delay_levels_ms
+        self.commitlog = CommitLog(settings.commitlog_dir, settings.mapped_file_size_commit_log)
+        self.index = (IndexService(settings.index_dir, settings.max_hash_slot_num, settings.max_index_num,
+                                   lambda: int(self._clock() * 1000))
+                      if settings.message_index_enable else None)
+        self._queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self.flusher = flushing.CommitLogFlusher(self.commitlog, settings, fsync)
+        self.retention = retention.Retention(settings, self.commitlog, self._all_queues, self.index,
+                                             clock=clock, disk_usage=disk_usage)
+        self._logic_flusher: flushing.LogicFlusher | None = None
+        self._listeners: list[ArrivalListener] = []
+        self._busy_until = 0.0
+        self._lock_fd = -1
+        self.state = StoreState.NEW
+        self.stats = StoreStats()
+        self.recovery_report: recovery.RecoveryReport | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Lock the directory, load and recover the files, mark the store as running (abort)."""
+        if self.state is not StoreState.NEW:
+            raise StoreError(f"open() on a store that is {self.state.value}")
+        root = self.settings.root_dir
+        root.mkdir(parents=True, exist_ok=True)
+        self.settings.config_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._load_and_recover()
+        except BaseException:
+            self._close_files()
+            self._unlock()
+            raise
+        self.state = StoreState.OPEN
+
+    def _lock(self) -> None:
+        fd = os.open(self.settings.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(f"{self.settings.root_dir} is in use by another process (lock file held)") from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _load_and_recover(self) -> None:
+        abnormal = self.settings.abort_path.exists()
+        if abnormal:
+            log.warning("store %s was not shut down cleanly: recovering from the checkpoint",
+                        self.settings.root_dir)
+        self.commitlog.load()
+        for cq in consumequeue.load_all(self.settings.consumequeue_dir, self.settings.mapped_file_size_consume_queue):
+            self._queues.setdefault(cq.topic, {})[cq.queue_id] = cq
+        if self.index is not None:
+            self.index.load()
+        values = checkpoint.read(self.settings.checkpoint_path)
+        self.recovery_report = recovery.recover(
+            self.commitlog, self._all_queues(), self._queue_for, self.index, values, self._delay_levels,
+            abnormal=abnormal)
+        for cq in self._all_queues():
+            cq.correct_min_offset(self.commitlog.min_offset)
+        log.info("store recovered: %s", self.recovery_report)
+        self._logic_flusher = flushing.LogicFlusher(
+            self.commitlog, self._all_queues, self.index, self.settings, self.settings.checkpoint_path,
+            values, self._fsync)
+        self._write_abort_file()
+        self.retention.check_disk()
+
+    def _write_abort_file(self) -> None:
+        fd = os.open(self.settings.abort_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            self._fsync(fd)
+        finally:
+            os.close(fd)
+
+    async def start(self) -> None:
+        """Start the flush and retention tasks; puts are accepted from now on."""
+        if self.state is not StoreState.OPEN:
+            raise StoreError(f"start() on a store that is {self.state.value}")
+        self.flusher.start()
+        assert self._logic_flusher is not None
+        self._logic_flusher.start()
+        self.retention.start()
+        self.state = StoreState.RUNNING
+
+    async def close(self) -> None:
+        """Stop tasks, flush everything, write the checkpoint, release the directory. Idempotent."""
+        if self.state in (StoreState.NEW, StoreState.CLOSED):
+            self.state = StoreState.CLOSED
+            return
+        self.state = StoreState.CLOSED
+        await self.retention.close()
+        try:
+            await self.flusher.flush()
+        finally:
+            await self.flusher.close()
+        clean = self.flusher.failure is None
+        if self._logic_flusher is not None:
+            await self._logic_flusher.close()
+            try:
+                await self._logic_flusher.flush(thorough=True)
+            except OSError as exc:
+                log.error("final consume queue / checkpoint flush failed: %s", exc)
+                clean = False
+        self._close_files()
+        if clean:
+            self.settings.abort_path.unlink(missing_ok=True)
+        else:
+            log.error("store closed without a complete flush: the next start recovers as after a crash")
+        self._unlock()
+
+    def _close_files(self) -> None:
+        for cq in self._all_queues():
+            cq.close()
+        if self.index is not None:
+            self.index.close()
+        self.commitlog.close()
+
+    # --- queues -------------------------------------------------------------------------------
+
+    def _all_queues(self) -> list[ConsumeQueue]:
+        return [cq for by_id in self._queues.values() for cq in by_id.values()]
+
+    def _queue_for(self, topic: str, queue_id: int) -> ConsumeQueue:
+        by_id = self._queues.get(topic)
+        cq = by_id.get(queue_id) if by_id is not None else None
+        if cq is None:
+            if not _TOPIC_NAME.match(topic) or len(topic) > message.MAX_TOPIC_LENGTH_V2:
+                raise MessageIllegalError(f"topic {topic!r} is not a valid topic name")
+            if not 0 <= queue_id < _MAX_QUEUE_ID:
+                raise MessageIllegalError(f"queue id {queue_id} out of range")
+            directory = self.settings.consumequeue_dir / topic / str(queue_id)
+            cq = ConsumeQueue(directory, topic, queue_id, self.settings.mapped_file_size_consume_queue)
+            self._queues.setdefault(topic, {})[queue_id] = cq
+        return cq
+
+    def _find_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        by_id = self._queues.get(topic)
+        return by_id.get(queue_id) if by_id is not None else None
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self._listeners.append(listener)
+
+    # --- put ----------------------------------------------------------------------------------
+
+    async def put(self, request: PutRequest) -> PutResult:
+        """Store one message; under SYNC_FLUSH, answer once it is on disk."""
+        return await self._put((request,))
+
+    async def put_batch(self, requests: Sequence[PutRequest]) -> PutResult:
+        """Store messages back to back under one append: consecutive offsets per queue, one
+        store timestamp, one flush wait. All or none are stored."""
+        if not requests:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, error="empty batch")
+        return await self._put(requests)
+
+    async def _put(self, requests: Sequence[PutRequest]) -> PutResult:
+        started = self._monotonic()
+        result = self._append(requests)
+        if result.ok and self._sync_flush:
+            if _wants_flush_wait(requests[-1].properties):
+                end = result.wrote_offsets[-1] + result.wrote_sizes[-1]
+                if not await self.flusher.wait_flushed(end, self._sync_timeout):
+                    self.stats.flush_timeouts += 1
+                    result = replace(result, status=PutStatus.FLUSH_DISK_TIMEOUT)
+            else:
+                self.flusher.wakeup()
+        if result.appended:
+            self.stats.record_put(result.message_count, result.wrote_bytes, (self._monotonic() - started) * 1000)
+        else:
+            self.stats.put_failures += 1
+        return result
+
+    def _refusal(self) -> PutResult | None:
+        if self.state is not StoreState.RUNNING:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is {self.state.value}")
+        if self.flusher.failure is not None:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE,
+                             error=f"message store is not writeable: {self.flusher.failure}")
+        if self.retention.disk_full:
+            return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
+        if self.is_os_page_cache_busy():
+            return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
+        return None
+
+    def _append(self, requests: Sequence[PutRequest]) -> PutResult:
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        try:
+            prepared = [self._prepare(r) for r in requests]
+        except PropertiesSizeExceededError as exc:
+            return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
+        except MessageIllegalError as exc:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, error=str(exc))
+        began = self._monotonic()
+        now = _now_ms()
+        commitlog, index, prefix = self.commitlog, self.index, self._msg_id_prefix
+        offsets: list[int] = []
+        sizes: list[int] = []
+        queue_offsets: list[int] = []
+        ids: list[str] = []
+        touched: dict[int, ConsumeQueue] = {}
+        try:
+            for record, ts_pos, cq, unit, tag, uniq, keys, delay in prepared:
+                queue_offset = cq.max_offset if unit else 0
+                phys = commitlog.append(record, queue_offset, now, ts_pos)
+                size = len(record)
+                if unit:
+                    if delay is not None:
+                        tag = dispatch.delivery_time(delay, now, self._delay_levels)
+                    cq.append(phys, size, tag)
+                    touched[id(cq)] = cq
+                if index is not None and (uniq or keys):
+                    index.add(cq.topic, uniq, keys, phys, now)
+                offsets.append(phys)
+                sizes.append(size)
+                queue_offsets.append(queue_offset)
+                ids.append(f"{prefix}{phys:016X}")
+        except OSError as exc:
+            # Creating a segment failed (disk full, permissions): what was appended before the
+            # failure stays, consistent; the rest of the batch is not stored.
+            log.error("append failed: %s", exc)
+            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
+        finally:
+            if index is not None:
+                index.commit()
+            self._note_hold_time(began)
+        for cq in touched.values():
+            self._notify(cq)
+        return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _prepare(self, r: PutRequest) -> tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None,
+                                                 str | None]:
+        """Validate and encode one request before the append (no store state changes)."""
+        props = r.properties
+        if isinstance(props, str):
+            tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
+            uniq = message.property_value(props, message.UNIQ_KEY)
+            keys = message.property_value(props, message.KEYS)
+        else:
+            tags = props.get(message.TAGS)
+            uniq = props.get(message.UNIQ_KEY)
+            keys = props.get(message.KEYS)
+        cq = self._queue_for(r.topic, r.queue_id)
+        record = message.encode_stored_record(
+            topic=r.topic, queue_id=r.queue_id, body=r.body, flag=r.flag, properties=props,
+            sys_flag=r.sys_flag, born_timestamp=r.born_timestamp, born_host=r.born_host,
+            store_host=self.store_host, reconsume_times=r.reconsume_times,
+            prepared_transaction_offset=r.prepared_transaction_offset,
+            max_message_size=self.settings.max_message_size)
+        if not self.commitlog.fits_in_segment(len(record)):
+            raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
+                                      f"{self.commitlog.segment_size} bytes")
+        delay = None
+        if r.topic == SCHEDULE_TOPIC:
+            raw = props.get(message.DELAY) if not isinstance(props, str) else message.property_value(
+                props, message.DELAY)
+            delay = raw or ""
+        tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
+        (sys_flag,) = _I32.unpack_from(record, message.SYS_FLAG_POS)
+        return (record, message.store_timestamp_pos(sys_flag), cq, dispatch.builds_queue_unit(sys_flag),
+                tag, uniq, keys, delay)
+
+    def _note_hold_time(self, began: float) -> None:
+        ended = self._monotonic()
+        held = ended - began
+        held_ms = held * 1000
+        if held_ms > self.stats.max_put_lock_ms:
+            self.stats.max_put_lock_ms = held_ms
+        if held_ms >= self.settings.os_page_cache_busy_timeout_mills:
+            # The page cache could not keep up: refuse puts for as long as this one took.
+            self._busy_until = ended + held
+            log.warning("a put held the commitlog for %.0f ms: page cache busy", held_ms)
+
+    def _notify(self, cq: ConsumeQueue) -> None:
+        next_offset = cq.max_offset
+        for listener in self._listeners:
+            try:
+                listener(cq.topic, cq.queue_id, next_offset)
+            except Exception:
+                log.exception("message arrival listener failed")
+
+    def is_os_page_cache_busy(self) -> bool:
+        """True while the broker should answer SYSTEM_BUSY instead of putting."""
+        return self._monotonic() < self._busy_until
+
+    # --- get ----------------------------------------------------------------------------------
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int,
+        max_bytes: int = DEFAULT_MAX_TRANSFER_BYTES,
+        tag_filter: Callable[[int], bool] | None = None,
+    ) -> GetResult:
+        """Records of a queue from ``offset``, as RocketMQ's ``DefaultMessageStore.getMessage``."""
+        cq = self._find_queue(topic, queue_id)
+        if cq is None:
+            self.stats.get_message_times_miss += 1
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_offset, max_offset = cq.min_offset, cq.max_offset
+        status: GetStatus
+        if max_offset == 0:
+            status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
+        elif offset < min_offset:
+            status, next_offset = GetStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            status, next_offset = GetStatus.OFFSET_OVERFLOW_ONE, offset
+        elif offset > max_offset:
+            status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
+        else:
+            return self._read_queue(cq, offset, max(1, max_nums), max_bytes, tag_filter)
+        self.stats.get_message_times_miss += 1
+        return GetResult(status, next_offset, min_offset, max_offset)
+
+    def _read_queue(self, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
+                    tag_filter: Callable[[int], bool] | None) -> GetResult:
+        commitlog = self.commitlog
+        min_phys = commitlog.min_offset
+        status = GetStatus.NO_MATCHED_MESSAGE
+        buffers: list[memoryview] = []
+        queue_offsets: list[int] = []
+        tag_codes: list[int] = []
+        total = scanned = 0
+        last_phys = commitlog.max_offset
+        for phys, size, tag in cq.units(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
+            if buffers and (len(buffers) >= max_nums or total + size > max_bytes):
+                break
+            scanned += 1
+            if size == BLANK_UNIT_SIZE:
+                continue
+            if tag_filter is not None and not tag_filter(tag):
+                continue
+            view = commitlog.read(phys, size) if phys >= min_phys else None
+            if view is None:
+                if not buffers:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                continue
+            buffers.append(view)
+            queue_offsets.append(offset + scanned - 1)
+            tag_codes.append(tag)
+            total += size
+            last_phys = phys
+            status = GetStatus.FOUND
+        if scanned == 0:
+            status = GetStatus.OFFSET_FOUND_NULL
+            scanned = _units_to_next_file(cq, offset)
+        if buffers:
+            self.stats.get_message_times_found += 1
+            self.stats.get_message_transferred += len(buffers)
+        else:
+            self.stats.get_message_times_miss += 1
+        behind = commitlog.max_offset - last_phys
+        return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
+                         tag_codes, total, behind > _memory_for_pulls())
+
+    # --- offsets and times --------------------------------------------------------------------
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        """Next logical offset to be written in the queue (0 for an unknown queue)."""
+        cq = self._find_queue(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._find_queue(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
+        """Store timestamp of the message at ``offset``, or -1."""
+        cq = self._find_queue(topic, queue_id)
+        unit = cq.unit(offset) if cq is not None else None
+        if unit is None or unit[1] == BLANK_UNIT_SIZE:
+            return -1
+        return self.commitlog.store_timestamp_at(unit[0])
+
+    def get_earliest_store_time(self, topic: str, queue_id: int) -> int:
+        return self.get_store_time(topic, queue_id, self.get_min_offset(topic, queue_id))
+
+    def get_offset_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """First offset whose message was stored at or after ``timestamp``; the max offset when
+        every message is older, the min offset when every message is newer."""
+        cq = self._find_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        low, high = cq.min_offset, cq.max_offset
+        while low < high:
+            middle = (low + high) // 2
+            if self.get_store_time(topic, queue_id, middle) < timestamp:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def look_message_by_offset(self, phy_offset: int) -> memoryview | None:
+        """The stored record at a CommitLog offset (VIEW_MESSAGE_BY_ID), validated, or None."""
+        if phy_offset < self.commitlog.min_offset:
+            return None
+        return self.commitlog.read_record(phy_offset)
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int) -> QueryResult:
+        """Messages of ``topic`` indexed under ``key`` (a KEYS entry or a unique key), newest first.
+
+        Index hits are checked against the records, so hash collisions never leak other messages.
+        """
+        if self.index is None:
+            return QueryResult([], 0, 0)
+        limit = max(1, min(max_num, MAX_QUERY_MESSAGES))
+        offsets, last_ts, last_phy = self.index.query(topic, key, limit, begin_ts, end_ts)
+        buffers = []
+        for phys in offsets:
+            view = self.look_message_by_offset(phys)
+            if view is None:
+                continue
+            try:
+                record = message.decode_stored_record(view, decompress=False)
+            except message.MessageFormatError:
+                continue
+            if record.topic == topic and (record.uniq_key == key or key in record.keys):
+                buffers.append(view)
+        return QueryResult(buffers, last_ts, last_phy)
+
+    # --- topics and state ---------------------------------------------------------------------
+
+    def delete_topics(self, names: Iterable[str]) -> int:
+        """Remove the ConsumeQueues of these topics (their CommitLog records age out normally)."""
+        removed = 0
+        for name in names:
+            by_id = self._queues.pop(name, None)
+            if not by_id:
+                continue
+            for cq in by_id.values():
+                cq.destroy()
+            with contextlib.suppress(OSError):
+                (self.settings.consumequeue_dir / name).rmdir()
+            removed += 1
+            log.info("deleted consume queues of topic %s", name)
+        return removed
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def topic_queue_table(self) -> dict[str, dict[int, int]]:
+        """topic -> {queue id: max offset}."""
+        return {topic: {qid: cq.max_offset for qid, cq in by_id.items()} for topic, by_id in self._queues.items()}
+
+    async def flush(self) -> None:
+        """Flush the CommitLog and every queue and index file now, and write the checkpoint."""
+        await self.flusher.flush()
+        if self._logic_flusher is not None:
+            await self._logic_flusher.flush(thorough=True)
+
+    def runtime_info(self) -> dict[str, str]:
+        """The store's part of GET_BROKER_RUNTIME_INFO, with RocketMQ's key names."""
+        s = self.stats
+        return {
+            "putMessageTimesTotal": str(s.put_message_times),
+            "putMessageSizeTotal": str(s.put_message_bytes),
+            "putMessageAverageSize": str(s.average_put_size),
+            "putMessageDistributeTime": s.latency_text(),
+            "putMessageFailedTimes": str(s.put_failures),
+            "getMessageTimesTotalFound": str(s.get_message_times_found),
+            "getMessageTimesTotalMiss": str(s.get_message_times_miss),
+            "getMessageTransferedMsgCount": str(s.get_message_transferred),
+            "commitLogDiskRatio": f"{self.retention.disk_ratio:.4f}",
+            "commitLogMinOffset": str(self.commitlog.min_offset),
+            "commitLogMaxOffset": str(self.commitlog.max_offset),
+            "dispatchBehindBytes": "0",
+            "pageCacheLockTimeMills": str(int(s.max_put_lock_ms)),
+            "runtime": self.state.value,
+        }
+
+
+def _wants_flush_wait(properties: Mapping[str, str] | str) -> bool:
+    """A producer can set WAIT=false to skip waiting for the flush (RocketMQ's waitStoreMsgOK)."""
+    if isinstance(properties, str):
+        value = message.property_value(properties, message.WAIT)
+    else:
+        value = properties.get(message.WAIT)
+    return value != "false"
+
+
+def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
+    per_file = cq.file_size // consumequeue.UNIT_SIZE
+    return per_file - offset % per_file
+
+
+_MEMORY_FOR_PULLS: int | None = None
+
+
+def _memory_for_pulls() -> int:
+    """Bytes of RAM a consumer may lag behind before being sent to a slave."""
+    global _MEMORY_FOR_PULLS
+    if _MEMORY_FOR_PULLS is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            total = 8 << 30
+        _MEMORY_FOR_PULLS = total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
+    return _MEMORY_FOR_PULLS
