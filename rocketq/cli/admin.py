@@ -7,7 +7,8 @@ request. Flags keep mqadmin's letters (``-t`` topic, ``-c`` cluster, ``-b`` brok
 id, ``-k`` key, ...). Times take ``now``, milliseconds, or mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS``.
 
 Exit codes: 0 done; 2 bad arguments (click's usage error, or a cluster nobody knows); 1 the
-servers refused (the RocketMQ code name is printed), could not be reached, or answered nonsense.
+servers refused (the RocketMQ code name is printed), could not be reached, or answered nonsense;
+130 interrupted.
 Never a traceback.
 """
 
@@ -18,7 +19,7 @@ import codecs
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import click
 import orjson
@@ -34,6 +35,7 @@ from rocketq.remoting.client import split_addr
 from rocketq.remoting.errors import RemotingError
 
 EXIT_FAILED: Final = 1
+EXIT_INTERRUPTED: Final = 130
 ORDER_TOPIC_CONFIG_NAMESPACE: Final = "ORDER_TOPIC_CONFIG"
 
 
@@ -65,6 +67,10 @@ class Session:
             _fail(str(exc))
         except RemotingError as exc:
             _fail(f"{type(exc).__name__}: {exc}")
+        except KeyboardInterrupt:
+            _fail("interrupted", EXIT_INTERRUPTED)
+        except Exception as exc:  # a bug here must still read as one line, not a traceback
+            _fail(f"internal error, please report: {type(exc).__name__}: {exc}")
         if output is not None:
             self.emit(output)
 
@@ -79,9 +85,9 @@ class Session:
             click.echo(output.text)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
     click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_FAILED)
+    sys.exit(code)
 
 
 # --- option types -----------------------------------------------------------------------------
