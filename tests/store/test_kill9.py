@@ -32,8 +32,8 @@ async def test_sigkill_loses_no_acknowledged_message(tmp_path: Path) -> None:
             line = proc.stdout.readline()
             if not line:
                 break
-            queue_offset, phys, body = line.split()
-            acked.append((int(queue_offset), int(phys), body))
+            fields = line.split()
+            acked.append((int(fields[0]), int(fields[1]), fields[2]))
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
