@@ -10,6 +10,7 @@ not a timing assertion).
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 import pytest
-from admin_processes import Cluster
+from admin_processes import ROCKETQ, Cluster
 from click.testing import CliRunner, Result
 
 from rocketq.admin.bodies import TopicConfig
@@ -52,6 +53,7 @@ def run_json(cluster: Cluster, *args: str) -> Any:
 def eventually(check: Callable[[], T]) -> T:
     """Poll until ``check`` returns something truthy without raising; bounded by DEADLINE."""
     deadline = time.monotonic() + DEADLINE
+    value: T | None = None
     while True:
         try:
             value = check()
@@ -415,3 +417,14 @@ def test_namesrv_from_environment_and_failover(cluster: Cluster) -> None:
     assert dead.exit_code == 1 and "RemotingConnectError" in dead.output and "Traceback" not in dead.output
     bad = CliRunner().invoke(admin_cli.command, ["topicList", "-n", "nonsense"])
     assert bad.exit_code == 2 and "host:port" in bad.output
+
+
+def test_the_installed_command(cluster: Cluster) -> None:
+    """``rocketq admin`` as users run it: the console script, a separate process."""
+    done = subprocess.run([ROCKETQ, "admin", "clusterList", "-n", cluster.namesrv_addr, "--json"],
+                          capture_output=True, timeout=DEADLINE, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert sorted(d["brokerName"] for d in orjson.loads(done.stdout)) == ["broker-a", "broker-b"]
+    refused = subprocess.run([ROCKETQ, "admin", "topicRoute", "-n", cluster.namesrv_addr, "-t", "AdmNothing"],
+                             capture_output=True, timeout=DEADLINE, check=False)
+    assert refused.returncode == 1 and b"TOPIC_NOT_EXIST" in refused.stderr and b"Traceback" not in refused.stderr
