@@ -9,7 +9,8 @@ Layers, each importing only the ones above it:
 * ``client``: ``AdminClient``, one typed async method per request to a name server or broker.
 * ``cluster`` and ``messages``: operations that pick brokers (every master of a cluster, every
   group of a route) and combine answers (lag across brokers, messages by key across brokers).
-* ``timestamps``, ``tables``: mqadmin's time formats and aligned-column output.
+* ``timestamps``, ``tables``, ``views``: mqadmin's time formats, aligned columns, and each
+  value's mqadmin-style text and ``--json`` form (``rocketq.cli.admin`` prints these).
 
 It never imports the broker or the SDK: it speaks the wire protocol, so it works against Apache
 RocketMQ servers as well as rocketq's.
