@@ -98,6 +98,7 @@ class ClientInstance:
         self._route_fetches: dict[str, asyncio.Future[TopicRoute | None]] = {}
         self._heartbeat_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._greeting: asyncio.Task[None] | None = None
         self.state = ServiceState.CREATE_JUST
 
     @property
@@ -123,6 +124,8 @@ class ClientInstance:
             return
         self.state = ServiceState.SHUTDOWN_ALREADY
         tasks, self._tasks = self._tasks, []
+        if self._greeting is not None:
+            tasks.append(self._greeting)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -155,8 +158,18 @@ class ClientInstance:
         return await asyncio.shield(pending)
 
     def _store_route(self, topic: str, route: TopicRoute) -> None:
+        known = set(self.broker_addrs(masters_only=False))
         self._routes[topic] = route
         self._rebuild_broker_table()
+        if self.state is ServiceState.RUNNING and not set(self.broker_addrs(masters_only=False)) <= known:
+            # A broker we never greeted: say hello now rather than at the next 30 s tick.
+            self._greeting = self._greeting or asyncio.create_task(self._greet())
+
+    async def _greet(self) -> None:
+        try:
+            await self.heartbeat()
+        finally:
+            self._greeting = None
 
     def _rebuild_broker_table(self) -> None:
         brokers: dict[str, dict[int, str]] = {}

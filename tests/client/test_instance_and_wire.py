@@ -146,3 +146,18 @@ async def test_send_answer_without_header_is_a_protocol_error() -> None:
     finally:
         await inst.close()
         await server.close()
+
+
+async def test_a_new_broker_is_greeted_at_once(cluster: FakeCluster) -> None:
+    cluster.topic("T")
+    inst = ClientInstance(ClientSettings(namesrv_addr=cluster.namesrv.addr), producer_groups=["pg"])
+    inst.start()  # the heartbeat timer is 30 s away
+    try:
+        await inst.update_route("T")
+        for _ in range(300):
+            if all(b.heartbeats for b in cluster.brokers):
+                break
+            await asyncio.sleep(0.01)
+        assert all(b.heartbeats[0]["producerDataSet"] == [{"groupName": "pg"}] for b in cluster.brokers)
+    finally:
+        await inst.close()

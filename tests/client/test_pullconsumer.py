@@ -50,7 +50,7 @@ async def test_fetch_pull_and_commit(cluster: FakeCluster, pull: PullConsumer) -
     assert await pull.query_offset(mq) == 4
     assert await pull.max_offset(mq) == 4 and await pull.min_offset(mq) == 0
     assert await pull.search_offset(mq, 0) == 0
-    heartbeat = cluster.brokers[0].heartbeats[-1]["consumerDataSet"][0]
+    heartbeat = [h for h in cluster.brokers[0].heartbeats if h["consumerDataSet"]][-1]["consumerDataSet"][0]
     assert heartbeat["consumeType"] == "CONSUME_ACTIVELY" and heartbeat["subscriptionDataSet"][0]["topic"] == "T"
 
 

@@ -86,7 +86,7 @@ async def test_every_message_is_consumed_and_offsets_are_committed(cluster: Fake
             if topic == "T":
                 assert broker.offsets[("cg", "T", qid)] == broker.max_offset("T", qid)
         assert any(u.consumer_group == "cg" for u in broker.unregistered)
-    heartbeat = cluster.brokers[0].heartbeats[0]["consumerDataSet"][0]
+    heartbeat = next(h for h in cluster.brokers[0].heartbeats if h["consumerDataSet"])["consumerDataSet"][0]
     assert heartbeat["groupName"] == "cg" and heartbeat["consumeType"] == "CONSUME_PASSIVELY"
     assert {s["topic"] for s in heartbeat["subscriptionDataSet"]} == {"T", "%RETRY%cg"}
 
@@ -109,7 +109,7 @@ async def test_tags_are_filtered_and_filtered_ranges_still_commit(cluster: FakeC
 
 async def test_reconsume_later_goes_back_to_the_broker_and_returns_on_the_original_topic(
         cluster: FakeCluster, producer: Producer) -> None:
-    cluster.namesrv.set_route("%RETRY%cg", cluster.brokers[:1], queue_nums=1)
+    cluster.namesrv.set_route("%RETRY%cg", cluster.brokers, queue_nums=1)
     seen: list[MessageExt] = []
 
     async def fail_first_time(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
@@ -149,7 +149,7 @@ async def test_failed_send_back_is_reconsumed_locally(cluster: FakeCluster, prod
 
 
 async def test_ack_index_acknowledges_a_prefix(cluster: FakeCluster, producer: Producer) -> None:
-    cluster.namesrv.set_route("%RETRY%cg", cluster.brokers[:1], queue_nums=1)
+    cluster.namesrv.set_route("%RETRY%cg", cluster.brokers, queue_nums=1)
     batches: list[list[bytes]] = []
 
     async def first_only(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
