@@ -182,20 +182,28 @@ def _powers_of_31(length: int) -> tuple[int, ...]:
     return tuple(powers)
 
 
+_BASE31_DIGITS: Final = "0123456789abcdefghijklmnopqrstu"
+_LOW_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c % 31] for c in range(128)})
+_HIGH_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c // 31] for c in range(128)})
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode()`` (signed 32-bit) over the UTF-16 code units of ``text``.
 
-    Computed as one dot product with pre-reduced weights instead of a per-character loop: this
-    runs for every tag and index key.
+    The hash is the polynomial sum(c[i] * 31**(n-1-i)) mod 2**32: for ASCII text each code
+    c = lo + 31*hi with lo, hi < 31, so it is int(lo digits, 31) + 31 * int(hi digits, 31), two
+    C-level parses instead of a Python loop over characters (this runs for every index key).
+    Other text uses a dot product with pre-reduced weights.
     """
+    if not text:
+        return 0
     if text.isascii():
-        units: Iterable[int] = text.encode("ascii")
-        length = len(text)
+        value = (int(text.translate(_LOW_DIGIT), 31) + 31 * int(text.translate(_HIGH_DIGIT), 31)) & _INT32_MASK
     else:
         raw = text.encode("utf-16-be")
         length = len(raw) // 2
         units = struct.unpack(f">{length}H", raw)
-    value = sum(map(operator.mul, units, _powers_of_31(length))) & _INT32_MASK
+        value = sum(map(operator.mul, units, _powers_of_31(length))) & _INT32_MASK
     return value - 0x100000000 if value & 0x80000000 else value
 
 
@@ -398,42 +406,73 @@ def encode_stored_record(
     exceeded; nothing is truncated silently.
     """
     props = properties if isinstance(properties, str) else encode_properties(properties)
-    props_raw = props.encode()
-    if len(props_raw) > MAX_PROPERTIES_LENGTH:
-        raise PropertiesSizeExceededError(
-            f"properties are {len(props_raw)} bytes, the limit is {MAX_PROPERTIES_LENGTH}")
-    topic_raw = topic.encode()
-    if magic == MAGIC_V1:
-        if not 0 < len(topic_raw) <= MAX_TOPIC_LENGTH_V1:
-            raise MessageIllegalError(f"topic length {len(topic_raw)} not in 1..{MAX_TOPIC_LENGTH_V1}")
-        topic_len = _I8.pack(len(topic_raw))
-    elif magic == MAGIC_V2:
-        if not 0 < len(topic_raw) <= MAX_TOPIC_LENGTH_V2:
-            raise MessageIllegalError(f"topic length {len(topic_raw)} not in 1..{MAX_TOPIC_LENGTH_V2}")
-        topic_len = _I16.pack(len(topic_raw))
-    else:
-        raise MessageIllegalError(f"unknown record magic {magic:#x}")
-    born = pack_host(born_host)
-    store = pack_host(store_host)
-    sys_flag &= ~(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)
-    if len(born) == 20:
-        sys_flag |= MessageSysFlag.BORNHOST_V6
-    if len(store) == 20:
-        sys_flag |= MessageSysFlag.STOREHOST_V6
-    total = (_HEAD.size + len(born) + 8 + len(store) + _TAIL.size + len(body)
-             + len(topic_len) + len(topic_raw) + 2 + len(props_raw))
-    if total > max_message_size:
-        raise MessageIllegalError(f"message of {total} bytes exceeds the limit of {max_message_size}")
-    try:
-        return b"".join((
-            _HEAD.pack(total, magic, body_crc(body), queue_id, flag, queue_offset, physical_offset,
-                       sys_flag, born_timestamp),
-            born, _I64.pack(store_timestamp), store,
-            _TAIL.pack(reconsume_times, prepared_transaction_offset, len(body)), body,
-            topic_len, topic_raw, _I16.pack(len(props_raw)), props_raw,
-        ))
-    except struct.error as exc:
-        raise MessageIllegalError(f"a numeric field is out of range: {exc}") from None
+    encoder = RecordEncoder(store_host, max_message_size, magic)
+    record, _ts_pos = encoder.encode(topic, queue_id, body, flag, props, sys_flag, born_timestamp, born_host,
+                                     reconsume_times, prepared_transaction_offset, queue_offset,
+                                     physical_offset, store_timestamp)
+    return record
+
+
+class RecordEncoder:
+    """Encodes stored records for one store host: the broker's per-message hot path.
+
+    The store host's bytes, the fixed part of the size and each topic's length-prefixed bytes
+    are computed once; ``encode`` then validates limits and joins the parts.
+    """
+
+    _TOPIC_CACHE_LIMIT: Final = 10000
+
+    def __init__(self, store_host: Host, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 magic: int = MAGIC_V1) -> None:
+        if magic not in (MAGIC_V1, MAGIC_V2):
+            raise MessageIllegalError(f"unknown record magic {magic:#x}")
+        self._magic = magic
+        self._store = pack_host(store_host)
+        self._store_flag = MessageSysFlag.STOREHOST_V6 if len(self._store) == 20 else 0
+        self._fixed = _HEAD.size + 8 + len(self._store) + _TAIL.size + 2
+        self._max = max_message_size
+        self._topics: dict[str, bytes] = {}
+
+    def _topic_part(self, topic: str) -> bytes:
+        raw = topic.encode()
+        limit = MAX_TOPIC_LENGTH_V1 if self._magic == MAGIC_V1 else MAX_TOPIC_LENGTH_V2
+        if not 0 < len(raw) <= limit:
+            raise MessageIllegalError(f"topic length {len(raw)} not in 1..{limit}")
+        part = (_I8 if self._magic == MAGIC_V1 else _I16).pack(len(raw)) + raw
+        if len(self._topics) >= self._TOPIC_CACHE_LIMIT:
+            self._topics.clear()
+        self._topics[topic] = part
+        return part
+
+    def encode(
+        self, topic: str, queue_id: int, body: bytes, flag: int, properties: str, sys_flag: int,
+        born_timestamp: int, born_host: Host, reconsume_times: int = 0, prepared_transaction_offset: int = 0,
+        queue_offset: int = 0, physical_offset: int = 0, store_timestamp: int = 0,
+    ) -> tuple[bytes, int]:
+        """The record, and the position of its STORETIMESTAMP (for stamping it later)."""
+        props_raw = properties.encode()
+        if len(props_raw) > MAX_PROPERTIES_LENGTH:
+            raise PropertiesSizeExceededError(
+                f"properties are {len(props_raw)} bytes, the limit is {MAX_PROPERTIES_LENGTH}")
+        topic_part = self._topics.get(topic) or self._topic_part(topic)
+        born = pack_host(born_host)
+        sys_flag = (sys_flag & ~(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)) | self._store_flag
+        if len(born) == 20:
+            sys_flag |= MessageSysFlag.BORNHOST_V6
+        total = self._fixed + len(born) + len(body) + len(topic_part) + len(props_raw)
+        if total > self._max:
+            raise MessageIllegalError(f"message of {total} bytes exceeds the limit of {self._max}")
+        try:
+            record = b"".join((
+                _HEAD.pack(total, self._magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
+                           physical_offset, sys_flag, born_timestamp),
+                born, _I64.pack(store_timestamp), self._store,
+                _TAIL.pack(reconsume_times, prepared_transaction_offset, len(body)), body,
+                topic_part, _I16.pack(len(props_raw)), props_raw,
+            ))
+        except struct.error as exc:
+            raise MessageIllegalError(f"a numeric field is out of range: {exc}") from None
+        return record, BORN_HOST_POS + len(born)
 
 
 @dataclass(frozen=True, slots=True)

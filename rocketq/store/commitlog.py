@@ -101,6 +101,8 @@ class CommitLog:
         if tail is None or tail.size - tail.wrote < size + END_FILE_MIN_BLANK_LENGTH:
             tail = self._roll(tail)
         pos = tail.wrote
+        if pos + size > tail.prefetched:
+            tail.prefetch(pos + size)
         phys = tail.start + pos
         buf = tail.buf
         buf[pos:pos + size] = record

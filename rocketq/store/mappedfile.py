@@ -23,6 +23,10 @@ from typing import Final
 log = logging.getLogger(__name__)
 
 PAGE_SIZE: Final = mmap.PAGESIZE
+PREFETCH_WINDOW: Final = 4 * 1024 * 1024
+"""How far ahead of the writer pages are requested (MADV_WILLNEED). Writing into pages of a
+sparse file that are not in the page cache costs a slow fault per page; asking ahead makes
+appends several times cheaper, and a bounded window keeps memory use bounded."""
 NAME_DIGITS: Final = 20
 _NAME = re.compile(r"^\d{20}$")
 
@@ -53,6 +57,8 @@ class MappedFile:
         """Bytes written from the segment start (the next write position)."""
         self.flushed = 0
         """Bytes known to be on disk from the segment start."""
+        self.prefetched = 0
+        """Bytes from the segment start already requested into the page cache."""
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             self._fd = os.open(path, flags, 0o644)
@@ -89,6 +95,15 @@ class MappedFile:
     @property
     def is_full(self) -> bool:
         return self.wrote >= self.size
+
+    def prefetch(self, upto: int) -> None:
+        """Request pages up to ``upto`` plus the window into the page cache, ahead of writing."""
+        end = min(self.size, upto + PREFETCH_WINDOW)
+        if end < self.size:
+            end -= end % PAGE_SIZE
+        if end > self.prefetched:
+            self.buf.madvise(mmap.MADV_WILLNEED, self.prefetched, end - self.prefetched)
+            self.prefetched = end
 
     def dirty_pages(self) -> int:
         return (self.wrote // PAGE_SIZE) - (self.flushed // PAGE_SIZE)

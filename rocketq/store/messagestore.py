@@ -24,7 +24,6 @@ import fcntl
 import logging
 import os
 import re
-import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from rocketq.protocol import message, msgid
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, recovery, retention
+from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.index import IndexService
@@ -53,7 +53,6 @@ ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
 """Percent of RAM: a consumer further behind than this is told to pull from a slave."""
 _TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_QUEUE_ID: Final = 1 << 20
-_I32 = struct.Struct(">i")
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
@@ -216,6 +215,8 @@ class MessageStore:
         self._sync_timeout = settings.sync_flush_timeout / 1000
         self._delay_levels = settings.delay_levels_ms
         self.commitlog = CommitLog(settings.commitlog_dir, settings.mapped_file_size_commit_log)
+        self._encoder = message.RecordEncoder(store_host, settings.max_message_size)
+        self._max_record = settings.mapped_file_size_commit_log - commitlog_mod.END_FILE_MIN_BLANK_LENGTH
         self.index = (IndexService(settings.index_dir, settings.max_hash_slot_num, settings.max_index_num,
                                    lambda: int(self._clock() * 1000))
                       if settings.message_index_enable else None)
@@ -456,32 +457,27 @@ class MessageStore:
         """Validate and encode one request before the append (no store state changes)."""
         props = r.properties
         if isinstance(props, str):
+            encoded = props
             tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
             uniq = message.property_value(props, message.UNIQ_KEY)
             keys = message.property_value(props, message.KEYS)
         else:
+            encoded = message.encode_properties(props)
             tags = props.get(message.TAGS)
             uniq = props.get(message.UNIQ_KEY)
             keys = props.get(message.KEYS)
         cq = self._queue_for(r.topic, r.queue_id)
-        record = message.encode_stored_record(
-            topic=r.topic, queue_id=r.queue_id, body=r.body, flag=r.flag, properties=props,
-            sys_flag=r.sys_flag, born_timestamp=r.born_timestamp, born_host=r.born_host,
-            store_host=self.store_host, reconsume_times=r.reconsume_times,
-            prepared_transaction_offset=r.prepared_transaction_offset,
-            max_message_size=self.settings.max_message_size)
-        if not self.commitlog.fits_in_segment(len(record)):
+        record, ts_pos = self._encoder.encode(
+            r.topic, r.queue_id, r.body, r.flag, encoded, r.sys_flag, r.born_timestamp, r.born_host,
+            r.reconsume_times, r.prepared_transaction_offset)
+        if len(record) > self._max_record:
             raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
                                       f"{self.commitlog.segment_size} bytes")
         delay = None
         if r.topic == SCHEDULE_TOPIC:
-            raw = props.get(message.DELAY) if not isinstance(props, str) else message.property_value(
-                props, message.DELAY)
-            delay = raw or ""
+            delay = (message.property_value(encoded, message.DELAY) or "")
         tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
-        (sys_flag,) = _I32.unpack_from(record, message.SYS_FLAG_POS)
-        return (record, message.store_timestamp_pos(sys_flag), cq, dispatch.builds_queue_unit(sys_flag),
-                tag, uniq, keys, delay)
+        return record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay
 
     def _note_hold_time(self, began: float) -> None:
         ended = self._monotonic()

@@ -311,3 +311,22 @@ def test_batch_bad_bodies() -> None:
     struct.pack_into(">i", huge_len, 16, 1 << 30)
     with pytest.raises(MessageFormatError):
         message.decode_batch_body(huge_len)
+
+
+def test_java_hash_long_and_mixed_text() -> None:
+    for text in ("x" * 1000, "topic#" + "7F000001" * 40, "\x00\x7f" * 10, "ascii then ü", "😀" * 3):
+        assert message.java_string_hash(text) == java_hash_reference(text)
+
+
+def test_record_encoder_matches_function() -> None:
+    encoder = message.RecordEncoder(("10.0.0.2", 10911))
+    raw, ts_pos = encoder.encode("T", 3, b"hello", 7, "TAGS\x01a\x02", 0, 1000, ("10.0.0.1", 1234), 2, 99)
+    assert ts_pos == message.store_timestamp_pos(0)
+    assert raw == message.encode_stored_record(topic="T", queue_id=3, body=b"hello", flag=7,
+                                               properties={"TAGS": "a"}, born_timestamp=1000,
+                                               born_host=("10.0.0.1", 1234), store_host=("10.0.0.2", 10911),
+                                               reconsume_times=2, prepared_transaction_offset=99)
+    _raw6, ts_pos6 = encoder.encode("T", 3, b"", 0, "", 0, 0, ("::1", 1))
+    assert ts_pos6 == message.store_timestamp_pos(MessageSysFlag.BORNHOST_V6) == 68
+    with pytest.raises(MessageIllegalError):
+        message.RecordEncoder(("10.0.0.2", 1), magic=12345)

@@ -77,3 +77,15 @@ def test_destroy_while_a_reader_holds_a_slice(tmp_path: Path) -> None:
     assert not f.path.exists()
     assert bytes(held) == b"data"  # the reader's bytes stay valid until it lets go
     held.release()
+
+
+def test_prefetch_window(tmp_path: Path) -> None:
+    size = 3 * mappedfile.PREFETCH_WINDOW
+    f = MappedFile(tmp_path / mappedfile.file_name(0), size, create=True)
+    f.prefetch(10)
+    assert f.prefetched == mappedfile.PREFETCH_WINDOW
+    f.prefetch(10)  # already requested: nothing more
+    assert f.prefetched == mappedfile.PREFETCH_WINDOW
+    f.prefetch(size)
+    assert f.prefetched == size
+    f.close()
