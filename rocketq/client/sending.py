@@ -119,26 +119,38 @@ def _stamp_uniq_key(msg: Message) -> str:
     return key
 
 
-def check(msg: Message, settings: ProducerSettings) -> None:
-    """Validate without changing anything; MessageError names the problem."""
+def _check_fields(msg: Message, settings: ProducerSettings) -> None:
     if not isinstance(msg, Message):
         raise MessageError(f"expected a Message, not {type(msg).__name__}")
     names.check_send_topic(msg.topic)
     _check_body(msg, settings.max_message_size)
     if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
         raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")
+
+
+def check(msg: Message, settings: ProducerSettings) -> None:
+    """Validate without changing anything; MessageError names the problem."""
+    _check_fields(msg, settings)
     _check_properties(msg)
 
 
 def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     """Validate, stamp the unique key, compress if large."""
-    check(msg, settings)
+    _check_fields(msg, settings)
+    properties = _check_properties(msg)
+    had_key = bool(msg.properties.get(message.UNIQ_KEY))
     msg_id = _stamp_uniq_key(msg)
+    if not had_key:
+        # Same text encode_properties would give: the new key is the dict's last entry.
+        properties += f"{message.UNIQ_KEY}{message.NAME_VALUE_SEPARATOR}{msg_id}{message.PROPERTY_SEPARATOR}"
+        if len(properties.encode()) > message.MAX_PROPERTIES_LENGTH:
+            del msg.properties[message.UNIQ_KEY]
+            raise MessageError(f"the message properties exceed {message.MAX_PROPERTIES_LENGTH} bytes")
     body, sys_flag = bytes(msg.body), 0
     if len(body) >= settings.compress_msg_body_over_howmuch:
         body = zlib.compress(body, COMPRESS_LEVEL)
         sys_flag |= MessageSysFlag.COMPRESSED
-    return Outgoing(msg.topic, body, sys_flag, msg.flag, _check_properties(msg), msg_id)
+    return Outgoing(msg.topic, body, sys_flag, msg.flag, properties, msg_id)
 
 
 def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoing:

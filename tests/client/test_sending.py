@@ -106,3 +106,18 @@ def test_result_maps_status_and_takes_queue_from_the_answer(code: ResponseCode, 
     result = sending.to_result(reply, out, MQ)
     assert result.status is status and result.msg_id == out.msg_id and result.offset_msg_id == "AB" * 16
     assert result.message_queue == MessageQueue("T", "broker-a", 3) and result.queue_offset == 77
+
+
+def test_encoded_properties_equal_the_codec_after_stamping() -> None:
+    msg = Message("T", b"x", tags="A", properties={"z": "1"})
+    out = sending.prepare(msg, SETTINGS)
+    assert out.properties == message.encode_properties(msg.properties)
+    keyed = Message("T", b"x", properties={"UNIQ_KEY": "ABC", "k": "v"})
+    assert sending.prepare(keyed, SETTINGS).properties == message.encode_properties(keyed.properties)
+
+
+def test_a_refused_message_is_left_unchanged() -> None:
+    msg = Message("T", b"x", properties={"a": "b\x02"})
+    with pytest.raises(MessageError):
+        sending.prepare(msg, SETTINGS)
+    assert msg.uniq_key is None
