@@ -49,11 +49,19 @@ def read(path: Path) -> CheckpointValues:
 def write(path: Path, values: CheckpointValues, fsync: Callable[[int], None] = os.fdatasync) -> None:
     """Overwrite the values in place and fsync (blocking: call it off the event loop)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    created = False
     try:
         if os.fstat(fd).st_size != FILE_SIZE:
             os.ftruncate(fd, FILE_SIZE)
+            created = True
         os.pwrite(fd, _LAYOUT.pack(values.physic_msg_timestamp, values.logics_msg_timestamp,
                                    values.index_msg_timestamp), 0)
         fsync(fd)
     finally:
         os.close(fd)
+    if created:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

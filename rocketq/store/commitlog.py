@@ -122,6 +122,8 @@ class CommitLog:
                 tail.wrote = tail.size
             start = tail.end
         segment = MappedFile(self.directory / mappedfile.file_name(start), self.segment_size, create=True)
+        # Without this a SYNC_FLUSH acknowledgement could name a file a power loss forgets.
+        mappedfile.fsync_dir(self.directory)
         self.segments.append(segment)
         log.info("commitlog rolled to segment %s", segment.path.name)
         return segment

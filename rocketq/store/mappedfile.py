@@ -152,6 +152,15 @@ class MappedFile:
         return f"MappedFile({self.path.name}, wrote={self.wrote}, flushed={self.flushed})"
 
 
+def fsync_dir(directory: Path) -> None:
+    """Make a directory's entries durable (a new or removed file survives a power loss)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def list_segments(directory: Path) -> list[Path]:
     """Segment files of a directory in offset order; other names are reported and skipped."""
     if not directory.is_dir():

@@ -32,7 +32,7 @@ from typing import Final
 from rocketq.protocol import message, msgid
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
-from rocketq.store import checkpoint, consumequeue, dispatch, flushing, recovery, retention
+from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
@@ -294,6 +294,7 @@ class MessageStore:
             self._fsync(fd)
         finally:
             os.close(fd)
+        mappedfile.fsync_dir(self.settings.root_dir)
 
     async def start(self) -> None:
         """Start the flush and retention tasks; puts are accepted from now on."""
