@@ -330,3 +330,34 @@ def test_record_encoder_matches_function() -> None:
     assert ts_pos6 == message.store_timestamp_pos(MessageSysFlag.BORNHOST_V6) == 68
     with pytest.raises(MessageIllegalError):
         message.RecordEncoder(("10.0.0.2", 1), magic=12345)
+
+
+topics = st.text(alphabet="abcXYZ019_-%|", min_size=1, max_size=127)
+hosts = st.tuples(st.ip_addresses().map(str), st.integers(0, 65535))
+int32 = st.integers(-(1 << 31), (1 << 31) - 1)
+int64 = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+@given(topic=topics, queue_id=int32, body=st.binary(max_size=300), flag=int32,
+       props=st.dictionaries(prop_names, prop_values, max_size=5),
+       sys_flag=st.sampled_from([0, 0x2, 0x4, 0x8, 0xC, 0x80, 0x8A]),
+       born_ts=int64, born=hosts, store_ts=int64, store=hosts, reconsume=int32, prepared=int64,
+       queue_offset=int64, phys=st.integers(0, (1 << 63) - 1), v2=st.booleans())
+def test_stored_record_round_trip(topic: str, queue_id: int, body: bytes, flag: int, props: dict[str, str],
+                                  sys_flag: int, born_ts: int, born: tuple[str, int], store_ts: int,
+                                  store: tuple[str, int], reconsume: int, prepared: int, queue_offset: int,
+                                  phys: int, v2: bool) -> None:
+    raw = message.encode_stored_record(
+        topic=topic, queue_id=queue_id, body=body, flag=flag, properties=props, sys_flag=sys_flag,
+        born_timestamp=born_ts, born_host=born, store_timestamp=store_ts, store_host=store,
+        reconsume_times=reconsume, prepared_transaction_offset=prepared, queue_offset=queue_offset,
+        physical_offset=phys, magic=MAGIC_V2 if v2 else MAGIC_V1)
+    rec = message.decode_stored_record(raw, check_crc=True)
+    assert rec.store_size == len(raw)
+    assert (rec.topic, rec.queue_id, rec.body, rec.flag, rec.properties) == (topic, queue_id, body, flag, props)
+    assert (rec.born_timestamp, rec.store_timestamp, rec.queue_offset, rec.commit_log_offset) == (
+        born_ts, store_ts, queue_offset, phys)
+    assert (rec.reconsume_times, rec.prepared_transaction_offset) == (reconsume, prepared)
+    assert rec.sys_flag & ~0x30 == sys_flag
+    assert msgid.decode_offset_msg_id(rec.offset_msg_id).commit_log_offset == phys
+    assert [r.commit_log_offset for r in message.iter_stored_records(raw + raw, strict=True)] == [phys, phys]
