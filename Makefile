@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 ## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results
 run: venv
-	$(VENV)/bin/rocketq local demo --messages 100000
+	$(VENV)/bin/rocketq --log-level WARNING local demo --messages 100000
 
 ## test: the whole suite, slow scenarios included
 test: venv
@@ -29,7 +29,7 @@ lint: venv
 	$(VENV)/bin/mypy rocketq operator/rocketq_operator
 
 bench: venv
-	$(VENV)/bin/rocketq local demo --messages 200000
+	$(VENV)/bin/rocketq --log-level WARNING local demo --messages 200000
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -88,3 +88,19 @@ def status(directory: str) -> None:
         click.echo(f"{p.name:<10} pid {p.pid:<8} {p.address:<22} {'running' if alive else 'stopped'}")
     if not all(alive for _p, alive in rows):
         sys.exit(3)
+
+
+@command.command("demo")
+@click.option("-m", "--messages", default=100_000, show_default=True, type=click.IntRange(100),
+              help="messages to produce and consume")
+@click.option("-s", "--size", default=1024, show_default=True, type=click.IntRange(16, 4 * 1024 * 1024))
+def demo(messages: int, size: int) -> None:
+    """Start a local cluster, run a produce/consume workload, print the results, stop it."""
+    from rocketq import localdemo
+
+    try:
+        ok = localdemo.run(localdemo.DemoPlan(messages=messages, size=size))
+    except LocalClusterError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(0 if ok else 1)

@@ -16,6 +16,7 @@ SUBCOMMANDS = (
     "rocketq.cli.namesrv",
     "rocketq.cli.broker",
     "rocketq.cli.local",
+    "rocketq.cli.bench",
     "rocketq.cli.admin",
 )
 
