@@ -42,6 +42,22 @@ def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
     return {"brokerId": str(broker_id), "brokerRole": BrokerRole.SLAVE.value}
 
 
+NOT_YET_IMPLEMENTED = {
+    "enableDLegerCommitLog": "DLedger (Raft) commit logs are not implemented yet: this broker runs standalone",
+    "enableControllerMode": "controller mode is not implemented yet: brokerRole decides the role",
+    "aclEnable": "ACL is not implemented yet: requests are not authenticated",
+}
+
+
+def ignored_key_warnings(unknown: list[str]) -> list[str]:
+    """One line for all ignored keys, plus a line per ignored key that changes how a broker behaves."""
+    if not unknown:
+        return []
+    lines = [f"ignoring broker.conf keys rocketq does not implement: {', '.join(unknown)}"]
+    lines += [f"{key}: {why}" for key, why in NOT_YET_IMPLEMENTED.items() if key in unknown]
+    return lines
+
+
 def load(
     config: str | None, overrides: dict[str, str]
 ) -> tuple[BrokerIdentity, BrokerBehaviour, StoreSettings, list[str]]:
@@ -102,8 +118,8 @@ def command(
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    if unknown:
-        log.warning("ignoring broker.conf keys rocketq does not implement: %s", ", ".join(unknown))
+    for line in ignored_key_warnings(unknown):
+        log.warning(line)
     code = serving.run(
         lambda: BrokerServer(identity, behaviour, store),
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",

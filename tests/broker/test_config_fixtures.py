@@ -1,0 +1,118 @@
+"""Apache RocketMQ's own broker.conf files load as they are; a broker runs from each of them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rocketq.broker.settings import BrokerRole
+from rocketq.cli import broker as broker_cli
+from rocketq.localcluster import free_port
+from rocketq.settings import SettingsError
+from rocketq.store.settings import FlushDiskType
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-conf"
+CONF_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".properties"))
+
+
+def test_the_fixture_set_is_there() -> None:
+    assert len(CONF_FILES) == 9, CONF_FILES
+
+
+def test_single_broker_default() -> None:
+    identity, behaviour, store, unknown = broker_cli.load(str(FIXTURES / "broker.conf"), {})
+    assert identity.broker_cluster_name == "DefaultCluster" and identity.broker_name == "broker-a"
+    assert identity.broker_id == 0 and identity.broker_role is BrokerRole.ASYNC_MASTER
+    assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+    assert store.file_reserved_time == 48 and store.delete_when == "04"
+    assert unknown == []
+
+
+def test_slave_and_sync_master_roles() -> None:
+    slave, *_ = broker_cli.load(str(FIXTURES / "2m-2s-async" / "broker-a-s.properties"), {})
+    assert slave.broker_role is BrokerRole.SLAVE and slave.broker_id == 1
+    sync, *_ = broker_cli.load(str(FIXTURES / "2m-2s-sync" / "broker-a.properties"), {})
+    assert sync.broker_role is BrokerRole.SYNC_MASTER
+
+
+def test_dledger_config_keys_are_reported_not_fatal() -> None:
+    identity, _b, store, unknown = broker_cli.load(str(FIXTURES / "dledger" / "broker-n0.conf"), {})
+    assert identity.broker_cluster_name == "RaftCluster" and identity.listen_port == 30911
+    assert identity.namesrv_addr == "127.0.0.1:9876"
+    assert store.store_path_commit_log == "/tmp/rmqstore/node00/commitlog"
+    assert {"enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
+            "sendMessageThreadPoolNums"} <= set(unknown)
+    warnings = broker_cli.ignored_key_warnings(unknown)
+    assert "sendMessageThreadPoolNums" in warnings[0]
+    assert any(w.startswith("enableDLegerCommitLog: DLedger") for w in warnings)
+
+
+def test_trace_broker_config() -> None:
+    identity, _b, _s, unknown = broker_cli.load(str(FIXTURES / "2m-noslave" / "broker-trace.properties"), {})
+    assert identity.broker_name == "broker-trace" and unknown == []
+
+
+def test_command_line_beats_environment_beats_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876")
+    identity, *_ = broker_cli.load(str(FIXTURES / "dledger" / "broker-n0.conf"), {})
+    assert identity.namesrv_addr == "10.0.0.1:9876"
+    identity, *_ = broker_cli.load(str(FIXTURES / "dledger" / "broker-n0.conf"), {"namesrvAddr": "127.0.0.2:1"})
+    assert identity.namesrv_addr == "127.0.0.2:1"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"brokerId": "one"}, "brokerId"),
+    ({"brokerRole": "LEADER"}, "brokerRole"),
+    ({"flushDiskType": "SOMETIMES"}, "flushDiskType"),
+    ({"autoCreateTopicEnable": "yes"}, "autoCreateTopicEnable"),
+])
+def test_bad_values_name_the_key(bad: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        broker_cli.load(str(FIXTURES / "broker.conf"), bad)
+
+
+def test_missing_file_is_a_clear_error() -> None:
+    with pytest.raises(SettingsError, match="cannot read config file"):
+        broker_cli.load("/nonexistent/broker.conf", {})
+
+
+@pytest.mark.parametrize("hostname, master, expected", [
+    ("demo-broker-0-0", 0, {"brokerId": "0"}),
+    ("demo-broker-0-1", 0, {"brokerId": "1", "brokerRole": "SLAVE"}),
+    ("demo-broker-0-0", 1, {"brokerId": "1", "brokerRole": "SLAVE"}),
+    ("demo-broker-0-1", 1, {"brokerId": "0"}),
+    ("demo-broker-0-2", 1, {"brokerId": "2", "brokerRole": "SLAVE"}),
+])
+def test_ordinal_identity(hostname: str, master: int, expected: dict[str, str]) -> None:
+    assert broker_cli.ordinal_identity(hostname, master) == expected
+
+
+def test_ordinal_needs_a_statefulset_hostname() -> None:
+    with pytest.raises(SettingsError, match="ordinal"):
+        broker_cli.ordinal_identity("laptop", 0)
+
+
+@pytest.mark.parametrize("conf", CONF_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_broker_serves_from_each_rocketmq_config(conf: Path, tmp_path: Path) -> None:
+    """Only paths and ports are overridden (loopback, temp dir); every other key is the file's."""
+    port = free_port()
+    args = [sys.executable, "-m", "rocketq", "broker", "-c", str(conf), "-p", str(port), "-n", "127.0.0.1:1",
+            "--store-dir", str(tmp_path / "store"), "--metrics-port", "0",
+            "--set", f"storePathCommitLog={tmp_path / 'store' / 'commitlog'}", "--set", "brokerIP1=127.0.0.1"]
+    log = tmp_path / "broker.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "listening on" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        text = log.read_text()
+        assert f"listening on 127.0.0.1:{port}" in text, text
+        assert "Traceback" not in text
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
