@@ -24,7 +24,7 @@ def test_the_fixture_set_is_there() -> None:
 
 
 def test_single_broker_default() -> None:
-    identity, behaviour, store, unknown = broker_cli.load(str(FIXTURES / "broker.conf"), {})
+    identity, _behaviour, store, unknown = broker_cli.load(str(FIXTURES / "broker.conf"), {})
     assert identity.broker_cluster_name == "DefaultCluster" and identity.broker_name == "broker-a"
     assert identity.broker_id == 0 and identity.broker_role is BrokerRole.ASYNC_MASTER
     assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
