@@ -1,12 +1,15 @@
 """Broker metrics, read from live state at scrape time (no counters on the hot path).
 
-Names follow rocketmq-exporter so existing dashboards and alerts work: ``rocketmq_producer_tps``
-style per-topic put rates come from the store's counters; ``rocketmq_group_diff`` and
-``rocketmq_consumer_lag_messages`` are a group's backlog per topic on this broker.
+Names follow rocketmq-exporter so existing dashboards and alerts work, and the chart's Grafana
+dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``, per-group
+``rocketmq_consumer_tps`` (from ``traffic``), a group's backlog ``rocketmq_group_diff`` (also as
+``rocketmq_consumer_lag_messages``) with its retry and DLQ parts, put latency percentiles from the
+store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -14,15 +17,40 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rocketq.protocol import codes
+from rocketq.store.stats import PUT_LATENCY_BOUNDS_MS
+
 if TYPE_CHECKING:
     from rocketq.broker.server import BrokerServer
+
+Metric = GaugeMetricFamily | CounterMetricFamily
+
+
+def latency_percentile(buckets: list[int], fraction: float) -> float:
+    """The upper bound (ms) of the histogram bucket holding the given fraction of puts."""
+    total = sum(buckets)
+    if total == 0:
+        return 0.0
+    wanted = fraction * total
+    seen = 0
+    for i, count in enumerate(buckets):
+        seen += count
+        if seen >= wanted:
+            return float(PUT_LATENCY_BOUNDS_MS[i]) if i < len(PUT_LATENCY_BOUNDS_MS) else float("inf")
+    return float("inf")
+
+
+def _gauge(name: str, doc: str, labels: list[str], values: list[str], value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=labels)
+    family.add_metric(values, value)
+    return family
 
 
 class BrokerCollector(Collector):
     def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         b = self._broker
         labels = ["cluster", "broker"]
         ident = [b.identity.broker_cluster_name, b.identity.broker_name]
@@ -36,47 +64,82 @@ class BrokerCollector(Collector):
         got = CounterMetricFamily("rocketmq_broker_messages_get", "messages returned to pulls", labels=labels)
         got.add_metric(ident, stats.get_message_transferred)
         yield got
-        held = GaugeMetricFamily("rocketmq_broker_held_pulls", "long-poll pulls waiting for messages", labels=labels)
-        held.add_metric(ident, b.pull.held_count)
-        yield held
-        commitlog = GaugeMetricFamily(
-            "rocketmq_brokeruntime_commitlog_max_offset", "CommitLog max physical offset", labels=labels
-        )
-        commitlog.add_metric(ident, b.store.max_phy_offset)
-        yield commitlog
-        disk = GaugeMetricFamily(
-            "rocketmq_brokeruntime_commitlog_disk_ratio", "used fraction of the store's disk", labels=labels
-        )
-        disk.add_metric(ident, b.store.retention.disk_ratio)
-        yield disk
-        yield from self._lag(ident)
+        rates = b.traffic.rates
+        yield _gauge("rocketmq_broker_tps", "messages put per second", labels, ident, rates.broker_put_tps)
+        yield _gauge("rocketmq_broker_qps", "messages consumed per second", labels, ident, rates.broker_get_tps)
+        yield _gauge("rocketmq_broker_is_master", "1 on a group's master", labels, ident,
+                     1.0 if b.is_master else 0.0)
+        yield _gauge("rocketmq_broker_held_pulls", "long-poll pulls waiting for messages", labels, ident,
+                     b.pull.held_count)
+        yield _gauge("rocketmq_brokeruntime_put_latency_99", "ms, 99th percentile of puts (bucket bound)", labels,
+                     ident, latency_percentile(stats.put_latency, 0.99))
+        yield _gauge("rocketmq_brokeruntime_put_latency_999", "ms, 99.9th percentile of puts (bucket bound)",
+                     labels, ident, latency_percentile(stats.put_latency, 0.999))
+        yield _gauge("rocketmq_brokeruntime_dispatch_behind_bytes", "CommitLog bytes not yet in queues", labels,
+                     ident, 0.0)
+        yield _gauge("rocketmq_brokeruntime_commitlog_max_offset", "CommitLog max physical offset", labels, ident,
+                     b.store.max_phy_offset)
+        yield _gauge("rocketmq_brokeruntime_commitlog_disk_ratio", "used fraction of the store's disk", labels,
+                     ident, b.store.retention.disk_ratio)
+        yield _gauge("rocketmq_brokeruntime_commitlogdir_capacity_free", "free bytes on the CommitLog's disk",
+                     labels, ident, _free_bytes(b))
+        yield from self._topics(ident)
+        yield from self._groups(ident)
 
-    def _lag(self, ident: list[str]) -> Iterator[GaugeMetricFamily]:
+    def _topics(self, ident: list[str]) -> Iterator[Metric]:
+        tps = GaugeMetricFamily("rocketmq_producer_tps", "messages put per second into a topic",
+                                labels=["cluster", "broker", "topic"])
+        for topic, rate in sorted(self._broker.traffic.rates.put_tps.items()):
+            tps.add_metric([*ident, topic], rate)
+        yield tps
+        consume = GaugeMetricFamily("rocketmq_consumer_tps", "messages a group consumed per second from a topic",
+                                    labels=["cluster", "broker", "group", "topic"])
+        for (group, topic), rate in sorted(self._broker.traffic.rates.consume_tps.items()):
+            consume.add_metric([*ident, group, topic], rate)
+        yield consume
+
+    def _groups(self, ident: list[str]) -> Iterator[Metric]:
         b = self._broker
         labels = ["cluster", "broker", "group", "topic"]
         diff = GaugeMetricFamily("rocketmq_group_diff", "messages not yet consumed by a group", labels=labels)
-        lag = GaugeMetricFamily("rocketmq_consumer_lag_messages", "messages not yet consumed by a group", labels=labels)
-        latency = GaugeMetricFamily(
-            "rocketmq_group_get_latency_by_storetime",
-            "ms since the store time of the oldest unconsumed message",
-            labels=labels,
-        )
+        lag = GaugeMetricFamily("rocketmq_consumer_lag_messages", "messages not yet consumed by a group",
+                                labels=labels)
+        retry = GaugeMetricFamily("rocketmq_group_retrydiff", "a group's retry-topic backlog",
+                                  labels=["cluster", "broker", "group"])
+        dlq = GaugeMetricFamily("rocketmq_group_dlqdiff", "messages in a group's dead-letter queue",
+                                labels=["cluster", "broker", "group"])
+        latency = GaugeMetricFamily("rocketmq_group_get_latency_by_storetime",
+                                    "ms since the store time of the oldest unconsumed message", labels=labels)
         now_ms = int(time.time() * 1000)
         for topic, group, queues in b.offsets.entries():
-            total = 0
-            oldest = 0
-            for qid, committed in queues.items():
-                max_offset = b.store.get_max_offset(topic, qid)
-                behind = max(0, max_offset - committed)
-                total += behind
-                if behind:
-                    ts = b.store.get_store_time(topic, qid, committed)
-                    if ts > 0:
-                        oldest = max(oldest, now_ms - ts)
-            values = [*ident, group, topic]
-            diff.add_metric(values, total)
-            lag.add_metric(values, total)
-            latency.add_metric(values, oldest)
-        yield diff
-        yield lag
-        yield latency
+            behind, oldest = self._backlog(topic, queues, now_ms)
+            if topic == codes.retry_topic(group):
+                retry.add_metric([*ident, group], behind)
+                continue
+            diff.add_metric([*ident, group, topic], behind)
+            lag.add_metric([*ident, group, topic], behind)
+            latency.add_metric([*ident, group, topic], oldest)
+        for name in b.topics.table:
+            if name.startswith(codes.DLQ_GROUP_TOPIC_PREFIX):
+                total = sum(b.store.get_max_offset(name, q) for q in range(b.topics.table[name].queue_count))
+                dlq.add_metric([*ident, name[len(codes.DLQ_GROUP_TOPIC_PREFIX):]], total)
+        yield from (diff, lag, retry, dlq, latency)
+
+    def _backlog(self, topic: str, queues: dict[int, int], now_ms: int) -> tuple[int, int]:
+        store = self._broker.store
+        total = oldest = 0
+        for qid, committed in queues.items():
+            behind = max(0, store.get_max_offset(topic, qid) - committed)
+            total += behind
+            if behind:
+                ts = store.get_store_time(topic, qid, committed)
+                if ts > 0:
+                    oldest = max(oldest, now_ms - ts)
+        return total, oldest
+
+
+def _free_bytes(broker: BrokerServer) -> float:
+    try:
+        return float(shutil.disk_usage(broker.store_settings.commitlog_dir).free)
+    except OSError:
+        return 0.0

@@ -30,6 +30,7 @@ from rocketq.broker.registration import BrokerRegistration, Registrar, parse_nam
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.broker.traffic import TrafficSampler
 from rocketq.metrics.http import MetricsServer
 from rocketq.protocol import codes
 from rocketq.remoting.client import RemotingClient
@@ -40,6 +41,9 @@ from rocketq.store.messagestore import MessageStore
 from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger(__name__)
+
+TRAFFIC_SAMPLE_INTERVAL_S = 10.0
+"""Window of the TPS gauges: long enough to smooth bursts, short enough for alerts."""
 
 
 class BrokerServer:
@@ -86,6 +90,7 @@ class BrokerServer:
             trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
         )
         self.clients = ClientManager(self._notify_ids_changed)
+        self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
         self.registrar = Registrar(
             self._client,
             parse_namesrv_addrs(self.identity.namesrv_addr),
@@ -106,6 +111,7 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._scan_clients(), name="broker-client-scan"))
         self._tasks.append(loop.create_task(self._flush_offsets(), name="broker-offset-flush"))
+        self._tasks.append(loop.create_task(self._sample_traffic(), name="broker-traffic-sampler"))
         if self.identity.metrics_port > 0:
             await self._start_metrics(self.identity.metrics_port)
         log.info(
@@ -159,8 +165,12 @@ class BrokerServer:
 
     # --- wiring ---------------------------------------------------------------------------
 
+    @property
+    def is_master(self) -> bool:
+        return self.identity.broker_role != BrokerRole.SLAVE and self.identity.broker_id == codes.MASTER_ID
+
     def _install_handlers(self) -> None:
-        is_master = self.identity.broker_role != BrokerRole.SLAVE and self.identity.broker_id == codes.MASTER_ID
+        is_master = self.is_master
         self.send = SendHandlers(
             self.store,
             self.topics,
@@ -226,6 +236,11 @@ class BrokerServer:
             dropped = self.clients.expire(self.behaviour.client_channel_max_idle_time / 1000)
             if dropped:
                 log.info("dropped silent clients: %s", ", ".join(dropped))
+
+    async def _sample_traffic(self) -> None:
+        while True:
+            self.traffic.sample()
+            await asyncio.sleep(TRAFFIC_SAMPLE_INTERVAL_S)
 
     async def _flush_offsets(self) -> None:
         interval = self.behaviour.flush_consumer_offset_interval / 1000
