@@ -215,3 +215,27 @@ async def test_bad_requests_get_rocketmq_codes(processes: Processes) -> None:
         assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     finally:
         await client.close()
+
+
+async def test_flow_control_answers_system_busy_instead_of_queueing(processes: Processes) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config={"sendThreadPoolQueueCapacity": "1", "flushDiskType": "SYNC_FLUSH"})
+    client = RemotingClient()
+    try:
+        base = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+        first = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
+                                                                    ext_fields=dict(base), body=b"create"), 5)
+        assert first.code == ResponseCode.SUCCESS
+        answers = await asyncio.gather(*(
+            client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=dict(base),
+                                                          body=b"burst-%d" % i), 10) for i in range(200)))
+        codes = [a.code for a in answers]
+        assert set(codes) <= {ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY}
+        assert ResponseCode.SYSTEM_BUSY in codes, "a burst beyond the bound must be refused, not queued"
+        busy = next(a for a in answers if a.code == ResponseCode.SYSTEM_BUSY)
+        assert "TOO_MANY_REQUESTS" in (busy.remark or "")
+        again = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
+                                                                    ext_fields=dict(base), body=b"after"), 5)
+        assert again.code == ResponseCode.SUCCESS
+    finally:
+        await client.close()
