@@ -21,7 +21,7 @@ from rocketq.protocol.message import (
     PropertiesSizeExceededError,
 )
 
-FIXTURES = Path("/work/shared/fixtures/rocketmq-records")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"  # shared/ sits beside the repo
 
 
 def fixture(name: str) -> bytes:
