@@ -4,7 +4,7 @@ The file uses Apache RocketMQ's key names, so a broker.conf written for RocketMQ
 is. Keys rocketq does not implement are reported once and ignored. Environment variables
 NAMESRV_ADDR and BROKER_IP1 override the file (containers), and command-line flags override
 both (tests, laptops). ``--ordinal-from-hostname`` lets a StatefulSet pod derive its brokerId
-from its ordinal (``name-N``), with the master's ordinal read from ``--master-ordinal-file``.
+from its ordinal (``name-N``), with the master's ordinal read from ``masterOrdinal`` beside the config file.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ log = logging.getLogger("rocketq.broker")
 
 SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings)
 ORDINAL = re.compile(r"-(\d+)$")
-DEFAULT_MASTER_ORDINAL_FILE = "/etc/rocketq/masterOrdinal"
+MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
 
 def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
@@ -78,9 +78,8 @@ def load(
 @click.option("--ordinal-from-hostname", is_flag=True, help="derive brokerId from the pod's ordinal (StatefulSet)")
 @click.option(
     "--master-ordinal-file",
-    default=DEFAULT_MASTER_ORDINAL_FILE,
-    show_default=True,
-    help="file holding the master's ordinal (with --ordinal-from-hostname)",
+    help="file holding the master's ordinal (with --ordinal-from-hostname); "
+    "default: masterOrdinal beside the -c file, where the operator's ConfigMap puts it",
 )
 @click.option("--set", "extra", multiple=True, metavar="KEY=VALUE", help="any broker.conf key (repeatable)")
 def command(
@@ -90,7 +89,7 @@ def command(
     store_dir: str | None,
     metrics_port: int | None,
     ordinal_from_hostname: bool,
-    master_ordinal_file: str,
+    master_ordinal_file: str | None,
     extra: tuple[str, ...],
 ) -> None:
     """Run a broker."""
@@ -113,7 +112,8 @@ def command(
             overrides[flag_key] = str(flag_value)
     try:
         if ordinal_from_hostname:
-            overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(master_ordinal_file)))
+            ordinal_file = master_ordinal_file or _beside(config, MASTER_ORDINAL_FILE_NAME)
+            overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
         identity, behaviour, store, unknown = load(config, overrides)
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -125,6 +125,10 @@ def command(
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
     )
     sys.exit(code)
+
+
+def _beside(config: str | None, name: str) -> str:
+    return str(Path(config).parent / name) if config else name
 
 
 def _master_ordinal(path: str) -> int:

@@ -1,0 +1,179 @@
+"""A broker pod as the operator renders it, run as a real process on this machine.
+
+The operator's pure rendering gives the group's ConfigMap (broker.conf + masterOrdinal) and the
+StatefulSet's container (command, env). This test lays the ConfigMap out as Kubernetes would
+mount it, runs the container's exact command with the pod's environment, and checks that pods 0
+and 1 of the group come up as master and slave, register with a real name server, and carry
+messages. The only substitutions are the ones a pod gets from its node and this machine has
+differently: the store path and listen port (a temp dir and a free port instead of the volume
+and 10911) and the advertised host (127.0.0.1 instead of the pod's cluster DNS name).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from rocketq.client import Message, Producer, PullConsumer
+from rocketq.localcluster import free_port
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.remoting.client import RemotingClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+from rocketq_operator.rendering import broker as broker_rendering
+from rocketq_operator.spec import Cluster, cluster_meta, parse_cluster_spec
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "production-masterslave.yaml"
+READY = " listening on "
+
+
+def _cluster() -> Cluster:
+    body = yaml.safe_load(EXAMPLE.read_text())
+    body["metadata"]["uid"] = "uid-1"
+    parsed = parse_cluster_spec(body["spec"], body["metadata"]["name"])
+    assert parsed.spec is not None, parsed.errors
+    return Cluster(cluster_meta(body), parsed.spec)
+
+
+def _mount_configmap(configmap: dict[str, Any], mount: Path, store: Path, port: int, metrics_port: int) -> None:
+    """Write each ConfigMap key as a file, as a volume mount does; swap in this machine's path and ports.
+
+    Pods have a network namespace each; two pods on one machine need their own metrics port.
+    """
+    mount.mkdir(parents=True)
+    for key, value in configmap["data"].items():
+        if key == broker_rendering.CONFIG_KEY:
+            value = value.replace("storePathRootDir=/home/rocketq/store", f"storePathRootDir={store}")
+            value = value.replace("listenPort=10911", f"listenPort={port}")
+            assert f"storePathRootDir={store}" in value and f"listenPort={port}" in value
+            value += f"metricsPort={metrics_port}\n"
+        (mount / key).write_text(value)
+
+
+def _pod_process(
+    container: dict[str, Any], mount: Path, pod_name: str, namesrv: str, log: Path
+) -> subprocess.Popen[bytes]:
+    command = [arg.replace(broker_rendering.CONFIG_DIR, str(mount)) for arg in container["command"]]
+    assert command[0] == "rocketq"
+    env = {**os.environ, "HOSTNAME": pod_name}
+    for var in container["env"]:
+        if "value" in var:
+            env[var["name"]] = var["value"]
+    env["POD_NAME"] = pod_name
+    env["NAMESRV_ADDR"] = namesrv  # the rendered value names the cluster's name server Services
+    env["BROKER_IP1"] = "127.0.0.1"  # the rendered value is the pod's cluster DNS name
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "rocketq", *command[1:]], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            if READY in line:
+                return line.rsplit(READY, 1)[1].strip()
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise AssertionError(log.read_text(errors="replace"))
+
+
+@pytest.fixture
+def namesrv(tmp_path: Path) -> Any:
+    port = free_port()
+    log = tmp_path / "namesrv.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rocketq", "namesrv", "-p", str(port), "--metrics-port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_ready(proc, log)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: str, tmp_path: Path) -> None:
+    cluster = _cluster()
+    configmap = broker_rendering.render_broker_configmap(cluster, 0, master_ordinal=0)
+    statefulset = broker_rendering.render_broker_statefulset(cluster, 0)
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    group = statefulset["metadata"]["name"]
+    assert statefulset["spec"]["replicas"] == 2
+    procs: list[subprocess.Popen[bytes]] = []
+    addrs = []
+    metrics_ports = []
+    try:
+        for ordinal in range(2):
+            pod = f"{group}-{ordinal}"
+            port = free_port()
+            metrics_ports.append(free_port())
+            mount = tmp_path / pod / "etc-rocketq"
+            _mount_configmap(configmap, mount, tmp_path / pod / "store", port, metrics_ports[-1])
+            log = tmp_path / f"{pod}.log"
+            procs.append(_pod_process(container, mount, pod, namesrv, log))
+            addrs.append(_wait_ready(procs[-1], log))
+        probe = container["readinessProbe"]["httpGet"]
+        assert probe["port"] == "metrics"
+        for metrics_port in metrics_ports:  # what the kubelet's readiness and liveness probes ask
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}{probe['path']}", timeout=5) as resp:
+                assert resp.status == 200
+        client = RemotingClient()
+        try:
+            info = await client.invoke(namesrv, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+        finally:
+            await client.close()
+        broker_addrs = orjson.loads(info.body)["brokerAddrTable"][group]["brokerAddrs"]
+        assert broker_addrs == {"0": addrs[0], "1": addrs[1]}  # ordinal 0 is the master, 1 its slave
+        assert orjson.loads(info.body)["clusterAddrTable"] == {cluster.meta.name: [group]}
+        async with (
+            Producer("pod-pg", namesrv_addr=namesrv) as producer,
+            PullConsumer("pod-cg", namesrv_addr=namesrv) as consumer,
+        ):
+            sent = await producer.send(Message("PodTopic", b"from the operator's pod", tags="T"))
+            assert sent.status.name == "SEND_OK" and sent.message_queue.broker_name == group
+            result = await consumer.pull(sent.message_queue, "*", sent.queue_offset, max_nums=1)
+            assert [m.body for m in result.messages] == [b"from the operator's pod"]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            assert proc.wait(30) == 0
+
+
+async def test_a_failover_master_ordinal_makes_pod_1_the_master(namesrv: str, tmp_path: Path) -> None:
+    cluster = _cluster()
+    configmap = broker_rendering.render_broker_configmap(cluster, 0, master_ordinal=1)
+    (container,) = broker_rendering.render_broker_statefulset(cluster, 0)["spec"]["template"]["spec"]["containers"]
+    group = f"{cluster.meta.name}-broker-0"
+    pod = f"{group}-1"
+    mount = tmp_path / "etc-rocketq"
+    _mount_configmap(configmap, mount, tmp_path / "store", free_port(), free_port())
+    log = tmp_path / "pod.log"
+    proc = _pod_process(container, mount, pod, namesrv, log)
+    try:
+        addr = _wait_ready(proc, log)
+        client = RemotingClient()
+        try:
+            info = await client.invoke(namesrv, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+        finally:
+            await client.close()
+        assert orjson.loads(info.body)["brokerAddrTable"][group]["brokerAddrs"] == {"0": addr}
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
