@@ -1,0 +1,278 @@
+"""RocketMQ's shared JSON bodies as frozen values, and the strict field readers behind them.
+
+Three values travel between every part of a cluster with the same JSON shape:
+
+* ``DataVersion`` ``{"stateVersion", "timestamp", "counter"}``: the stamp on a broker's topic
+  and group tables; a name server rebuilds a broker's routes only when it changes.
+* ``TopicConfig`` ``{"topicName", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
+  "topicSysFlag", "order"}``: a topic's queues and permission on one broker. Brokers register
+  them, store them in topics.json and answer GET_ALL_TOPIC_CONFIG with them.
+* ``SubscriptionGroupConfig`` ``{"groupName", "consumeEnable", ...}``: a consumer group's
+  settings on one broker, in subscriptionGroup.json and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+
+The readers (``obj``, ``text``, ``integer``, ``non_negative_int32``, ``int64``, ``number``,
+``flag``, ``strings``) take an already decoded JSON value, a key and a ``where`` naming the place
+in the body (``topicConfigTable['T']``), and return the typed value or raise ``BodyError``
+naming that place. They never coerce: ``"4"`` is not an integer and ``1`` is not a boolean.
+
+What this module does not do: decode bytes beyond plain JSON (``rocketq.admin.fastjson`` reads
+fastjson's extensions), read a clock (``DataVersion.new``/``next`` take the time), or decide
+policy beyond what a field can hold. Who may create a topic with how many queues is the
+caller's rule, passed to ``validate``; name and permission rules are ``rocketq.protocol.names``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Self
+
+import orjson
+
+from rocketq.protocol import names
+from rocketq.protocol.codes import MASTER_ID, PERM_READ_WRITE
+
+INT32_MAX: Final = (1 << 31) - 1
+INT64_MIN: Final = -(1 << 63)
+INT64_MAX: Final = (1 << 63) - 1
+DEFAULT_QUEUE_NUMS: Final = 16
+"""A topic's queue counts when a body leaves them out (Java's ``TopicConfig.defaultReadQueueNums``)."""
+MAX_QUEUE_NUMS: Final = 1024
+"""Most queues per topic per broker that a broker or ``rocketq admin`` accepts."""
+TOPIC_FILTER_TYPES: Final = frozenset({"SINGLE_TAG", "MULTI_TAG"})
+MAX_RETRY_QUEUE_NUMS: Final = 64
+MAX_RETRY_TIMES: Final = 64
+_SHOWN: Final = 60
+"""Characters of a refused value quoted in an error; a hostile body must not make a huge message."""
+
+
+class BodyError(ValueError):
+    """A body that is not the shape RocketMQ defines for it."""
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
+def load_json(body: bytes, what: str) -> Any:
+    """Standard JSON (orjson); ``what`` names the body in the error."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(f"{what} is not valid JSON: {exc}") from None
+
+
+def obj(value: Any, where: str) -> dict[Any, Any]:
+    if not isinstance(value, dict):
+        raise BodyError(f"{where} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def text(raw: Mapping[Any, Any], key: str, where: str, default: str | None = None) -> str:
+    value = _field(raw, key, where, default)
+    if not isinstance(value, str):
+        raise _wrong(where, key, value, "a string")
+    return value
+
+
+def integer(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
+    """Any integer (a Java int or long whose range the caller does not care about)."""
+    value = _field(raw, key, where, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _wrong(where, key, value, "an integer")
+    return value
+
+
+def non_negative_int32(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
+    """A Java int that cannot be negative: queue counts, permissions, flags."""
+    value = _field(raw, key, where, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
+        raise _wrong(where, key, value, "a non-negative 32-bit integer")
+    return value
+
+
+def int64(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
+    value = _field(raw, key, where, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
+        raise _wrong(where, key, value, "a 64-bit integer")
+    return value
+
+
+def number(raw: Mapping[Any, Any], key: str, where: str, default: float | None = None) -> float:
+    value = _field(raw, key, where, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _wrong(where, key, value, "a number")
+    return float(value)
+
+
+def flag(raw: Mapping[Any, Any], key: str, where: str, default: bool | None = None) -> bool:
+    value = _field(raw, key, where, default)
+    if not isinstance(value, bool):
+        raise _wrong(where, key, value, "true or false")
+    return value
+
+
+def strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BodyError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _field(raw: Mapping[Any, Any], key: str, where: str, default: Any) -> Any:
+    value = raw.get(key, default)
+    if value is None and key not in raw:
+        raise BodyError(f"{where}.{key} is missing")
+    return value
+
+
+def _wrong(where: str, key: str, value: Any, expected: str) -> BodyError:
+    shown = repr(value)
+    if len(shown) > _SHOWN:
+        shown = shown[:_SHOWN] + "..."
+    return BodyError(f"{where}.{key}={shown}: expected {expected}")
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DataVersion:
+    """A table's version: when it last changed and how many times it has changed."""
+
+    timestamp: int = 0
+    counter: int = 0
+    state_version: int = 0
+
+    @classmethod
+    def new(cls, now_ms: int) -> Self:
+        return cls(now_ms, 0)
+
+    def next(self, now_ms: int) -> Self:
+        return type(self)(now_ms, self.counter + 1, self.state_version)
+
+    def to_json(self) -> dict[str, int]:
+        return {"stateVersion": self.state_version, "timestamp": self.timestamp, "counter": self.counter}
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "dataVersion") -> Self:
+        raw = obj(raw, where)
+        atomic = raw.get("counter")
+        if isinstance(atomic, dict):  # an AtomicLong serialised field by field, as some Java writers do
+            counter = int64(atomic, "value", f"{where}.counter", 0)
+        else:
+            counter = int64(raw, "counter", where, 0)
+        return cls(int64(raw, "timestamp", where, 0), counter, int64(raw, "stateVersion", where, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """One topic on one broker: how many queues it has and who may read and write them."""
+
+    topic_name: str
+    read_queue_nums: int = DEFAULT_QUEUE_NUMS
+    write_queue_nums: int = DEFAULT_QUEUE_NUMS
+    perm: int = PERM_READ_WRITE
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    @property
+    def queue_count(self) -> int:
+        return max(self.read_queue_nums, self.write_queue_nums)
+
+    def validate(self, error: type[Exception] = names.RuleError, *, min_queue_nums: int = 0) -> Self:
+        """Self, or ``error`` when the name, a queue count or the permission is not acceptable.
+
+        ``min_queue_nums`` is the caller's rule: a broker keeps a topic with no queues left,
+        an admin tool refuses to create one.
+        """
+        names.check_topic(self.topic_name, error)
+        for key, n in (("readQueueNums", self.read_queue_nums), ("writeQueueNums", self.write_queue_nums)):
+            if not min_queue_nums <= n <= MAX_QUEUE_NUMS:
+                raise error(f"{key} {n} outside [{min_queue_nums}, {MAX_QUEUE_NUMS}]")
+        names.check_perm(self.perm, error)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topicName": self.topic_name,
+            "readQueueNums": self.read_queue_nums,
+            "writeQueueNums": self.write_queue_nums,
+            "perm": self.perm,
+            "topicFilterType": self.topic_filter_type,
+            "topicSysFlag": self.topic_sys_flag,
+            "order": self.order,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "topicConfig", *, name: str | None = None) -> Self:
+        """Parse one TopicConfig; ``name`` stands in for a missing topicName (a table's key)."""
+        raw = obj(raw, where)
+        filter_type = text(raw, "topicFilterType", where, "SINGLE_TAG")
+        if filter_type not in TOPIC_FILTER_TYPES:
+            raise BodyError(f"{where}.topicFilterType={filter_type[:_SHOWN]!r}: expected SINGLE_TAG or MULTI_TAG")
+        perm = non_negative_int32(raw, "perm", where, PERM_READ_WRITE)
+        if perm & ~names.PERM_MASK:
+            raise BodyError(f"{where}: perm {perm} has bits beyond READ|WRITE|INHERIT")
+        return cls(
+            topic_name=text(raw, "topicName", where, name),
+            read_queue_nums=non_negative_int32(raw, "readQueueNums", where, DEFAULT_QUEUE_NUMS),
+            write_queue_nums=non_negative_int32(raw, "writeQueueNums", where, DEFAULT_QUEUE_NUMS),
+            perm=perm,
+            topic_filter_type=filter_type,
+            topic_sys_flag=non_negative_int32(raw, "topicSysFlag", where, 0),
+            order=flag(raw, "order", where, False),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    """A consumer group's settings on one broker (Java's ``SubscriptionGroupConfig``)."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = MASTER_ID
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    _WIRE = (
+        ("group_name", "groupName"),
+        ("consume_enable", "consumeEnable"),
+        ("consume_from_min_enable", "consumeFromMinEnable"),
+        ("consume_broadcast_enable", "consumeBroadcastEnable"),
+        ("retry_queue_nums", "retryQueueNums"),
+        ("retry_max_times", "retryMaxTimes"),
+        ("broker_id", "brokerId"),
+        ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
+        ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
+    )
+
+    def validate(self, error: type[Exception] = names.RuleError) -> Self:
+        """Self, or ``error`` when the name or a count is not acceptable (-1 retries: none at all)."""
+        names.check_group(self.group_name, error)
+        if not 0 <= self.retry_queue_nums <= MAX_RETRY_QUEUE_NUMS:
+            raise error(f"retryQueueNums {self.retry_queue_nums} outside [0, {MAX_RETRY_QUEUE_NUMS}]")
+        if not -1 <= self.retry_max_times <= MAX_RETRY_TIMES:
+            raise error(f"retryMaxTimes {self.retry_max_times} outside [-1, {MAX_RETRY_TIMES}]")
+        if self.broker_id < 0 or self.which_broker_when_consume_slowly < 0:
+            raise error("brokerId and whichBrokerWhenConsumeSlowly must not be negative")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {wire: getattr(self, name) for name, wire in self._WIRE}
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "subscriptionGroupConfig") -> Self:
+        raw = obj(raw, where)
+        values: dict[str, Any] = {"group_name": text(raw, "groupName", where)}
+        for name, wire in cls._WIRE[1:]:
+            default = getattr(_GROUP_DEFAULTS, name)
+            read = flag if isinstance(default, bool) else integer
+            values[name] = read(raw, wire, where, default)
+        return cls(**values)
+
+
+_GROUP_DEFAULTS: Final = SubscriptionGroupConfig("")

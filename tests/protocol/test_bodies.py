@@ -1,0 +1,186 @@
+"""Shared bodies: DataVersion, TopicConfig, SubscriptionGroupConfig and the strict field readers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.protocol import bodies, names
+from rocketq.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
+
+JAVA_TOPIC = {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",
+              "topicName": "TopicTest", "topicSysFlag": 0, "writeQueueNums": 4}
+
+
+class Refused(ValueError):
+    """A caller's own error type, to see that validate raises what it is given."""
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
+def test_readers_return_typed_values_and_defaults() -> None:
+    raw = {"s": "x", "i": -5, "u": 7, "l": 1 << 40, "f": 1.5, "b": True, "n": None}
+    assert bodies.text(raw, "s", "w") == "x"
+    assert bodies.text(raw, "absent", "w", "d") == "d"
+    assert bodies.integer(raw, "i", "w") == -5
+    assert bodies.non_negative_int32(raw, "u", "w") == 7
+    assert bodies.int64(raw, "l", "w") == 1 << 40
+    assert bodies.number(raw, "f", "w") == 1.5 and bodies.number(raw, "i", "w") == -5.0
+    assert bodies.flag(raw, "b", "w") is True
+    assert bodies.flag(raw, "absent", "w", False) is False
+    assert bodies.strings(["a", "b"], "w") == ("a", "b")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: bodies.obj([], "top"), "top must be a JSON object, not list"),
+    (lambda: bodies.text({}, "k", "top"), "top.k is missing"),
+    (lambda: bodies.text({"k": None}, "k", "top"), r"top.k=None: expected a string"),
+    (lambda: bodies.text({"k": 1}, "k", "top", "d"), "top.k=1: expected a string"),
+    (lambda: bodies.integer({"k": True}, "k", "top"), "top.k=True: expected an integer"),
+    (lambda: bodies.integer({"k": "4"}, "k", "top"), "top.k='4': expected an integer"),
+    (lambda: bodies.non_negative_int32({"k": -1}, "k", "top"), "non-negative 32-bit"),
+    (lambda: bodies.non_negative_int32({"k": 1 << 31}, "k", "top"), "non-negative 32-bit"),
+    (lambda: bodies.int64({"k": 1 << 63}, "k", "top"), "64-bit"),
+    (lambda: bodies.number({"k": "1"}, "k", "top"), "a number"),
+    (lambda: bodies.flag({"k": 1}, "k", "top"), "true or false"),
+    (lambda: bodies.strings(["a", 1], "top"), "top must be a list of strings"),
+    (lambda: bodies.strings("ab", "top"), "top must be a list of strings"),
+    (lambda: bodies.load_json(b"{", "thing"), "thing is not valid JSON"),
+])
+def test_readers_name_the_place_and_the_problem(call: object, message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        call()  # type: ignore[operator]
+
+
+def test_a_huge_refused_value_is_not_copied_into_the_message() -> None:
+    with pytest.raises(BodyError) as info:
+        bodies.text({"k": ["x" * 10_000]}, "k", "top")
+    assert len(str(info.value)) < 200
+
+
+# --- DataVersion ------------------------------------------------------------------------------
+
+
+def test_data_version_json_both_ways() -> None:
+    version = DataVersion(1700000000000, 3, 1)
+    assert version.to_json() == {"stateVersion": 1, "timestamp": 1700000000000, "counter": 3}
+    assert DataVersion.from_json(version.to_json()) == version
+    assert DataVersion.from_json({}) == DataVersion()
+    assert DataVersion.from_json({"timestamp": 5, "counter": {"value": 9}}) == DataVersion(5, 9)
+
+
+def test_data_version_stamps_take_the_time_from_the_caller() -> None:
+    first = DataVersion.new(100)
+    assert first == DataVersion(100, 0)
+    assert first.next(250) == DataVersion(250, 1)
+    assert DataVersion(1, 4, 2).next(7) == DataVersion(7, 5, 2)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ([], "dataVersion must be a JSON object"),
+    ({"counter": "x"}, "counter"),
+    ({"timestamp": 1.5}, "timestamp"),
+    ({"counter": {"value": "1"}}, r"dataVersion.counter.value"),
+    ({"stateVersion": True}, "stateVersion"),
+])
+def test_bad_data_versions_are_body_errors(raw: object, message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        DataVersion.from_json(raw)
+
+
+# --- TopicConfig ------------------------------------------------------------------------------
+
+
+def test_topic_config_reads_what_java_writes_and_writes_it_back() -> None:
+    config = TopicConfig.from_json(JAVA_TOPIC)
+    assert config == TopicConfig("TopicTest", 4, 4, 6)
+    assert config.to_json() == JAVA_TOPIC
+    assert config.queue_count == 4
+
+
+def test_missing_topic_fields_take_java_defaults_and_a_table_key_names_the_topic() -> None:
+    assert TopicConfig.from_json({}, name="T") == TopicConfig("T", 16, 16, 6, "SINGLE_TAG", 0, False)
+    with pytest.raises(BodyError, match="topicName is missing"):
+        TopicConfig.from_json({})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"readQueueNums": -1}, "readQueueNums"),
+    ({"writeQueueNums": True}, "writeQueueNums"),
+    ({"perm": "6"}, "perm"),
+    ({"perm": 8}, "perm 8"),
+    ({"topicFilterType": "X"}, "topicFilterType"),
+    ({"topicSysFlag": None}, "topicSysFlag"),
+    ({"order": "false"}, "order"),
+    ({"topicName": 5}, "topicName"),
+])
+def test_bad_topic_configs_are_body_errors(change: dict[str, object], message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        TopicConfig.from_json({**JAVA_TOPIC, **change}, "topicConfigTable['T']")
+
+
+def test_topic_config_validation_raises_the_callers_error() -> None:
+    assert TopicConfig("%RETRY%g", 0, 0).validate() == TopicConfig("%RETRY%g", 0, 0)
+    bad = [TopicConfig("bad topic"), TopicConfig("T", 4, 2000), TopicConfig("T", perm=9), TopicConfig("T", -1)]
+    for config in bad:
+        with pytest.raises(Refused):
+            config.validate(Refused)
+    with pytest.raises(names.RuleError, match=r"readQueueNums 0 outside \[1, 1024\]"):
+        TopicConfig("T", 0, 4).validate(min_queue_nums=1)
+
+
+@given(st.dictionaries(
+    st.sampled_from(["topicName", "readQueueNums", "writeQueueNums", "perm", "topicFilterType", "topicSysFlag",
+                     "order", "other"]),
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=6)
+    | st.sampled_from(["SINGLE_TAG", "MULTI_TAG"]),
+))
+def test_any_topic_config_shape_parses_into_java_ranges_or_raises_body_error(raw: dict[str, object]) -> None:
+    try:
+        config = TopicConfig.from_json(json.loads(json.dumps(raw)), name="T")
+    except BodyError:
+        return
+    assert 0 <= config.perm <= names.PERM_MASK
+    assert 0 <= config.read_queue_nums <= bodies.INT32_MAX and 0 <= config.write_queue_nums <= bodies.INT32_MAX
+    assert config.topic_filter_type in bodies.TOPIC_FILTER_TYPES
+    assert TopicConfig.from_json(config.to_json()) == config
+
+
+# --- SubscriptionGroupConfig ------------------------------------------------------------------
+
+
+def test_group_config_round_trip_and_defaults() -> None:
+    config = SubscriptionGroupConfig("g", consume_broadcast_enable=False, retry_max_times=3, broker_id=1)
+    assert SubscriptionGroupConfig.from_json(config.to_json()) == config
+    assert SubscriptionGroupConfig.from_json({"groupName": "g"}) == SubscriptionGroupConfig("g")
+    assert SubscriptionGroupConfig("g").to_json() == {
+        "groupName": "g", "consumeEnable": True, "consumeFromMinEnable": True, "consumeBroadcastEnable": True,
+        "retryQueueNums": 1, "retryMaxTimes": 16, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
+        "notifyConsumerIdsChangedEnable": True}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ([], "must be a JSON object"),
+    ({}, "groupName is missing"),
+    ({"groupName": 1}, "groupName"),
+    ({"groupName": "g", "consumeEnable": "yes"}, "consumeEnable"),
+    ({"groupName": "g", "retryMaxTimes": 1.0}, "retryMaxTimes"),
+    ({"groupName": "g", "brokerId": False}, "brokerId"),
+])
+def test_bad_group_configs_are_body_errors(raw: object, message: str) -> None:
+    with pytest.raises(BodyError, match=message):
+        SubscriptionGroupConfig.from_json(raw)
+
+
+def test_group_config_validation_raises_the_callers_error() -> None:
+    assert SubscriptionGroupConfig("g", retry_max_times=-1).validate().retry_max_times == -1
+    bad = [SubscriptionGroupConfig(""), SubscriptionGroupConfig("g", retry_queue_nums=65),
+           SubscriptionGroupConfig("g", retry_max_times=-2), SubscriptionGroupConfig("g", broker_id=-1),
+           SubscriptionGroupConfig("g!")]
+    for config in bad:
+        with pytest.raises(Refused):
+            config.validate(Refused)
