@@ -193,6 +193,8 @@ class LogicFlusher:
         self._blocking = _Blocking()
         self._task: asyncio.Task[None] | None = None
         self._last_thorough = time.monotonic()
+        self._serial = asyncio.Lock()
+        """One flush at a time: a slower, older flush must never write its checkpoint over a newer one."""
 
     def start(self) -> None:
         if self._task is None:
@@ -221,6 +223,10 @@ class LogicFlusher:
 
     async def flush(self, *, thorough: bool) -> None:
         """Flush dirty queue and index files, then write the checkpoint."""
+        async with self._serial:
+            await self._flush(thorough=thorough)
+
+    async def _flush(self, *, thorough: bool) -> None:
         dispatched_until = self._commitlog.last_store_timestamp
         least = 0 if thorough else self._settings.flush_consume_queue_least_pages
         queue_files = [(f, f.wrote) for cq in list(self._queues()) for f in cq.dirty_files(least)]
