@@ -21,7 +21,8 @@ from rocketq.protocol.message import (
     PropertiesSizeExceededError,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"  # shared/ sits beside the repo
+# shared/ sits beside the repository
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"
 
 
 def fixture(name: str) -> bytes:

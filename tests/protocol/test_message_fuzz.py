@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from rocketq.protocol import message
 from rocketq.protocol.message import Message, MessageFormatError
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"  # shared/ sits beside the repo
+# shared/ sits beside the repository
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"
 SEEDS = [
     (FIXTURES / "message.bin").read_bytes()[:132],
     (FIXTURES / "batch_message.bin").read_bytes()[:375],
