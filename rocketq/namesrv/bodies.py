@@ -14,7 +14,10 @@ accepted as well. ``bodyCrc32`` in the header, when non-zero, is Java's ``UtilAl
 the body as sent: ``crc32 & 0x7FFFFFFF``.
 
 Everything here is a pure function from bytes to frozen values (or back); a body that does not
-have the expected shape raises ``BodyError`` naming what is wrong. The answers' shapes
+have the expected shape raises ``BodyError`` naming what is wrong. ``DataVersion``,
+``TopicConfig``, ``BodyError`` and the field readers are ``rocketq.protocol.bodies``, shared with
+brokers and admin tools; what is the name server's own is the register body's layout and one
+rule: a registered topic name may be up to ``MAX_TOPIC_NAME_LENGTH`` long. The answers' shapes
 (TopicRouteData, ClusterInfo, TopicList, KVTable) are built by ``routes`` and ``kvconfig`` as
 plain dicts and serialised with ``encode``. Deliberately unsupported: fastjson's non-standard
 JSON (unquoted integer map keys), which a RocketMQ 5 broker only emits for static topics.
@@ -24,71 +27,26 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol.codes import PERM_READ_WRITE
+from rocketq.protocol.bodies import BodyError, DataVersion, TopicConfig, load_json, obj, strings
 
 MAX_INFLATED_BODY: Final = 64 * 1024 * 1024
 """A deflated register body may not expand beyond this (a zip bomb is refused, not inflated)."""
 MAX_TOPIC_NAME_LENGTH: Final = 1024
 """Generous sanity cap: retry topics of long group names exceed RocketMQ's 127-char topic limit."""
-TOPIC_FILTER_TYPES: Final = frozenset({"SINGLE_TAG", "MULTI_TAG"})
-DEFAULT_QUEUE_NUMS: Final = 16
-"""TopicConfig's defaults when a field is absent (``TopicConfig.defaultReadQueueNums``)."""
 
 _INT32_MAX: Final = (1 << 31) - 1
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _LENGTH = struct.Struct(">i")
-
-
-class BodyError(ValueError):
-    """A request body is not what its request code promises."""
-
-
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    """A broker's topic-config version; a change means the namesrv must rebuild its queues."""
-
-    timestamp: int = 0
-    counter: int = 0
-    state_version: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {"stateVersion": self.state_version, "timestamp": self.timestamp, "counter": self.counter}
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    """One topic as a broker reports it: how many queues, which permissions."""
-
-    topic_name: str
-    read_queue_nums: int = DEFAULT_QUEUE_NUMS
-    write_queue_nums: int = DEFAULT_QUEUE_NUMS
-    perm: int = PERM_READ_WRITE
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topicName": self.topic_name,
-            "readQueueNums": self.read_queue_nums,
-            "writeQueueNums": self.write_queue_nums,
-            "perm": self.perm,
-            "topicFilterType": self.topic_filter_type,
-            "topicSysFlag": self.topic_sys_flag,
-            "order": self.order,
-        }
 
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerBody:
     topic_configs: tuple[TopicConfig, ...] = ()
-    data_version: DataVersion = DataVersion()
+    data_version: DataVersion = field(default_factory=DataVersion)
     filter_servers: tuple[str, ...] = ()
 
 
@@ -123,14 +81,14 @@ def decode_register_body(body: bytes, *, compressed: bool) -> RegisterBrokerBody
         body = _inflate(body)
         if not body.lstrip().startswith(b"{"):
             return _decode_java_compressed(body)
-    return _register_body_from_json(_load_json(body, "RegisterBrokerBody"))
+    return _register_body_from_json(load_json(body, "RegisterBrokerBody"))
 
 
 def decode_data_version(body: bytes) -> DataVersion:
     """QUERY_DATA_VERSION's body: one DataVersion object."""
     if not body:
         raise BodyError("QUERY_DATA_VERSION needs a DataVersion body")
-    return _data_version(_load_json(body, "DataVersion"), "DataVersion")
+    return DataVersion.from_json(load_json(body, "DataVersion"), "DataVersion")
 
 
 def _inflate(body: bytes) -> bytes:
@@ -146,74 +104,39 @@ def _inflate(body: bytes) -> bytes:
     return out
 
 
-def _load_json(body: bytes, what: str) -> Any:
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BodyError(f"{what} is not valid JSON: {exc}") from None
-
-
-def _register_body_from_json(obj: Any) -> RegisterBrokerBody:
-    _require_object(obj, "RegisterBrokerBody")
-    wrapper = obj.get("topicConfigSerializeWrapper")
-    if wrapper is None:
-        wrapper = {}
-    _require_object(wrapper, "topicConfigSerializeWrapper")
-    table = wrapper.get("topicConfigTable")
-    if table is None:
-        table = {}
-    _require_object(table, "topicConfigTable")
-    configs = tuple(_topic_config(key, value) for key, value in table.items())
+def _register_body_from_json(raw: Any) -> RegisterBrokerBody:
+    raw = obj(raw, "RegisterBrokerBody")
+    wrapper = obj(_absent_is_empty(raw.get("topicConfigSerializeWrapper")), "topicConfigSerializeWrapper")
+    table = obj(_absent_is_empty(wrapper.get("topicConfigTable")), "topicConfigTable")
+    configs = tuple(_topic_config(value, f"topicConfigTable[{key!r}]", key) for key, value in table.items())
     version = wrapper.get("dataVersion")
-    data_version = DataVersion() if version is None else _data_version(version, "dataVersion")
-    return RegisterBrokerBody(configs, data_version, _filter_servers(obj.get("filterServerList")))
+    data_version = DataVersion() if version is None else DataVersion.from_json(version)
+    return RegisterBrokerBody(configs, data_version, _filter_servers(raw.get("filterServerList")))
 
 
-def _topic_config(key: str, obj: Any) -> TopicConfig:
-    where = f"topicConfigTable[{key!r}]"
-    _require_object(obj, where)
-    name = obj.get("topicName", key)
-    _check_topic_name(name, where)
-    filter_type = obj.get("topicFilterType", "SINGLE_TAG")
-    if filter_type not in TOPIC_FILTER_TYPES:
-        raise BodyError(f"{where}.topicFilterType={filter_type!r}: expected SINGLE_TAG or MULTI_TAG")
-    order = obj.get("order", False)
-    if not isinstance(order, bool):
-        raise BodyError(f"{where}.order={order!r}: expected true or false")
-    return TopicConfig(
-        topic_name=name,
-        read_queue_nums=_int32(obj, "readQueueNums", DEFAULT_QUEUE_NUMS, where),
-        write_queue_nums=_int32(obj, "writeQueueNums", DEFAULT_QUEUE_NUMS, where),
-        perm=_perm(_int32(obj, "perm", PERM_READ_WRITE, where), where),
-        topic_filter_type=filter_type,
-        topic_sys_flag=_int32(obj, "topicSysFlag", 0, where),
-        order=order,
-    )
+def _absent_is_empty(value: Any) -> Any:
+    return {} if value is None else value
 
 
-def _data_version(obj: Any, where: str) -> DataVersion:
-    _require_object(obj, where)
-    return DataVersion(
-        timestamp=_int64(obj, "timestamp", where),
-        counter=_int64(obj, "counter", where),
-        state_version=_int64(obj, "stateVersion", where),
-    )
+def _topic_config(raw: Any, where: str, key: str | None = None) -> TopicConfig:
+    """A TopicConfig as registered: the shared rules, and a name this registry can hold."""
+    config = TopicConfig.from_json(raw, where, name=key)
+    if not config.topic_name or len(config.topic_name) > MAX_TOPIC_NAME_LENGTH:
+        raise BodyError(f"{where}: topic name must be a non-empty string of at most "
+                        f"{MAX_TOPIC_NAME_LENGTH} characters")
+    return config
 
 
 def _filter_servers(raw: Any) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
-        raise BodyError("filterServerList must be a list of strings")
-    return tuple(raw)
+    return () if raw is None else strings(raw, "filterServerList")
 
 
 def _decode_java_compressed(data: bytes) -> RegisterBrokerBody:
     reader = _Reader(data)
-    version = _data_version(_load_json(reader.chunk("dataVersion"), "dataVersion"), "dataVersion")
+    version = DataVersion.from_json(load_json(reader.chunk("dataVersion"), "dataVersion"))
     count = reader.length("topic count")
     configs = tuple(_topic_config_from_text(reader.chunk("topic config")) for _ in range(count))
-    servers = _filter_servers(_load_json(reader.chunk("filterServerList"), "filterServerList"))
+    servers = _filter_servers(load_json(reader.chunk("filterServerList"), "filterServerList"))
     # RocketMQ 5 may append static-topic mappings after this point; they are not used here.
     return RegisterBrokerBody(configs, version, servers)
 
@@ -229,16 +152,17 @@ def _topic_config_from_text(raw: bytes) -> TopicConfig:
         raise BodyError(f"compressed topic config {text[:80]!r} has fewer than 5 fields")
     name, read, write, perm, filter_type = parts[:5]
     where = f"topic config {name[:80]!r}"
-    _check_topic_name(name, where)
-    if filter_type not in TOPIC_FILTER_TYPES:
-        raise BodyError(f"{where}: topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG")
-    return TopicConfig(
-        topic_name=name,
-        read_queue_nums=_text_int32(read, "readQueueNums", where),
-        write_queue_nums=_text_int32(write, "writeQueueNums", where),
-        perm=_perm(_text_int32(perm, "perm", where), where),
-        topic_filter_type=filter_type,
-    )
+    fields = {"topicName": name, "readQueueNums": _text_int(read, "readQueueNums", where),
+              "writeQueueNums": _text_int(write, "writeQueueNums", where), "perm": _text_int(perm, "perm", where),
+              "topicFilterType": filter_type}
+    return _topic_config(fields, where)
+
+
+def _text_int(text: str, key: str, where: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise BodyError(f"{where}: {key} {text[:20]!r} is not an integer") from None
 
 
 class _Reader:
@@ -264,50 +188,6 @@ class _Reader:
         out = self._data[self._pos : self._pos + size]
         self._pos += size
         return out
-
-
-# --- field checks ---------------------------------------------------------------------------------
-
-
-def _require_object(obj: Any, where: str) -> None:
-    if not isinstance(obj, dict):
-        raise BodyError(f"{where} must be a JSON object, not {type(obj).__name__}")
-
-
-def _check_topic_name(name: Any, where: str) -> None:
-    if not isinstance(name, str) or not name or len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise BodyError(f"{where}: topic name must be a non-empty string of at most "
-                        f"{MAX_TOPIC_NAME_LENGTH} characters")
-
-
-def _int32(obj: Mapping[str, Any], key: str, default: int, where: str) -> int:
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT32_MAX:
-        raise BodyError(f"{where}.{key}={value!r}: expected a non-negative 32-bit integer")
-    return value
-
-
-def _int64(obj: Mapping[str, Any], key: str, where: str) -> int:
-    value = obj.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
-        raise BodyError(f"{where}.{key}={value!r}: expected a 64-bit integer")
-    return value
-
-
-def _text_int32(text: str, key: str, where: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise BodyError(f"{where}: {key} {text!r} is not an integer") from None
-    if not 0 <= value <= _INT32_MAX:
-        raise BodyError(f"{where}: {key} {value} is not a non-negative 32-bit integer")
-    return value
-
-
-def _perm(value: int, where: str) -> int:
-    if value > 7:
-        raise BodyError(f"{where}: perm {value} has bits beyond READ|WRITE|INHERIT")
-    return value
 
 
 # --- encoding (what a broker sends; the tests and the broker use these) ---------------------------

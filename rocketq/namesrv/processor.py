@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketq.namesrv import bodies
-from rocketq.namesrv.bodies import BodyError
 from rocketq.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfig, KVConfigError
 from rocketq.namesrv.routes import Registration, RouteError, RouteTable
 from rocketq.protocol import headers
+from rocketq.protocol.bodies import BodyError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError

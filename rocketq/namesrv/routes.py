@@ -29,7 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketq.namesrv.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from rocketq.namesrv.bodies import RegisterBrokerBody
+from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import MASTER_ID, Perm
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 
 from rocketq.namesrv import bodies
-from rocketq.namesrv.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from rocketq.namesrv.bodies import RegisterBrokerBody
 from rocketq.protocol import headers
+from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.namesrv import bodies
-from rocketq.namesrv.bodies import BodyError, DataVersion, RegisterBrokerBody, TopicConfig
+from rocketq.namesrv.bodies import RegisterBrokerBody
+from rocketq.protocol.bodies import BodyError, DataVersion, TopicConfig
 
 JAVA_JSON = (
     b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"timestamp":1700000000000},'
