@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 
 from rocketq.broker.clients import ClientManager
-from rocketq.broker.groups import GroupError, SubscriptionGroupConfig, SubscriptionGroupManager
+from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
-from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError
+from rocketq.broker.topics import TopicConfigManager, TopicError
+from rocketq.protocol import bodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -101,7 +102,7 @@ class AdminHandlers:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is conflict with system topic."
             )
-        config = TopicConfig(
+        config = bodies.TopicConfig(
             header.topic,
             header.read_queue_nums,
             header.write_queue_nums,
@@ -126,11 +127,7 @@ class AdminHandlers:
         return request.response(ResponseCode.SUCCESS)
 
     async def all_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        body = {
-            "topicConfigTable": {name: c.to_json() for name, c in self._topics.table.items()},
-            "dataVersion": self._topics.data_version.to_json(),
-        }
-        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._topics.to_json()))
 
     async def topic_stats(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = TopicHeader.from_ext(request.ext_fields)
@@ -157,9 +154,9 @@ class AdminHandlers:
 
     async def create_group(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
-            config = SubscriptionGroupConfig.from_json(orjson.loads(request.body))
+            config = bodies.SubscriptionGroupConfig.from_json(bodies.load_json(request.body, "body"))
             self._groups.upsert(config)
-        except (orjson.JSONDecodeError, GroupError) as exc:
+        except (bodies.BodyError, GroupError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
         return request.response(ResponseCode.SUCCESS)
 

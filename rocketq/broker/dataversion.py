@@ -1,35 +1,43 @@
-"""DataVersion: the (timestamp, counter) stamp RocketMQ puts on topic and group tables.
+"""The broker's stamps on its topic and group tables: ``DataVersion`` on the wall clock.
 
-The name server rebuilds a broker's routes only when the stamp it registers with changed.
+The value itself (timestamp, counter, stateVersion, its JSON) is ``rocketq.protocol.bodies``,
+shared with the name servers, which rebuild a broker's routes only when the stamp it registers
+with changed. What is the broker's own: the clock the stamps are taken from, and that a table
+file whose stamp cannot be read still loads, under a fresh stamp (a new stamp only makes the
+name servers rebuild once; refusing the file would lose its topics).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from rocketq.protocol.bodies import BodyError, DataVersion
 
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    timestamp: int
-    counter: int = 0
+log = logging.getLogger(__name__)
 
-    @classmethod
-    def new(cls) -> DataVersion:
-        return cls(int(time.time() * 1000), 0)
 
-    def next(self) -> DataVersion:
-        return DataVersion(int(time.time() * 1000), self.counter + 1)
+def fresh() -> DataVersion:
+    return DataVersion.new(_now_ms())
 
-    def to_json(self) -> dict[str, Any]:
-        return {"timestamp": self.timestamp, "counter": self.counter}
 
-    @classmethod
-    def from_json(cls, raw: Any) -> DataVersion:
-        if not isinstance(raw, dict):
-            return cls.new()
-        counter = raw.get("counter", 0)
-        if isinstance(counter, dict):  # Java serializes AtomicLong as {"value": n} in some versions
-            counter = counter.get("value", 0)
-        return cls(int(raw.get("timestamp", 0)), int(counter))
+def bump(version: DataVersion) -> DataVersion:
+    """The stamp after a change: now, one more change."""
+    return version.next(_now_ms())
+
+
+def loaded(raw: Any, path: Path) -> DataVersion:
+    """The stamp a table file holds, or a fresh one when it has none or an unreadable one."""
+    if raw is None:
+        return fresh()
+    try:
+        return DataVersion.from_json(raw)
+    except BodyError as exc:
+        log.warning("unreadable dataVersion in %s, starting a new one: %s", path, exc)
+        return fresh()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

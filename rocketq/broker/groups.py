@@ -3,102 +3,53 @@
 A group decides whether it may consume at all, whether it is broadcast, how many times a failed
 message is retried before the DLQ, and how many retry queues it has. Groups are created by
 admins (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) or, with ``autoCreateSubscriptionGroup``, on a
-consumer's first heartbeat.
+consumer's first heartbeat. The ``SubscriptionGroupConfig`` value, its JSON and its rules are
+``rocketq.protocol.bodies``, shared with admin tools; the broker applies them with its own
+``GroupError``, whose text becomes the remark of the refusing response.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from rocketq.broker.dataversion import DataVersion
+from rocketq.broker import dataversion
+from rocketq.protocol import names
+from rocketq.protocol.bodies import BodyError, SubscriptionGroupConfig
 from rocketq.store import configfiles
 
 log = logging.getLogger(__name__)
 
-GROUP_NAME_PATTERN: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_GROUP_LENGTH: Final = 255
 
-
-class GroupError(ValueError):
-    """A group name or configuration is not acceptable."""
+class GroupError(names.RuleError):
+    """A group name or configuration is not acceptable; its text is the broker's remark."""
 
 
 def validate_group_name(group: str) -> None:
-    if not group or len(group) > MAX_GROUP_LENGTH or not GROUP_NAME_PATTERN.match(group):
-        raise GroupError(f"group {group[:40]!r} must match [%|a-zA-Z0-9_-]{{1,{MAX_GROUP_LENGTH}}}")
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    _WIRE = (
-        ("group_name", "groupName"),
-        ("consume_enable", "consumeEnable"),
-        ("consume_from_min_enable", "consumeFromMinEnable"),
-        ("consume_broadcast_enable", "consumeBroadcastEnable"),
-        ("retry_queue_nums", "retryQueueNums"),
-        ("retry_max_times", "retryMaxTimes"),
-        ("broker_id", "brokerId"),
-        ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
-        ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
-    )
-
-    def validate(self) -> None:
-        validate_group_name(self.group_name)
-        if not 0 <= self.retry_queue_nums <= 64:
-            raise GroupError(f"retryQueueNums={self.retry_queue_nums} outside [0, 64]")
-        if not -1 <= self.retry_max_times <= 64:
-            raise GroupError(f"retryMaxTimes={self.retry_max_times} outside [-1, 64]")
-
-    def to_json(self) -> dict[str, Any]:
-        return {wire: getattr(self, name) for name, wire in self._WIRE}
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> SubscriptionGroupConfig:
-        if not isinstance(raw, dict) or not isinstance(raw.get("groupName"), str):
-            raise GroupError("subscription group config needs a groupName string")
-        kwargs: dict[str, Any] = {}
-        defaults = cls(group_name=raw["groupName"])
-        for name, wire in cls._WIRE:
-            value = raw.get(wire, getattr(defaults, name))
-            expected = type(getattr(defaults, name))
-            if expected is bool and not isinstance(value, bool):
-                raise GroupError(f"{wire} must be a boolean")
-            if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
-                raise GroupError(f"{wire} must be an integer")
-            kwargs[name] = value
-        return cls(**kwargs)
+    names.check_group(group, GroupError)
 
 
 class SubscriptionGroupManager:
     def __init__(self, path: Path) -> None:
         self._path = path
         self.table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = DataVersion.new()
+        self.data_version = dataversion.fresh()
 
     def load(self) -> None:
         raw = configfiles.read_json(self._path)
-        if not isinstance(raw, dict):
+        if raw is None:
             return
-        for name, entry in (raw.get("subscriptionGroupTable") or {}).items():
+        table = (raw.get("subscriptionGroupTable") or {}) if isinstance(raw, dict) else None
+        if not isinstance(table, dict):
+            log.warning("ignoring %s: not a subscriptionGroupTable wrapper", self._path)
+            return
+        for name, entry in table.items():
             try:
-                self.table[name] = SubscriptionGroupConfig.from_json(entry)
-            except GroupError as exc:
+                self.table[name] = SubscriptionGroupConfig.from_json(entry, f"subscriptionGroupTable[{name!r}]")
+            except BodyError as exc:
                 log.warning("ignoring unreadable group %r in %s: %s", name, self._path, exc)
-        self.data_version = DataVersion.from_json(raw.get("dataVersion"))
+        self.data_version = dataversion.loaded(raw.get("dataVersion"), self._path)
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)
@@ -110,17 +61,17 @@ class SubscriptionGroupManager:
         return config
 
     def upsert(self, config: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
-        config.validate()
+        config.validate(GroupError)
         if self.table.get(config.group_name) != config:
             self.table[config.group_name] = config
-            self.data_version = self.data_version.next()
+            self.data_version = dataversion.bump(self.data_version)
             self.persist()
         return config
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
-        self.data_version = self.data_version.next()
+        self.data_version = dataversion.bump(self.data_version)
         self.persist()
         return True
 

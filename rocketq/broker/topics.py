@@ -4,85 +4,32 @@ A topic's queues exist on a broker once it is in this table. Topics are created 
 (UPDATE_AND_CREATE_TOPIC), on first send when ``autoCreateTopicEnable`` lets a producer borrow
 ``TBW102``, or by the broker itself for system topics (%RETRY%group on a consumer heartbeat).
 Every change bumps the ``DataVersion`` so the name servers rebuild routes on the next register.
+The ``TopicConfig`` value, its JSON and its rules are ``rocketq.protocol.bodies`` (shared with
+name servers and admin tools); a broker applies them with its own ``TopicError``, whose text
+becomes the remark of the refusing response, and keeps a topic whose queue counts are zero.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from rocketq.broker.dataversion import DataVersion
-from rocketq.protocol import codes
+from rocketq.broker import dataversion
+from rocketq.protocol import codes, names
+from rocketq.protocol.bodies import BodyError, TopicConfig
 from rocketq.store import configfiles
 
 log = logging.getLogger(__name__)
 
-TOPIC_NAME_PATTERN: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH: Final = 127
-MAX_QUEUE_NUMS: Final = 1024
 
-
-class TopicError(ValueError):
-    """A topic name or configuration is not acceptable."""
+class TopicError(names.RuleError):
+    """A topic name or configuration is not acceptable; its text is the broker's remark."""
 
 
 def validate_topic_name(topic: str) -> None:
-    if not topic:
-        raise TopicError("topic is blank")
-    if len(topic) > MAX_TOPIC_LENGTH:
-        raise TopicError(f"topic {topic[:20]}... is longer than {MAX_TOPIC_LENGTH} characters")
-    if not TOPIC_NAME_PATTERN.match(topic):
-        raise TopicError(f"topic {topic!r} contains characters outside [%|a-zA-Z0-9_-]")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = codes.PERM_READ_WRITE
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    def validate(self) -> None:
-        validate_topic_name(self.topic_name)
-        for name, n in (("readQueueNums", self.read_queue_nums), ("writeQueueNums", self.write_queue_nums)):
-            if not 0 <= n <= MAX_QUEUE_NUMS:
-                raise TopicError(f"{name}={n} outside [0, {MAX_QUEUE_NUMS}]")
-        if self.perm & ~7:
-            raise TopicError(f"perm={self.perm} is not a combination of READ(4) WRITE(2) INHERIT(1)")
-
-    @property
-    def queue_count(self) -> int:
-        return max(self.read_queue_nums, self.write_queue_nums)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topicName": self.topic_name,
-            "readQueueNums": self.read_queue_nums,
-            "writeQueueNums": self.write_queue_nums,
-            "perm": self.perm,
-            "topicFilterType": self.topic_filter_type,
-            "topicSysFlag": self.topic_sys_flag,
-            "order": self.order,
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> TopicConfig:
-        return cls(
-            topic_name=str(raw["topicName"]),
-            read_queue_nums=int(raw.get("readQueueNums", 16)),
-            write_queue_nums=int(raw.get("writeQueueNums", 16)),
-            perm=int(raw.get("perm", codes.PERM_READ_WRITE)),
-            topic_filter_type=str(raw.get("topicFilterType", "SINGLE_TAG")),
-            topic_sys_flag=int(raw.get("topicSysFlag", 0)),
-            order=bool(raw.get("order", False)),
-        )
+    names.check_topic(topic, TopicError)
 
 
 class TopicConfigManager:
@@ -92,19 +39,22 @@ class TopicConfigManager:
         self._path = path
         self._on_change = on_change
         self.table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion.new()
+        self.data_version = dataversion.fresh()
 
     def load(self) -> None:
         raw = configfiles.read_json(self._path)
         if raw is None:
             return
-        table = raw.get("topicConfigTable", {}) if isinstance(raw, dict) else {}
+        table = (raw.get("topicConfigTable") or {}) if isinstance(raw, dict) else None
+        if not isinstance(table, dict):
+            log.warning("ignoring %s: not a topicConfigTable wrapper", self._path)
+            return
         for name, entry in table.items():
             try:
-                self.table[name] = TopicConfig.from_json(entry)
-            except (KeyError, TypeError, ValueError) as exc:
+                self.table[name] = TopicConfig.from_json(entry, f"topicConfigTable[{name!r}]")
+            except BodyError as exc:
                 log.warning("ignoring unreadable topic %r in %s: %s", name, self._path, exc)
-        self.data_version = DataVersion.from_json(raw.get("dataVersion"))
+        self.data_version = dataversion.loaded(raw.get("dataVersion"), self._path)
 
     def ensure_system_topics(
         self, cluster: str, broker_name: str, *, auto_create: bool, trace_topic: str | None
@@ -132,7 +82,7 @@ class TopicConfigManager:
         return self.table.get(topic)
 
     def upsert(self, config: TopicConfig) -> TopicConfig:
-        config.validate()
+        config.validate(TopicError)
         if self.table.get(config.topic_name) != config:
             self.table[config.topic_name] = config
             self._changed()
@@ -174,15 +124,15 @@ class TopicConfigManager:
             table[name] = entry
         return {"topicConfigTable": table, "dataVersion": self.data_version.to_json()}
 
+    def to_json(self) -> dict[str, Any]:
+        """topics.json, and the GET_ALL_TOPIC_CONFIG answer: every topic as it is configured."""
+        return self.serialize_wrapper(codes.PERM_READ_WRITE)
+
     def persist(self) -> None:
-        body = {
-            "topicConfigTable": {name: c.to_json() for name, c in self.table.items()},
-            "dataVersion": self.data_version.to_json(),
-        }
-        configfiles.write_json_atomic(self._path, body)
+        configfiles.write_json_atomic(self._path, self.to_json())
 
     def _changed(self) -> None:
-        self.data_version = self.data_version.next()
+        self.data_version = dataversion.bump(self.data_version)
         self.persist()
         if self._on_change is not None:
             self._on_change()
