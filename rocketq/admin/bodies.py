@@ -7,6 +7,11 @@ function builds a request body. The shapes are RocketMQ's (``TopicConfig``,
 runtime ``table``, the properties text of GET/UPDATE_BROKER_CONFIG), read through
 ``rocketq.admin.fastjson`` so a Java server's bodies parse as well as ours.
 
+``TopicConfig``, ``SubscriptionGroupConfig`` (here ``GroupConfig``), the field readers and the
+name and permission rules are ``rocketq.protocol``'s, shared with brokers and name servers. What
+is admin's own is the boundary: ``check_*`` and ``validate`` raise ``ArgumentError``, which
+``rocketq admin`` reports as a usage error, and a topic is created with at least one queue.
+
 Routes and cluster info are in ``routes``; offset tables keyed by queue in ``stats``. Nothing here
 does I/O.
 """
@@ -16,140 +21,61 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import orjson
 
 from rocketq.admin import fastjson
 from rocketq.admin.errors import ArgumentError, BodyError
-from rocketq.protocol import codes
-
-NAME_PATTERN: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-"""Topic and group names RocketMQ accepts (``TopicValidator``)."""
-MAX_TOPIC_LENGTH: Final = 127
-MAX_GROUP_LENGTH: Final = 255
-MAX_QUEUE_NUMS: Final = 1024
-"""Queues per topic per broker that ``rocketq admin`` lets through (the broker enforces the same)."""
-PERM_NAMES: Final = {0: "---", 1: "--X", 2: "-W-", 4: "R--", 6: "RW-", 7: "RWX", 3: "-WX", 5: "R-X"}
-
+from rocketq.protocol import bodies as shared
+from rocketq.protocol import names
+from rocketq.protocol.bodies import MAX_QUEUE_NUMS as MAX_QUEUE_NUMS
+from rocketq.protocol.bodies import integer, obj, strings, text
 
 # --- names -----------------------------------------------------------------------------------
 
 
 def check_topic(topic: str) -> str:
-    if not topic or len(topic) > MAX_TOPIC_LENGTH or not NAME_PATTERN.match(topic):
-        raise ArgumentError(f"topic {topic[:40]!r} must be 1-{MAX_TOPIC_LENGTH} characters of [%|a-zA-Z0-9_-]")
-    return topic
+    return names.check_topic(topic, ArgumentError)
 
 
 def check_group(group: str) -> str:
-    if not group or len(group) > MAX_GROUP_LENGTH or not NAME_PATTERN.match(group):
-        raise ArgumentError(f"group {group[:40]!r} must be 1-{MAX_GROUP_LENGTH} characters of [%|a-zA-Z0-9_-]")
-    return group
+    return names.check_group(group, ArgumentError)
 
 
 def check_perm(perm: int) -> int:
-    if perm & ~7 or perm < 0:
-        raise ArgumentError(f"perm {perm} is not a combination of 4 (read), 2 (write), 1 (inherit)")
-    return perm
+    return names.check_perm(perm, ArgumentError)
 
 
 def perm_name(perm: int) -> str:
-    return PERM_NAMES.get(perm, str(perm))
+    return names.perm_name(perm)
 
 
-# --- reading JSON fields -----------------------------------------------------------------------
+# --- reading bodies ----------------------------------------------------------------------------
 
 
 def load(body: bytes, what: str) -> Any:
+    """A Java server's body: JSON, or fastjson's object and number keys."""
     try:
         return fastjson.loads(body)
     except fastjson.FastJsonError as exc:
         raise BodyError(f"{what}: {exc}") from None
 
 
-def obj(value: Any, what: str) -> dict[Any, Any]:
-    if not isinstance(value, dict):
-        raise BodyError(f"{what} is not an object")
-    return value
-
-
-def text(raw: Mapping[Any, Any], key: str, what: str, default: str | None = None) -> str:
-    value = raw.get(key, default)
-    if not isinstance(value, str):
-        raise BodyError(f"{what}.{key} is not a string")
-    return value
-
-
-def integer(raw: Mapping[Any, Any], key: str, what: str, default: int | None = None) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BodyError(f"{what}.{key} is not an integer")
-    return value
-
-
-def number(raw: Mapping[Any, Any], key: str, what: str, default: float | None = None) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BodyError(f"{what}.{key} is not a number")
-    return float(value)
-
-
-def flag(raw: Mapping[Any, Any], key: str, what: str, default: bool | None = None) -> bool:
-    value = raw.get(key, default)
-    if not isinstance(value, bool):
-        raise BodyError(f"{what}.{key} is not a boolean")
-    return value
-
-
-def strings(value: Any, what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BodyError(f"{what} is not a list of strings")
-    return tuple(value)
-
-
 # --- topics -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    """A topic's queues and permission on one broker (``TopicConfig.java``)."""
+class TopicConfig(shared.TopicConfig):
+    """A topic's queues and permission on one broker, as ``rocketq admin`` sends it.
 
-    topic_name: str
-    read_queue_nums: int = 8
-    write_queue_nums: int = 8
-    perm: int = codes.PERM_READ_WRITE
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
+    The shared value; only ``validate`` differs: it raises ArgumentError (nothing was sent)
+    and refuses a topic without queues, which a broker would accept but no one means to create.
+    """
 
-    def validate(self) -> TopicConfig:
-        check_topic(self.topic_name)
-        for name, n in (("readQueueNums", self.read_queue_nums), ("writeQueueNums", self.write_queue_nums)):
-            if not 1 <= n <= MAX_QUEUE_NUMS:
-                raise ArgumentError(f"{name} {n} outside [1, {MAX_QUEUE_NUMS}]")
-        check_perm(self.perm)
-        return self
+    __slots__ = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topicName": self.topic_name, "readQueueNums": self.read_queue_nums,
-            "writeQueueNums": self.write_queue_nums, "perm": self.perm,
-            "topicFilterType": self.topic_filter_type, "topicSysFlag": self.topic_sys_flag, "order": self.order,
-        }
-
-    @classmethod
-    def from_json(cls, raw: Any, what: str = "topicConfig") -> TopicConfig:
-        raw = obj(raw, what)
-        return cls(
-            topic_name=text(raw, "topicName", what),
-            read_queue_nums=integer(raw, "readQueueNums", what, 16),
-            write_queue_nums=integer(raw, "writeQueueNums", what, 16),
-            perm=integer(raw, "perm", what, codes.PERM_READ_WRITE),
-            topic_filter_type=text(raw, "topicFilterType", what, "SINGLE_TAG"),
-            topic_sys_flag=integer(raw, "topicSysFlag", what, 0),
-            order=flag(raw, "order", what, False),
-        )
+    def validate(self, error: type[Exception] = ArgumentError, *, min_queue_nums: int = 1) -> Self:
+        return super().validate(error, min_queue_nums=min_queue_nums)
 
 
 def parse_topic_list(body: bytes) -> tuple[str, ...]:
@@ -168,58 +94,19 @@ def parse_topic_config_table(body: bytes) -> dict[str, TopicConfig]:
 # --- subscription groups ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class GroupConfig:
-    """A consumer group's settings on one broker (``SubscriptionGroupConfig.java``)."""
+class GroupConfig(shared.SubscriptionGroupConfig):
+    """A consumer group's settings on one broker, as ``rocketq admin`` sends it.
 
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = codes.MASTER_ID
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
+    The shared value; ``validate`` raises ArgumentError (nothing was sent).
+    """
 
-    _WIRE = (
-        ("group_name", "groupName"), ("consume_enable", "consumeEnable"),
-        ("consume_from_min_enable", "consumeFromMinEnable"), ("consume_broadcast_enable", "consumeBroadcastEnable"),
-        ("retry_queue_nums", "retryQueueNums"), ("retry_max_times", "retryMaxTimes"), ("broker_id", "brokerId"),
-        ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
-        ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
-    )
+    __slots__ = ()
 
-    def validate(self) -> GroupConfig:
-        check_group(self.group_name)
-        if not 0 <= self.retry_queue_nums <= 64:
-            raise ArgumentError(f"retryQueueNums {self.retry_queue_nums} outside [0, 64]")
-        if not -1 <= self.retry_max_times <= 64:
-            raise ArgumentError(f"retryMaxTimes {self.retry_max_times} outside [-1, 64]")
-        if self.broker_id < 0 or self.which_broker_when_consume_slowly < 0:
-            raise ArgumentError("brokerId and whichBrokerWhenConsumeSlowly must not be negative")
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        return {wire: getattr(self, name) for name, wire in self._WIRE}
+    def validate(self, error: type[Exception] = ArgumentError) -> Self:
+        return super().validate(error)
 
     def body(self) -> bytes:
         return orjson.dumps(self.to_json())
-
-    @classmethod
-    def from_json(cls, raw: Any, what: str = "subscriptionGroupConfig") -> GroupConfig:
-        raw = obj(raw, what)
-        defaults = cls(group_name="")
-        values: dict[str, Any] = {}
-        for name, wire in cls._WIRE:
-            default = getattr(defaults, name)
-            if name == "group_name":
-                values[name] = text(raw, wire, what)
-            elif isinstance(default, bool):
-                values[name] = flag(raw, wire, what, default)
-            else:
-                values[name] = integer(raw, wire, what, default)
-        return cls(**values)
 
 
 def parse_group_table(body: bytes) -> dict[str, GroupConfig]:

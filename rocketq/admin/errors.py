@@ -6,7 +6,8 @@ Three kinds, kept apart because a caller reacts differently to each:
   RocketMQ's numeric code, its name (``TOPIC_NOT_EXIST``) and the server's remark, so a person
   reading ``rocketq admin`` output sees the same words mqadmin would show.
 * ``BodyError``: the server answered SUCCESS but with a body or header this client cannot read;
-  the server (or something in between) is not speaking RocketMQ's shapes.
+  the server (or something in between) is not speaking RocketMQ's shapes. It is
+  ``rocketq.protocol.bodies.BodyError`` itself, so the shared readers' errors need no translation.
 * ``ArgumentError``: the caller asked for something that cannot be sent (a blank topic, a
   queue count out of range, a cluster nobody knows); nothing was changed.
 * ``UnavailableError``: the request is fine but no server that could answer it is online (a
@@ -18,6 +19,7 @@ Transport failures (no connection, timeout) stay ``rocketq.remoting.errors.Remot
 
 from __future__ import annotations
 
+from rocketq.protocol.bodies import BodyError as BodyError
 from rocketq.protocol.codes import ResponseCode
 
 
@@ -44,10 +46,6 @@ class AdminError(Exception):
     def __str__(self) -> str:
         text = f"{self.name} ({self.code})"
         return f"{text}: {self.remark}" if self.remark else text
-
-
-class BodyError(ValueError):
-    """A successful answer whose body or header is not the shape RocketMQ defines."""
 
 
 class ArgumentError(ValueError):

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketq.admin import bodies
-from rocketq.admin.bodies import integer, obj, text
-from rocketq.admin.errors import BodyError
+from rocketq.protocol.bodies import BodyError, integer, obj, strings, text
 from rocketq.protocol.codes import MASTER_ID
 
 
@@ -161,5 +160,5 @@ def parse_cluster_info(body: bytes) -> ClusterInfo:
                            key=lambda b: b.broker_name))
     clusters = []
     for name, members in obj(raw.get("clusterAddrTable", {}), "clusterAddrTable").items():
-        clusters.append((str(name), tuple(sorted(bodies.strings(members, f"clusterAddrTable[{name}]")))))
+        clusters.append((str(name), tuple(sorted(strings(members, f"clusterAddrTable[{name}]")))))
     return ClusterInfo(brokers, tuple(sorted(clusters)))

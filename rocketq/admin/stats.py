@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketq.admin import bodies, fastjson
-from rocketq.admin.bodies import integer, obj, text
-from rocketq.admin.errors import BodyError
+from rocketq.protocol.bodies import BodyError, integer, number, obj, text
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -124,7 +123,7 @@ def parse_consume_stats(body: bytes) -> ConsumeStats:
         value = obj(value, what)
         out.append((mq, OffsetWrapper(integer(value, "brokerOffset", what), integer(value, "consumerOffset", what),
                                       integer(value, "lastTimestamp", what, 0))))
-    return ConsumeStats(tuple(out), bodies.number(raw, "consumeTps", "consume stats", 0.0))
+    return ConsumeStats(tuple(out), number(raw, "consumeTps", "consume stats", 0.0))
 
 
 def merge_consume_stats(parts: Iterable[ConsumeStats]) -> ConsumeStats:
