@@ -1,35 +1,26 @@
-"""Topic and group names: what RocketMQ accepts, checked before anything goes on the wire.
+"""Topic and group names as the SDK checks them, before anything goes on the wire.
 
-RocketMQ's ``Validators``: a name is non-empty, made of letters, digits, ``_``, ``-``, ``%`` and
-``|``, at most 127 characters for a topic and 255 for a group. Producers may not send to the
-auto-create key topic (TBW102) or the scheduling topic; retry topics (``%RETRY%group``) are
+The rules and their messages are RocketMQ's (``rocketq.protocol.names``); what is the SDK's own
+is how it fails: a bad topic is a ``MessageError`` (the message cannot be sent), a bad group a
+``ClientStateError`` (a group is configuration, not a message). Producers may also not send to
+the auto-create key topic (TBW102) or the scheduling topic; retry topics (``%RETRY%group``) are
 valid names because the broker uses them to redeliver.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from rocketq.client.errors import ClientStateError, MessageError
+from rocketq.protocol import names
 from rocketq.protocol.codes import AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC
 
-TOPIC_MAX_LENGTH: Final = 127
-GROUP_MAX_LENGTH: Final = 255
-_VALID: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 FORBIDDEN_SEND_TOPICS: Final = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC})
 
 
 def check_topic(topic: object) -> str:
     """Return the topic, or raise MessageError saying what is wrong with it."""
-    if not isinstance(topic, str) or not topic.strip():
-        raise MessageError("the specified topic is blank")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise MessageError(f"the specified topic is longer than topic max length {TOPIC_MAX_LENGTH}")
-    if not _VALID.match(topic):
-        raise MessageError(
-            f"the specified topic [{topic}] contains illegal characters, allowing only {_VALID.pattern}")
-    return topic
+    return names.check_topic(topic, MessageError)
 
 
 def check_send_topic(topic: object) -> str:
@@ -40,12 +31,5 @@ def check_send_topic(topic: object) -> str:
 
 
 def check_group(group: object) -> str:
-    """Return the group, or raise ClientStateError (a group is configuration, not a message)."""
-    if not isinstance(group, str) or not group.strip():
-        raise ClientStateError("the specified group is blank")
-    if len(group) > GROUP_MAX_LENGTH:
-        raise ClientStateError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}")
-    if not _VALID.match(group):
-        raise ClientStateError(
-            f"the specified group [{group}] contains illegal characters, allowing only {_VALID.pattern}")
-    return group
+    """Return the group, or raise ClientStateError."""
+    return names.check_group(group, ClientStateError)
