@@ -10,8 +10,8 @@ Three values travel between every part of a cluster with the same JSON shape:
 * ``SubscriptionGroupConfig`` ``{"groupName", "consumeEnable", ...}``: a consumer group's
   settings on one broker, in subscriptionGroup.json and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
 
-The readers (``obj``, ``text``, ``integer``, ``non_negative_int32``, ``int64``, ``number``,
-``flag``, ``strings``) take an already decoded JSON value, a key and a ``where`` naming the place
+The readers (``obj``, ``text``, ``integer``, ``non_negative_int32``, ``permission``, ``int64``,
+``number``, ``flag``, ``strings``) take an already decoded JSON value, a key and a ``where`` naming the place
 in the body (``topicConfigTable['T']``), and return the typed value or raise ``BodyError``
 naming that place. They never coerce: ``"4"`` is not an integer and ``1`` is not a boolean.
 
@@ -87,6 +87,14 @@ def non_negative_int32(raw: Mapping[Any, Any], key: str, where: str, default: in
     value = _field(raw, key, where, default)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
         raise _wrong(where, key, value, "a non-negative 32-bit integer")
+    return value
+
+
+def permission(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
+    """A topic or broker permission: READ (4), WRITE (2), INHERIT (1), nothing else."""
+    value = non_negative_int32(raw, key, where, default)
+    if value & ~names.PERM_MASK:
+        raise BodyError(f"{where}: {key} {value} has bits beyond READ|WRITE|INHERIT")
     return value
 
 
@@ -210,14 +218,11 @@ class TopicConfig:
         filter_type = text(raw, "topicFilterType", where, "SINGLE_TAG")
         if filter_type not in TOPIC_FILTER_TYPES:
             raise BodyError(f"{where}.topicFilterType={filter_type[:_SHOWN]!r}: expected SINGLE_TAG or MULTI_TAG")
-        perm = non_negative_int32(raw, "perm", where, PERM_READ_WRITE)
-        if perm & ~names.PERM_MASK:
-            raise BodyError(f"{where}: perm {perm} has bits beyond READ|WRITE|INHERIT")
         return cls(
             topic_name=text(raw, "topicName", where, name),
             read_queue_nums=non_negative_int32(raw, "readQueueNums", where, DEFAULT_QUEUE_NUMS),
             write_queue_nums=non_negative_int32(raw, "writeQueueNums", where, DEFAULT_QUEUE_NUMS),
-            perm=perm,
+            perm=permission(raw, "perm", where, PERM_READ_WRITE),
             topic_filter_type=filter_type,
             topic_sys_flag=non_negative_int32(raw, "topicSysFlag", where, 0),
             order=flag(raw, "order", where, False),
