@@ -17,9 +17,9 @@ Everything here is a pure function from bytes to frozen values (or back); a body
 have the expected shape raises ``BodyError`` naming what is wrong. ``DataVersion``,
 ``TopicConfig``, ``BodyError`` and the field readers are ``rocketq.protocol.bodies``, shared with
 brokers and admin tools; what is the name server's own is the register body's layout and one
-rule: a registered topic name may be up to ``MAX_TOPIC_NAME_LENGTH`` long. The answers' shapes
-(TopicRouteData, ClusterInfo, TopicList, KVTable) are built by ``routes`` and ``kvconfig`` as
-plain dicts and serialised with ``encode``. Deliberately unsupported: fastjson's non-standard
+rule: a registered topic name may be up to ``MAX_TOPIC_NAME_LENGTH`` long. The answers are
+JSON-ready dicts serialised with ``encode``: ``routes`` writes TopicRouteData and ClusterInfo
+through ``rocketq.protocol.routedata``, ``kvconfig`` the KVTable, the handlers TopicList. Deliberately unsupported: fastjson's non-standard
 JSON (unquoted integer map keys), which a RocketMQ 5 broker only emits for static topics.
 """
 

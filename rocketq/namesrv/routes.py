@@ -13,6 +13,10 @@ Tables (RocketMQ's names):
   connection, heartbeat timeout)
 - ``filter_server_table``: brokerAddr -> [filter server addr]
 
+``QueueData``, ``BrokerData`` and the answers' shapes (``TopicRouteData``, ``ClusterInfo``) are
+``rocketq.protocol.routedata``, the same values clients and admin tools parse; they are
+immutable, so a change replaces a group's ``BrokerData`` rather than editing it.
+
 Rules kept from RocketMQ: a registration is also the broker's heartbeat; an address registered
 under another brokerId is replaced (a slave promoted to master leaves one record); queue data is
 rebuilt only from the master (brokerId 0) and only on first registration or a changed
@@ -26,52 +30,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rocketq.namesrv.bodies import RegisterBrokerBody
 from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import MASTER_ID, Perm
+from rocketq.protocol.routedata import BrokerData, ClusterInfo, QueueData, TopicRouteData
 
 
 class RouteError(ValueError):
     """A registration names something that cannot be a broker (empty name, bad id, bad address)."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueueData:
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int
-
-    @classmethod
-    def of(cls, broker_name: str, tc: TopicConfig) -> QueueData:
-        return cls(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "readQueueNums": self.read_queue_nums,
-            "writeQueueNums": self.write_queue_nums,
-            "perm": self.perm,
-            "topicSysFlag": self.topic_sys_flag,
-        }
-
-
-@dataclass(slots=True)
-class BrokerData:
-    """One broker group: its cluster and the address of each member by brokerId."""
-
-    cluster: str
-    broker_name: str
-    broker_addrs: dict[int, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        # Standard JSON object keys are strings; Java's fastjson reads "0" back as Long 0.
-        addrs = {str(broker_id): addr for broker_id, addr in sorted(self.broker_addrs.items())}
-        return {"cluster": self.cluster, "brokerName": self.broker_name, "brokerAddrs": addrs}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,17 +107,13 @@ class RouteTable:
     def _put_broker_addr(self, reg: Registration) -> bool:
         """Record the address under its id; True when this id (or the group) is new."""
         data = self.broker_addr_table.get(reg.broker_name)
-        first = data is None
-        if data is None:
-            data = BrokerData(reg.cluster, reg.broker_name)
-            self.broker_addr_table[reg.broker_name] = data
+        cluster = reg.cluster if data is None else data.cluster
         # One record per address: a slave promoted to master re-registers as id 0.
-        for broker_id, addr in list(data.broker_addrs.items()):
-            if addr == reg.broker_addr and broker_id != reg.broker_id:
-                del data.broker_addrs[broker_id]
-        previous = data.broker_addrs.get(reg.broker_id)
-        data.broker_addrs[reg.broker_id] = reg.broker_addr
-        return first or previous is None
+        addrs = {} if data is None else {i: a for i, a in data.addrs if a != reg.broker_addr or i == reg.broker_id}
+        previous = addrs.get(reg.broker_id)
+        addrs[reg.broker_id] = reg.broker_addr
+        self.broker_addr_table[reg.broker_name] = BrokerData.of(cluster, reg.broker_name, addrs)
+        return data is None or previous is None
 
     def _rebuild_queues(self, broker_name: str, configs: Iterable[TopicConfig]) -> None:
         reported = set()
@@ -161,7 +126,7 @@ class RouteTable:
                     self._drop_queue(topic, broker_name)
 
     def _master_of(self, reg: Registration) -> RegisterResult:
-        master_addr = self.broker_addr_table[reg.broker_name].broker_addrs.get(MASTER_ID)
+        master_addr = self.broker_addr_table[reg.broker_name].master_addr
         master = self.broker_live_table.get(master_addr) if master_addr else None
         if master is None:
             return RegisterResult()
@@ -190,8 +155,9 @@ class RouteTable:
         data = self.broker_addr_table.get(broker_name)
         if data is None:
             return
-        data.broker_addrs.pop(broker_id, None)
-        if data.broker_addrs:
+        remaining = {i: addr for i, addr in data.addrs if i != broker_id}
+        if remaining:
+            self.broker_addr_table[broker_name] = BrokerData.of(data.cluster, broker_name, remaining)
             return
         del self.broker_addr_table[broker_name]
         names = self.cluster_addr_table.get(cluster)
@@ -222,11 +188,12 @@ class RouteTable:
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         for name, data in list(self.broker_addr_table.items()):
-            for broker_id in [i for i, addr in data.broker_addrs.items() if addr == broker_addr]:
-                del data.broker_addrs[broker_id]
-            if not data.broker_addrs:
+            remaining = {i: addr for i, addr in data.addrs if addr != broker_addr}
+            if not remaining:
                 del self.broker_addr_table[name]
                 self._forget_group(name)
+            elif len(remaining) != len(data.addrs):
+                self.broker_addr_table[name] = BrokerData.of(data.cluster, name, remaining)
 
     def _forget_group(self, broker_name: str) -> None:
         for cluster, names in list(self.cluster_addr_table.items()):
@@ -272,28 +239,28 @@ class RouteTable:
     # --- queries --------------------------------------------------------------------------------
 
     def pick_route(self, topic: str) -> dict[str, Any] | None:
-        """TopicRouteData for a topic, or None when no live broker group holds it."""
+        """TopicRouteData's JSON for a topic, or None when no live broker group holds it."""
         queues = self.topic_queue_table.get(topic)
         if not queues:
             return None
         brokers = [self.broker_addr_table[name] for name in sorted(queues) if name in self.broker_addr_table]
         if not brokers:
             return None
-        filter_servers = {
-            addr: list(self.filter_server_table[addr])
-            for data in brokers for addr in data.broker_addrs.values() if addr in self.filter_server_table
-        }
-        return {
-            "queueDatas": [queues[name].to_json() for name in sorted(queues)],
-            "brokerDatas": [data.to_json() for data in brokers],
-            "filterServerTable": filter_servers,
-        }
+        filter_servers = sorted(
+            (addr, tuple(self.filter_server_table[addr]))
+            for data in brokers for _, addr in data.addrs if addr in self.filter_server_table
+        )
+        route = TopicRouteData(tuple(queues[name] for name in sorted(queues)), tuple(brokers),
+                               filter_servers=tuple(filter_servers))
+        return route.to_json()
 
     def cluster_info(self) -> dict[str, Any]:
-        return {
-            "brokerAddrTable": {name: data.to_json() for name, data in sorted(self.broker_addr_table.items())},
-            "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.cluster_addr_table.items())},
-        }
+        """ClusterInfo's JSON: every broker group, and each cluster's group names."""
+        info = ClusterInfo(
+            brokers=tuple(data for _, data in sorted(self.broker_addr_table.items())),
+            clusters=tuple((c, tuple(sorted(names))) for c, names in sorted(self.cluster_addr_table.items())),
+        )
+        return info.to_json()
 
     def all_topics(self) -> list[str]:
         return sorted(self.topic_queue_table)
@@ -309,7 +276,7 @@ class RouteTable:
         for cluster, names in self.cluster_addr_table.items():
             topics.add(cluster)
             topics |= names
-        addr = next((a for d in self.broker_addr_table.values() for a in d.broker_addrs.values()), None)
+        addr = next((a for d in self.broker_addr_table.values() for _, a in d.addrs), None)
         return sorted(topics), addr
 
 
