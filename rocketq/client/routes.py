@@ -1,15 +1,12 @@
-"""Topic routes: which broker groups hold a topic, how many queues each, and their addresses.
+"""Topic routes as a producer and a consumer use them: which queues to send to, which to read.
 
-A name server answers GET_ROUTEINFO_BY_TOPIC with RocketMQ's ``TopicRouteData``::
-
-    {"orderTopicConf": "broker-a:4;broker-b:4"?,        (ordered topics only)
-     "queueDatas": [{"brokerName", "readQueueNums", "writeQueueNums", "perm", "topicSysFlag"}],
-     "brokerDatas": [{"cluster", "brokerName", "brokerAddrs": {"0": "ip:port", "1": ...}}]}
-
-From it a producer takes the *publish* queues (writable queues of broker groups that have a
-master: only a master accepts writes) and a consumer the *subscribe* queues (readable queues;
-a slave can serve reads). This module is pure: bytes in, values out. Fetching and refreshing
-routes is the client instance's job.
+The route is RocketMQ's ``TopicRouteData`` (``rocketq.protocol.routedata``): each broker
+group's queue counts and permission (``queueDatas``) and its members' addresses
+(``brokerDatas``), as a name server answers GET_ROUTEINFO_BY_TOPIC. From it a producer takes
+the *publish* queues (writable queues of broker groups that have a master: only a master
+accepts writes) and a consumer the *subscribe* queues (readable queues; a slave can serve
+reads). This module is pure: bytes in, values out. Fetching and refreshing routes is the client
+instance's job.
 
 A Java name server writes the body with fastjson, which leaves integer map keys unquoted
 (``"brokerAddrs":{0:"10.0.0.1:10911"}``). That is not JSON, so such bodies are repaired before
@@ -18,77 +15,26 @@ parsing: bare integer keys outside strings get quotes, nothing else is touched.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import Final
 
 import orjson
 
 from rocketq.client.queues import MessageQueue
-from rocketq.protocol.codes import MASTER_ID, Perm
+from rocketq.protocol import routedata
+from rocketq.protocol.bodies import BodyError
 
-MAX_QUEUE_NUMS: Final = 1 << 16
+MAX_QUEUE_NUMS: Final = routedata.MAX_ROUTE_QUEUE_NUMS
 """More queues than this on one broker is not a route anyone means; refuse rather than allocate."""
 
 
-class RouteDataError(ValueError):
+class RouteDataError(BodyError):
     """A route body is not a TopicRouteData."""
 
 
 @dataclass(frozen=True, slots=True)
-class QueueData:
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int = 0
-
-    @property
-    def readable(self) -> bool:
-        return bool(self.perm & Perm.READ)
-
-    @property
-    def writeable(self) -> bool:
-        return bool(self.perm & Perm.WRITE)
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerData:
-    cluster: str
-    broker_name: str
-    broker_addrs: Mapping[int, str] = field(default_factory=dict)
-
-    @property
-    def master_addr(self) -> str | None:
-        return self.broker_addrs.get(MASTER_ID)
-
-    def select_addr(self) -> str | None:
-        """The master, else any slave (RocketMQ's ``BrokerData.selectBrokerAddr``)."""
-        master = self.master_addr
-        if master is not None:
-            return master
-        addrs = list(self.broker_addrs.values())
-        return random.choice(addrs) if addrs else None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicRoute:
-    queue_datas: tuple[QueueData, ...] = ()
-    broker_datas: tuple[BrokerData, ...] = ()
-    order_topic_conf: str | None = None
-
-    def broker(self, broker_name: str) -> BrokerData | None:
-        for bd in self.broker_datas:
-            if bd.broker_name == broker_name:
-                return bd
-        return None
-
-    def addrs(self) -> Iterator[tuple[str, int, str]]:
-        """Every (broker name, broker id, address) the route names."""
-        for bd in self.broker_datas:
-            for broker_id, addr in bd.broker_addrs.items():
-                yield bd.broker_name, broker_id, addr
+class TopicRoute(routedata.TopicRouteData):
+    """A topic's route, with the queues a producer and a consumer take from it."""
 
     def publish_queues(self, topic: str) -> tuple[MessageQueue, ...]:
         """Writable queues on broker groups with a master, in RocketMQ's order."""
@@ -139,7 +85,10 @@ def decode_route(body: bytes) -> TopicRoute:
             raw = orjson.loads(quote_bare_int_keys(body.decode("utf-8")))
         except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
             raise RouteDataError(f"route body is not JSON: {exc}") from None
-    return _route_from_json(raw)
+    try:
+        return TopicRoute.from_json(raw)
+    except BodyError as exc:
+        raise RouteDataError(str(exc)) from None
 
 
 def quote_bare_int_keys(text: str) -> str:
@@ -181,63 +130,3 @@ def _quote_key_at(text: str, i: int, out: list[str]) -> int:
         out.append(f'"{text[j:k]}"')
         return k
     return i
-
-
-def _route_from_json(raw: Any) -> TopicRoute:
-    if not isinstance(raw, dict):
-        raise RouteDataError("route body is not a JSON object")
-    qds, bds = raw.get("queueDatas"), raw.get("brokerDatas")
-    qds, bds = [] if qds is None else qds, [] if bds is None else bds
-    if not isinstance(qds, list) or not isinstance(bds, list):
-        raise RouteDataError("queueDatas and brokerDatas must be lists")
-    conf = raw.get("orderTopicConf")
-    if conf is not None and not isinstance(conf, str):
-        raise RouteDataError("orderTopicConf must be a string")
-    return TopicRoute(tuple(_queue_data(q) for q in qds), tuple(_broker_data(b) for b in bds), conf or None)
-
-
-def _queue_data(raw: Any) -> QueueData:
-    if not isinstance(raw, dict):
-        raise RouteDataError("a queueData entry is not an object")
-    name = _name(raw.get("brokerName"), "queueData.brokerName")
-    return QueueData(
-        broker_name=name,
-        read_queue_nums=_count(raw.get("readQueueNums", 0), f"{name}.readQueueNums"),
-        write_queue_nums=_count(raw.get("writeQueueNums", 0), f"{name}.writeQueueNums"),
-        perm=_count(raw.get("perm", 0), f"{name}.perm"),
-        # RocketMQ 4.x before 4.9 spelled this topicSynFlag.
-        topic_sys_flag=_count(raw.get("topicSysFlag", raw.get("topicSynFlag", 0)), f"{name}.topicSysFlag"),
-    )
-
-
-def _broker_data(raw: Any) -> BrokerData:
-    if not isinstance(raw, dict):
-        raise RouteDataError("a brokerData entry is not an object")
-    name = _name(raw.get("brokerName"), "brokerData.brokerName")
-    cluster = raw.get("cluster", "")
-    addrs_raw = raw.get("brokerAddrs")
-    addrs_raw = {} if addrs_raw is None else addrs_raw
-    if not isinstance(cluster, str) or not isinstance(addrs_raw, dict):
-        raise RouteDataError(f"brokerData {name!r}: cluster must be a string and brokerAddrs an object")
-    addrs: dict[int, str] = {}
-    for key, addr in addrs_raw.items():
-        try:
-            broker_id = int(key)
-        except ValueError:
-            raise RouteDataError(f"brokerData {name!r}: broker id {key!r} is not an integer") from None
-        if not isinstance(addr, str) or ":" not in addr:
-            raise RouteDataError(f"brokerData {name!r}: address {addr!r} is not host:port")
-        addrs[broker_id] = addr
-    return BrokerData(cluster, name, addrs)
-
-
-def _name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise RouteDataError(f"{where} must be a non-empty string")
-    return value
-
-
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_QUEUE_NUMS:
-        raise RouteDataError(f"{where}={value!r}: expected an integer in [0, {MAX_QUEUE_NUMS}]")
-    return value
