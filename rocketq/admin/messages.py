@@ -180,4 +180,4 @@ async def _publish_route(admin: AdminClient, topic: str) -> TopicRoute:
     capped = tuple(dataclasses.replace(q, read_queue_nums=min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
                                        write_queue_nums=min(q.write_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS))
                    for q in default.queue_datas)
-    return TopicRoute(topic, capped, default.broker_datas)
+    return TopicRoute(capped, default.broker_datas, topic=topic)

@@ -100,16 +100,8 @@ def route_table(route: TopicRoute) -> str:
 
 
 def route_json(route: TopicRoute) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "queueDatas": [{"brokerName": q.broker_name, "readQueueNums": q.read_queue_nums,
-                        "writeQueueNums": q.write_queue_nums, "perm": q.perm, "topicSysFlag": q.topic_sys_flag}
-                       for q in route.queue_datas],
-        "brokerDatas": [{"cluster": b.cluster, "brokerName": b.broker_name,
-                         "brokerAddrs": {str(i): a for i, a in b.addrs}} for b in route.broker_datas],
-    }
-    if route.order_topic_conf:
-        out["orderTopicConf"] = route.order_topic_conf
-    return out
+    """The TopicRouteData as the name server sent it."""
+    return route.to_json()
 
 
 def topic_status_table(table: TopicStats) -> str:

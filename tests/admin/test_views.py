@@ -34,7 +34,7 @@ def test_message_block_and_line() -> None:
 
 
 def test_route_views() -> None:
-    route = TopicRoute("T", (QueueData("b", 4, 2, 6, 0),), (BrokerData("c", "b", ((0, "h:1"), (1, "h:2"))),))
+    route = TopicRoute((QueueData("b", 4, 2, 6, 0),), (BrokerData("c", "b", ((0, "h:1"), (1, "h:2"))),), topic="T")
     assert views.route_table(route).splitlines()[1].split() == ["c", "b", "0:h:1,1:h:2", "4", "2", "RW-"]
     assert views.route_json(route)["brokerDatas"][0]["brokerAddrs"] == {"0": "h:1", "1": "h:2"}
 
