@@ -19,8 +19,9 @@ have the expected shape raises ``BodyError`` naming what is wrong. ``DataVersion
 brokers and admin tools; what is the name server's own is the register body's layout and one
 rule: a registered topic name may be up to ``MAX_TOPIC_NAME_LENGTH`` long. The answers are
 JSON-ready dicts serialised with ``encode``: ``routes`` writes TopicRouteData and ClusterInfo
-through ``rocketq.protocol.routedata``, ``kvconfig`` the KVTable, the handlers TopicList. Deliberately unsupported: fastjson's non-standard
-JSON (unquoted integer map keys), which a RocketMQ 5 broker only emits for static topics.
+through ``rocketq.protocol.routedata``, ``kvconfig`` the KVTable, the handlers TopicList.
+Deliberately unsupported: fastjson's non-standard JSON (unquoted integer map keys), which a
+RocketMQ 5 broker only emits for static topics.
 """
 
 from __future__ import annotations
