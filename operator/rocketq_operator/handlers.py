@@ -35,6 +35,7 @@ VERSION: Final = "v1alpha1"
 CLUSTERS: Final = "rocketmqclusters"
 PLURALS: Final = {entities.TOPIC_KIND: "rocketmqtopics", entities.GROUP_KIND: "rocketmqconsumergroups"}
 FINALIZER: Final = "rocketq.io/finalizer"
+FINALIZER_POLLING: Final = 1.0
 CLUSTER_KIND: Final = "RocketMQCluster"
 
 AdminFactory = Callable[[OperatorConfig], brokeradmin.BrokerAdmin]
@@ -54,14 +55,24 @@ def _context(runtime: Runtime, body: kopf.Body, logger: Any) -> Context:
     return Context(runtime=runtime, emit=emit, logger=logger, now=runtime.clock())
 
 
-async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass) -> None:
-    """Run one pass under the object's lock; write the status only if it changed."""
+def _deleting(body: kopf.Body) -> bool:
+    return bool(body.get("metadata", {}).get("deletionTimestamp"))
+
+
+async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass,
+               stopped: Callable[[], bool] = lambda: False) -> None:
+    """Run one pass under the object's lock; write the status only if it changed.
+
+    ``stopped`` is checked once the lock is held: a timer that waited for a delete handler
+    must not bring back what that handler just removed."""
     runtime = _runtime(memo)
     lock = memo.setdefault("lock", asyncio.Lock())
     started = time.monotonic()
     result = Result.OK
     try:
         async with lock:
+            if stopped() or _deleting(body):
+                return
             status = await work(_context(runtime, body, logger))
     except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
         result = Result.ERROR
@@ -82,12 +93,15 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
 
 
 def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:
-    @kopf.on.startup(registry=registry)
+    @kopf.on.startup(id="rocketq-runtime-start", registry=registry)
     async def start_runtime(settings: kopf.OperatorSettings, memo: Any, logger: Any, **_: Any) -> None:
         settings.peering.standalone = config.standalone
         settings.persistence.finalizer = FINALIZER
         # Handler log lines stay in the log; Events are posted explicitly for what users must see.
         settings.posting.level = logging.WARNING
+        # A timer still running when its object is deleted delays the finalizer's release by
+        # this much (kopf's default is 60 s); ours finish within a pass.
+        settings.background.cancellation_polling = FINALIZER_POLLING
         metrics = Metrics()
         server = MetricsServer(metrics, "0.0.0.0", config.metrics_port) if config.metrics_port else None
         runtime = Runtime(api=kubeapi.KopfApi(settings), admin=admin_factory(config), config=config,
@@ -97,7 +111,7 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
             await server.start()
             logger.info(f"Serving /metrics and /healthz on port {server.port}.")
 
-    @kopf.on.cleanup(registry=registry)
+    @kopf.on.cleanup(id="rocketq-runtime-stop", registry=registry)
     async def stop_runtime(memo: Any, **_: Any) -> None:
         runtime = memo.get("runtime")
         if isinstance(runtime, Runtime):
@@ -108,11 +122,15 @@ def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) 
     async def cluster_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
         await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body))
 
+    async def cluster_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
+        await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body),
+                   stopped=lambda: bool(kwargs.get("stopped")))
+
     for decorator, handler_id in ((kopf.on.create, "cluster-create"), (kopf.on.update, "cluster-update"),
                                   (kopf.on.resume, "cluster-resume")):
         decorator(GROUP, VERSION, CLUSTERS, id=handler_id, registry=registry)(cluster_pass)
     kopf.timer(GROUP, VERSION, CLUSTERS, id="cluster-timer", interval=config.reconcile_interval,
-               registry=registry)(cluster_pass)
+               registry=registry)(cluster_timer)
 
 
 def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, kind: str) -> None:
@@ -121,6 +139,10 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
 
     async def entity_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
         await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body))
+
+    async def entity_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
+        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body),
+                   stopped=lambda: bool(kwargs.get("stopped")))
 
     async def entity_delete(body: kopf.Body, memo: Any, logger: Any, **_: Any) -> None:
         runtime = _runtime(memo)
@@ -135,7 +157,7 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
     for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
         decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)
     kopf.timer(GROUP, VERSION, plural, id=f"{prefix}-timer", interval=config.entity_interval,
-               registry=registry)(entity_pass)
+               registry=registry)(entity_timer)
     kopf.on.delete(GROUP, VERSION, plural, id=f"{prefix}-delete", registry=registry)(entity_delete)
 
 

@@ -264,7 +264,7 @@ class ClusterPass:
             return
         group = state.groups[decision.group]
         primary = topology.master_address(self.meta.name, self.meta.namespace, group, dledger, registry)
-        problem = await rolling.gate(self.ctx, self.meta, group, registry, primary)
+        problem = await rolling.gate(self.ctx, self.meta, group, registry, primary, decision.pod)
         if problem is not None:
             self.found.progress.append(f"rolling update of {group.name} waits: {problem}")
             return

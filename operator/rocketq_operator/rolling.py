@@ -12,8 +12,9 @@ pass asks ``plan`` which pod, if any, to restart now:
   ordinal first, and the master (or leader) last.
 
 Before the chosen pod is deleted, ``gate`` asks the brokers: every pod of the group must be
-registered with the name servers and every slave must be within ``caught_up_bytes`` of its
-master's CommitLog, so a restart never takes the only up-to-date copy of a message away.
+registered with the name servers and every other slave must be within ``caught_up_bytes`` of
+its master's CommitLog, so the pod restarted last has caught up before the next goes, and a
+restart never leaves the master as the only up-to-date copy while another is still behind.
 Waiting is always "try again next pass"; nothing here sleeps.
 """
 
@@ -89,8 +90,13 @@ def plan(state: ClusterState, desired: Mapping[int, str], manual: Mapping[int, C
 
 
 async def gate(ctx: Context, meta: ClusterMeta, group: GroupState, registry: Registry,
-               primary_address: str | None) -> str | None:
-    """None when the group can lose a pod for a while; otherwise why it cannot yet."""
+               primary_address: str | None, restarting: PodState) -> str | None:
+    """None when ``restarting`` may go down for a while; otherwise why it cannot yet.
+
+    Every pod of the group must be registered, and every slave other than the one restarting
+    must be caught up: the master (or, for SYNC_MASTER, its in-sync slave) must not be left
+    as the only copy while another copy is still behind. A slave that is itself behind may
+    restart; that does not take data away from anyone."""
     if not registry.known:
         return "no name server answers, so registrations cannot be checked"
     registered = registry.addresses(group.name)
@@ -105,7 +111,7 @@ async def gate(ctx: Context, meta: ClusterMeta, group: GroupState, registry: Reg
     try:
         head = (await admin.broker_runtime(primary_address)).commitlog_max_offset
         for ordinal, address in addresses.items():
-            if address == primary_address:
+            if address == primary_address or ordinal == restarting.ordinal:
                 continue
             behind = head - (await admin.broker_runtime(address)).commitlog_max_offset
             if behind > ctx.runtime.config.caught_up_bytes:

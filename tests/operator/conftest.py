@@ -1,10 +1,12 @@
-"""Shared setup for the operator tests: make tests/k8s's CRD checker importable."""
+"""Shared setup for the operator tests: make tests/k8s's CRD checker and tests/admin's process
+launcher (real name server and broker subprocesses) importable."""
 
 from __future__ import annotations
 
 import pathlib
 import sys
 
-K8S_TESTS = pathlib.Path(__file__).resolve().parents[1] / "k8s"
-if str(K8S_TESTS) not in sys.path:
-    sys.path.insert(0, str(K8S_TESTS))
+for shared in ("k8s", "admin"):
+    path = pathlib.Path(__file__).resolve().parents[1] / shared
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))

@@ -2,8 +2,9 @@
 
 It keeps per-address topics, groups, permissions, lags and CommitLog offsets, answers
 ``cluster_brokers`` from ``registered`` (which the StatefulSet emulator fills in as pods
-become ready), refuses every call to an address in ``down``, and records every call in
-``calls`` as ``(method, address, argument)``.
+become ready, per namespace and cluster, as each cluster's own name servers would), refuses
+every call to an address in ``down``, and records every call in ``calls`` as
+``(method, address, argument)``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ class FakeBrokerAdmin:
         self.perms: dict[str, int] = {}
         self.lags: dict[tuple[str, str], int] = {}
         self.offsets: dict[str, int] = {}
-        self.registered: dict[str, dict[str, dict[int, str]]] = {}
+        self.registered: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
+        """(namespace, cluster) -> brokerName -> {brokerId: address}: what the name servers know."""
         self.down: set[str] = set()
         self.closed = False
 
@@ -79,7 +81,9 @@ class FakeBrokerAdmin:
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         self._call("cluster_brokers", namesrv, cluster)
-        return {name: dict(ids) for name, ids in self.registered.get(cluster, {}).items()}
+        # <pod>.<service>.<namespace>.svc:9876: each cluster has its own name servers.
+        namespace = namesrv.split(".")[2]
+        return {name: dict(ids) for name, ids in self.registered.get((namespace, cluster), {}).items()}
 
     async def close(self) -> None:
         self.closed = True

@@ -6,9 +6,11 @@ filled in here, as narrowly as possible:
 
 - ``ApiServer`` (a KubernetesEmulator subclass) stamps what the API server owns:
   ``uid``, ``creationTimestamp``, ``resourceVersion`` on every write, ``generation`` bumped when
-  ``spec`` changes, a name for ``generateName`` (kopf's Events use it), and the CRD defaults of
-  rocketq.io objects (via tests/k8s/crdschema.py, from the real crds/ files). It does not run
-  CEL rules, filter by label selector, or garbage-collect by owner reference.
+  ``spec`` changes, a name for ``generateName`` (kopf's Events use it), the CRD defaults of
+  rocketq.io objects (via tests/k8s/crdschema.py, from the real crds/ files), and HTTP 422
+  for a JSON patch whose ``test`` op fails (kmock answers 500, and kopf's finalizer removal
+  depends on the 422). It does not run CEL rules, filter by label selector, or
+  garbage-collect by owner reference.
 - ``StatefulSetController`` plays the StatefulSet controller and kubelet: it creates pods
   ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
   ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
@@ -38,6 +40,7 @@ from typing import Any, Final
 
 import attrs
 import crdschema
+import jsonpatch
 import kmock
 import kopf
 import yaml
@@ -105,7 +108,22 @@ class ApiServer(kmock.KubernetesEmulator):
                 self._stamp_create(request, data)
             elif request.action == kmock.action.UPDATE and request.name is not None:
                 self._stamp_update(request, data)
+        elif request.resource is not None and isinstance(data, list) and request.action == kmock.action.UPDATE:
+            self._stamp_json_patch(request, data)
         return await super()._handle(request)
+
+    def _stamp_json_patch(self, request: kmock.Request, ops: list[Any]) -> None:
+        """JSON patches: a failed ``test`` op is 422 (kopf relies on it), and the version moves on."""
+        assert request.resource is not None and request.name is not None
+        key = (request.resource, request.namespace, request.name)
+        current = self.objects[key].raw if key in self.objects and not self.objects[key].deleted else None
+        if current is None:
+            return
+        try:
+            jsonpatch.apply_patch(current, [op for op in ops if isinstance(op, dict) and op.get("op") == "test"])
+        except jsonpatch.JsonPatchTestFailed as exc:
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=str(exc)) from None
+        ops.append({"op": "add", "path": "/metadata/resourceVersion", "value": str(next(self._versions))})
 
     def _stamp_create(self, request: kmock.Request, data: dict[str, Any]) -> None:
         meta = data.setdefault("metadata", {})
@@ -176,14 +194,14 @@ class StatefulSetController:
             await asyncio.sleep(TICK)
 
     async def tick(self) -> None:
-        statefulsets = {s["metadata"]["name"]: s for s in self.live("StatefulSet")}
-        pods = {p["metadata"]["name"]: p for p in self.live("Pod")}
-        for name, statefulset in statefulsets.items():
-            await self._converge(statefulset, {n: p for n, p in pods.items()
-                                               if _owner(p) == name})
-        for name, pod in pods.items():
-            if _owner(pod) not in statefulsets:
-                await self.server.delete(f"{PATHS['Pod'].format(ns=pod['metadata']['namespace'])}/{name}")
+        statefulsets = {_key(s): s for s in self.live("StatefulSet")}
+        pods = {_key(p): p for p in self.live("Pod")}
+        for (namespace, name), statefulset in statefulsets.items():
+            await self._converge(statefulset, {key[1]: p for key, p in pods.items()
+                                               if key[0] == namespace and _owner(p) == name})
+        for (namespace, name), pod in pods.items():
+            if (namespace, _owner(pod)) not in statefulsets:
+                await self.server.delete(f"{PATHS['Pod'].format(ns=namespace)}/{name}")
         self._register()
 
     async def _converge(self, statefulset: Mapping[str, Any], pods: Mapping[str, dict[str, Any]]) -> None:
@@ -215,9 +233,9 @@ class StatefulSetController:
 
     def _register(self) -> None:
         """Play the brokers: every serving broker pod registers with its current identity."""
-        registered: dict[str, dict[str, dict[int, str]]] = {}
-        configmaps = {c["metadata"]["name"]: c for c in self.live("ConfigMap")}
-        pods = {p["metadata"]["name"]: p for p in self.live("Pod")}
+        registered: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
+        configmaps = {_key(c): c for c in self.live("ConfigMap")}
+        pods = {_key(p): p for p in self.live("Pod")}
         for statefulset in self.live("StatefulSet"):
             labels = statefulset["metadata"].get("labels", {})
             if labels.get(common.LABEL_COMPONENT) != common.COMPONENT_BROKER:
@@ -226,9 +244,10 @@ class StatefulSetController:
             namespace = statefulset["metadata"]["namespace"]
             index = names.group_index(cluster, group)
             mode = (statefulset["metadata"].get("annotations") or {}).get(common.ANNOTATION_BROKER_MODE)
-            config = configmaps.get(f"{group}-config", {}).get("data", {})
+            config = configmaps.get((namespace, f"{group}-config"), {}).get("data", {})
             serving = sorted(o for o in range(statefulset["spec"]["replicas"])
-                             if f"{group}-{o}" in pods and _ready(pods[f"{group}-{o}"]) == "True"
+                             if (namespace, f"{group}-{o}") in pods
+                             and _ready(pods[namespace, f"{group}-{o}"]) == "True"
                              and f"{group}-{o}" not in self.unready)
             ids: dict[int, str] = {}
             assert index is not None
@@ -240,8 +259,12 @@ class StatefulSetController:
                 else:
                     master = int(config.get("masterOrdinal", "0"))
                     ids[identities.master_slave_identity(ordinal, master).broker_id] = address
-            registered.setdefault(cluster, {})[group] = ids
+            registered.setdefault((namespace, cluster), {})[group] = ids
         self.admin.registered = registered
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return obj["metadata"]["namespace"], obj["metadata"]["name"]
 
 
 def _owner(pod: Mapping[str, Any]) -> str | None:
@@ -287,9 +310,9 @@ def fast_config(**overrides: Any) -> OperatorConfig:
 class OperatorEnv:
     """The emulator, the StatefulSet controller, the fake BrokerAdmin and a running operator."""
 
-    def __init__(self, server: ApiServer, config: OperatorConfig) -> None:
+    def __init__(self, server: ApiServer, config: OperatorConfig | None) -> None:
         self.server = server
-        self.config = config
+        self.config = config or fast_config()
         self.admin = FakeBrokerAdmin()
         self.sts = StatefulSetController(server, self.admin)
         self._stop = threading.Event()
@@ -342,22 +365,31 @@ class OperatorEnv:
     def names(self, kind: str) -> set[str]:
         return {obj["metadata"]["name"] for obj in self.sts.live(kind)}
 
-    async def create(self, kind: str, name: str, spec: Mapping[str, Any], *,
+    async def create(self, kind: str, name: str, spec: Mapping[str, Any], *, namespace: str = NAMESPACE,
                      annotations: Mapping[str, str] | None = None) -> None:
         body: dict[str, Any] = {"apiVersion": "rocketq.io/v1alpha1", "kind": kind,
-                                "metadata": {"name": name, "namespace": NAMESPACE}, "spec": dict(spec)}
+                                "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
         if annotations:
             body["metadata"]["annotations"] = dict(annotations)
-        response = await self.server.post(PATHS[kind].format(ns=NAMESPACE), json=body)
+        response = await self.server.post(PATHS[kind].format(ns=namespace), json=body)
         assert response.status < 300, await response.text()
 
-    async def patch(self, kind: str, name: str, patch: Mapping[str, Any]) -> None:
-        response = await self.server.patch(f"{PATHS[kind].format(ns=NAMESPACE)}/{name}", json=dict(patch))
+    async def patch(self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str = NAMESPACE) -> None:
+        response = await self.server.patch(f"{PATHS[kind].format(ns=namespace)}/{name}", json=dict(patch))
         assert response.status < 300, await response.text()
 
-    async def delete(self, kind: str, name: str) -> None:
-        response = await self.server.delete(f"{PATHS[kind].format(ns=NAMESPACE)}/{name}")
+    async def delete(self, kind: str, name: str, *, namespace: str = NAMESPACE) -> None:
+        response = await self.server.delete(f"{PATHS[kind].format(ns=namespace)}/{name}")
         assert response.status < 300, await response.text()
+
+    def operator_requests(self, method: str, kind: str) -> list[str]:
+        """Paths the operator (not the emulators) sent ``method`` to, for objects of ``kind``, in order."""
+        plural = RESOURCES[kind].rsplit("/", 1)[1]
+        return [
+            request.url.path for request in self.server
+            if request.method == method.upper() and request.headers.get("User-Agent", "").startswith("kopf")
+            and request.resource is not None and request.resource.plural == plural
+        ]
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         return [e for e in self.sts.live("Event") if e.get("reason") == reason]
@@ -377,12 +409,12 @@ class OperatorEnv:
                 raise AssertionError(f"timed out waiting for {what}")
             await asyncio.sleep(TICK)
 
-    def status(self, kind: str, name: str) -> dict[str, Any]:
-        obj = self.get(kind, name)
+    def status(self, kind: str, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+        obj = self.get(kind, name, namespace)
         return (obj or {}).get("status") or {}
 
-    def condition(self, kind: str, name: str, condition: str) -> dict[str, Any] | None:
-        for item in self.status(kind, name).get("conditions") or []:
+    def condition(self, kind: str, name: str, condition: str, namespace: str = NAMESPACE) -> dict[str, Any] | None:
+        for item in self.status(kind, name, namespace).get("conditions") or []:
             if item.get("type") == condition:
                 return dict(item)
         return None

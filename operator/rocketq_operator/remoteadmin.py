@@ -1,0 +1,178 @@
+"""``BrokerAdmin`` over RocketMQ's remoting protocol, through ``rocketq.admin.AdminClient``.
+
+``AdminClient`` already speaks every admin request the operator needs, with typed bodies and
+RocketMQ's error codes; this adapter translates between its values and the operator's
+(``brokeradmin.TopicConfig`` and friends), and turns every failure (an error answer, an
+unreadable body, an unreachable peer) into ``BrokerAdminError``.
+
+The operator manages many clusters, each with its own name servers, and always says which
+peer it means. An ``AdminClient`` is built around one list of name servers, so this adapter
+keeps one client per peer address, homed at that address: name-server calls (cluster info,
+topic route deletion) go to exactly the name server asked, broker calls name their broker.
+Clients are created on first use and the least recently used ones are closed once more than
+``MAX_CLIENTS`` peers have been seen, so a long-running operator does not keep connections to
+pods that no longer exist. ``close()`` closes them all and is idempotent.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from typing import Final
+
+from rocketq.admin import bodies
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
+from rocketq.remoting.errors import RemotingError
+from rocketq_operator import brokeradmin
+from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRuntime, GroupConfig, TopicConfig
+from rocketq_operator.runtime import OperatorConfig
+
+MAX_CLIENTS: Final = 256
+BROKER_PERMISSION: Final = "brokerPermission"
+COMMITLOG_MAX_OFFSET: Final = "commitLogMaxOffset"
+_FAILURES: Final = (AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError, RemotingError)
+
+
+def _int(values: Mapping[str, str], key: str, what: str) -> int:
+    raw = values.get(key)
+    if raw is None:
+        raise BrokerAdminError(f"{what} has no {key}")
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise BrokerAdminError(f"{what}: {key}={raw!r} is not an integer") from None
+
+
+def _topic(config: bodies.TopicConfig) -> TopicConfig:
+    return TopicConfig(name=config.topic_name, read_queue_nums=config.read_queue_nums,
+                       write_queue_nums=config.write_queue_nums, perm=config.perm, order=config.order)
+
+
+def _group(config: bodies.GroupConfig) -> GroupConfig:
+    return GroupConfig(name=config.group_name, consume_enable=config.consume_enable,
+                       consume_broadcast_enable=config.consume_broadcast_enable,
+                       retry_max_times=config.retry_max_times, retry_queue_nums=config.retry_queue_nums)
+
+
+class RemotingBrokerAdmin:
+    def __init__(self, timeout: float) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout {timeout} must be positive")
+        self._timeout = timeout
+        self._clients: collections.OrderedDict[str, AdminClient] = collections.OrderedDict()
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, config: OperatorConfig) -> RemotingBrokerAdmin:
+        return cls(config.admin_timeout)
+
+    async def _client(self, address: str) -> AdminClient:
+        if self._closed:
+            raise BrokerAdminError("the broker admin is closed")
+        client = self._clients.get(address)
+        if client is not None:
+            self._clients.move_to_end(address)
+            return client
+        try:
+            client = AdminClient(address, timeout=self._timeout)
+        except ArgumentError as exc:
+            raise BrokerAdminError(f"bad address {address!r}: {exc}") from None
+        self._clients[address] = client
+        while len(self._clients) > MAX_CLIENTS:
+            _oldest, stale = self._clients.popitem(last=False)
+            await stale.close()
+        return client
+
+    async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None:
+        config = bodies.TopicConfig(topic_name=topic.name, read_queue_nums=topic.read_queue_nums,
+                                    write_queue_nums=topic.write_queue_nums, perm=topic.perm, order=topic.order)
+        try:
+            await (await self._client(broker)).create_topic(broker, config)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot create topic {topic.name}: {exc}") from exc
+
+    async def delete_topic(self, broker: str, name: str) -> None:
+        try:
+            await (await self._client(broker)).delete_topic_in_broker(broker, name)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot delete topic {name}: {exc}") from exc
+
+    async def delete_topic_in_namesrv(self, namesrv: str, name: str) -> None:
+        try:
+            await (await self._client(namesrv)).delete_topic_in_namesrv(name)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{namesrv}: cannot delete the route of topic {name}: {exc}") from exc
+
+    async def list_topics(self, broker: str) -> Mapping[str, TopicConfig]:
+        try:
+            table = await (await self._client(broker)).all_topic_config(broker)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot list topics: {exc}") from exc
+        return {name: _topic(config) for name, config in table.items()}
+
+    async def create_or_update_group(self, broker: str, group: GroupConfig) -> None:
+        config = bodies.GroupConfig(group_name=group.name, consume_enable=group.consume_enable,
+                                    consume_broadcast_enable=group.consume_broadcast_enable,
+                                    retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times)
+        try:
+            await (await self._client(broker)).create_group(broker, config)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot create consumer group {group.name}: {exc}") from exc
+
+    async def delete_group(self, broker: str, name: str) -> None:
+        try:
+            await (await self._client(broker)).delete_group(broker, name)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot delete consumer group {name}: {exc}") from exc
+
+    async def list_groups(self, broker: str) -> Mapping[str, GroupConfig]:
+        try:
+            table = await (await self._client(broker)).all_groups(broker)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot list consumer groups: {exc}") from exc
+        return {name: _group(config) for name, config in table.items()}
+
+    async def get_broker_permission(self, broker: str) -> int:
+        try:
+            config = await (await self._client(broker)).broker_config(broker)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot read the broker config: {exc}") from exc
+        if BROKER_PERMISSION not in config:
+            return brokeradmin.PERM_READ_WRITE
+        return _int(config, BROKER_PERMISSION, f"{broker} broker config")
+
+    async def set_broker_permission(self, broker: str, perm: int) -> None:
+        try:
+            await (await self._client(broker)).update_broker_config(broker, {BROKER_PERMISSION: str(perm)})
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot set brokerPermission={perm}: {exc}") from exc
+
+    async def consumer_lag(self, broker: str, group: str) -> int:
+        try:
+            stats = await (await self._client(broker)).consume_stats(broker, group)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot read the lag of {group}: {exc}") from exc
+        return max(0, stats.total_diff)
+
+    async def broker_runtime(self, broker: str) -> BrokerRuntime:
+        try:
+            info = await (await self._client(broker)).runtime_info(broker)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot read runtime info: {exc}") from exc
+        return BrokerRuntime(commitlog_max_offset=_int(info, COMMITLOG_MAX_OFFSET, f"{broker} runtime info"))
+
+    async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
+        try:
+            info = await (await self._client(namesrv)).cluster_info()
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{namesrv}: cannot read cluster info: {exc}") from exc
+        return {data.broker_name: dict(data.addrs) for data in info.groups_of(cluster)}
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        clients, self._clients = list(self._clients.values()), collections.OrderedDict()
+        for client in clients:
+            await client.close()

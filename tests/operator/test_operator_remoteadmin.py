@@ -1,0 +1,103 @@
+"""RemotingBrokerAdmin against a real ``rocketq namesrv`` and ``rocketq broker`` on 127.0.0.1.
+
+The processes come from tests/admin's launcher (free ports, temporary store, stopped by
+handle). Every BrokerAdmin call the operator makes is exercised once against the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from admin_processes import Process, free_port, start_broker, start_namesrv
+from rocketq_operator import brokeradmin
+from rocketq_operator.brokeradmin import BrokerAdminError, GroupConfig, TopicConfig
+from rocketq_operator.remoteadmin import RemotingBrokerAdmin
+
+pytestmark = pytest.mark.slow
+
+BROKER_NAME = "rq-broker-0"
+CLUSTER = "DefaultCluster"
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Process, Process]]:
+    workdir: Path = tmp_path_factory.mktemp("remoteadmin")
+    namesrv = start_namesrv(workdir)
+    try:
+        broker = start_broker(workdir, namesrv, BROKER_NAME)
+        try:
+            yield namesrv, broker
+        finally:
+            broker.stop()
+    finally:
+        namesrv.stop()
+
+
+@pytest.fixture
+async def admin() -> AsyncIterator[RemotingBrokerAdmin]:
+    client = RemotingBrokerAdmin(timeout=5.0)
+    try:
+        yield client
+    finally:
+        await client.close()
+        await client.close()
+
+
+async def test_registrations_come_from_the_name_server(processes: tuple[Process, Process],
+                                                       admin: RemotingBrokerAdmin) -> None:
+    namesrv, broker = processes
+    assert await admin.cluster_brokers(namesrv.addr, CLUSTER) == {BROKER_NAME: {0: broker.addr}}
+    assert await admin.cluster_brokers(namesrv.addr, "NoSuchCluster") == {}
+
+
+async def test_topics_round_trip(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    namesrv, broker = processes
+    topic = TopicConfig("rq-orders", read_queue_nums=4, write_queue_nums=4, perm=6, order=False)
+    await admin.create_or_update_topic(broker.addr, topic)
+    assert (await admin.list_topics(broker.addr))["rq-orders"] == topic
+    updated = TopicConfig("rq-orders", read_queue_nums=4, write_queue_nums=2, perm=4, order=False)
+    await admin.create_or_update_topic(broker.addr, updated)
+    assert (await admin.list_topics(broker.addr))["rq-orders"] == updated
+    await admin.delete_topic(broker.addr, "rq-orders")
+    await admin.delete_topic_in_namesrv(namesrv.addr, "rq-orders")
+    assert "rq-orders" not in await admin.list_topics(broker.addr)
+
+
+async def test_groups_round_trip_and_lag(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    group = GroupConfig("rq-billing", consume_enable=True, consume_broadcast_enable=False,
+                        retry_max_times=3, retry_queue_nums=1)
+    await admin.create_or_update_group(broker.addr, group)
+    assert (await admin.list_groups(broker.addr))["rq-billing"] == group
+    await admin.create_or_update_topic(broker.addr, TopicConfig("rq-lag", 2, 2))
+    assert await admin.consumer_lag(broker.addr, "rq-billing") == 0
+    await admin.delete_group(broker.addr, "rq-billing")
+    assert "rq-billing" not in await admin.list_groups(broker.addr)
+
+
+async def test_permission_and_runtime(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    assert await admin.get_broker_permission(broker.addr) == brokeradmin.PERM_READ_WRITE
+    await admin.set_broker_permission(broker.addr, brokeradmin.PERM_READ_ONLY)
+    try:
+        assert await admin.get_broker_permission(broker.addr) == brokeradmin.PERM_READ_ONLY
+    finally:
+        await admin.set_broker_permission(broker.addr, brokeradmin.PERM_READ_WRITE)
+    assert (await admin.broker_runtime(broker.addr)).commitlog_max_offset >= 0
+
+
+async def test_failures_are_broker_admin_errors(processes: tuple[Process, Process],
+                                                admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    nobody = f"127.0.0.1:{free_port()}"
+    with pytest.raises(BrokerAdminError, match="cannot list topics"):
+        await admin.list_topics(nobody)
+    with pytest.raises(BrokerAdminError, match="bad address"):
+        await admin.list_topics("no-port")
+    with pytest.raises(BrokerAdminError, match="cannot create topic"):
+        await admin.create_or_update_topic(broker.addr, TopicConfig("has space"))
+    await admin.close()
+    with pytest.raises(BrokerAdminError, match="closed"):
+        await admin.list_topics(broker.addr)
