@@ -10,16 +10,13 @@ consumer's first heartbeat. The ``SubscriptionGroupConfig`` value, its JSON and 
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
 from rocketq.broker import dataversion
 from rocketq.protocol import names
-from rocketq.protocol.bodies import BodyError, SubscriptionGroupConfig
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.store import configfiles
-
-log = logging.getLogger(__name__)
 
 
 class GroupError(names.RuleError):
@@ -37,19 +34,10 @@ class SubscriptionGroupManager:
         self.data_version = dataversion.fresh()
 
     def load(self) -> None:
-        raw = configfiles.read_json(self._path)
-        if raw is None:
-            return
-        table = (raw.get("subscriptionGroupTable") or {}) if isinstance(raw, dict) else None
-        if not isinstance(table, dict):
-            log.warning("ignoring %s: not a subscriptionGroupTable wrapper", self._path)
-            return
-        for name, entry in table.items():
-            try:
-                self.table[name] = SubscriptionGroupConfig.from_json(entry, f"subscriptionGroupTable[{name!r}]")
-            except BodyError as exc:
-                log.warning("ignoring unreadable group %r in %s: %s", name, self._path, exc)
-        self.data_version = dataversion.loaded(raw.get("dataVersion"), self._path)
+        found = dataversion.load_table(self._path, "subscriptionGroupTable", SubscriptionGroupConfig.from_json)
+        if found is not None:
+            self.table.update(found[0])
+            self.data_version = found[1]
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)

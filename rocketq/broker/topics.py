@@ -11,17 +11,14 @@ becomes the remark of the refusing response, and keeps a topic whose queue count
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from rocketq.broker import dataversion
 from rocketq.protocol import codes, names
-from rocketq.protocol.bodies import BodyError, TopicConfig
+from rocketq.protocol.bodies import TopicConfig
 from rocketq.store import configfiles
-
-log = logging.getLogger(__name__)
 
 
 class TopicError(names.RuleError):
@@ -42,19 +39,10 @@ class TopicConfigManager:
         self.data_version = dataversion.fresh()
 
     def load(self) -> None:
-        raw = configfiles.read_json(self._path)
-        if raw is None:
-            return
-        table = (raw.get("topicConfigTable") or {}) if isinstance(raw, dict) else None
-        if not isinstance(table, dict):
-            log.warning("ignoring %s: not a topicConfigTable wrapper", self._path)
-            return
-        for name, entry in table.items():
-            try:
-                self.table[name] = TopicConfig.from_json(entry, f"topicConfigTable[{name!r}]")
-            except BodyError as exc:
-                log.warning("ignoring unreadable topic %r in %s: %s", name, self._path, exc)
-        self.data_version = dataversion.loaded(raw.get("dataVersion"), self._path)
+        found = dataversion.load_table(self._path, "topicConfigTable", TopicConfig.from_json)
+        if found is not None:
+            self.table.update(found[0])
+            self.data_version = found[1]
 
     def ensure_system_topics(
         self, cluster: str, broker_name: str, *, auto_create: bool, trace_topic: str | None
