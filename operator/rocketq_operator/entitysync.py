@@ -40,14 +40,14 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Clusterview:
+class ClusterView:
     mode: BrokerMode
     state: observing.ClusterState
     registry: topology.Registry
     wanted_groups: int
 
 
-async def _cluster(ctx: Context, namespace: str, name: str) -> Clusterview | str:
+async def _cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
     """The cluster's mode, state and registrations, or why they cannot be known."""
     body = await ctx.runtime.api.get("RocketMQCluster", namespace, name)
     if body is None:
@@ -60,10 +60,10 @@ async def _cluster(ctx: Context, namespace: str, name: str) -> Clusterview | str
     meta = spec.cluster_meta(body)
     state = await observing.observe(ctx.runtime.api, name, namespace, meta.uid)
     registry = await topology.registrations(ctx.runtime.admin, name, namespace, state.namesrv_pods)
-    return Clusterview(parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups)
+    return ClusterView(parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups)
 
 
-def _master(view: Clusterview, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
+def _master(view: ClusterView, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
     if view.mode is BrokerMode.DLEDGER:
         return view.registry.master_address(group.name)
     pod = group.pods.get(group.master_ordinal)
@@ -72,7 +72,7 @@ def _master(view: Clusterview, cluster: str, namespace: str, group: observing.Gr
     return names.broker_address(cluster, namespace, group.index, group.master_ordinal)
 
 
-def targets(view: Clusterview, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
+def targets(view: ClusterView, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
     """Masters to apply to: seeded, wanted groups; with ``everywhere``, every group (for deletes)."""
     out = []
     for group in view.state.groups.values():
@@ -182,7 +182,7 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     return f"{entity} deleted from every broker group of {cluster}"
 
 
-async def _delete_route(ctx: Context, view: Clusterview, cluster: str, namespace: str, topic: str) -> list[str]:
+async def _delete_route(ctx: Context, view: ClusterView, cluster: str, namespace: str, topic: str) -> list[str]:
     problems = []
     for ordinal, pod in sorted(view.state.namesrv_pods.items()):
         if not pod.serving:

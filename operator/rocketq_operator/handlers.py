@@ -74,6 +74,7 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
             if stopped() or _deleting(body):
                 return
             status = await work(_context(runtime, body, logger))
+        result = _result_of(status)
     except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
         result = Result.ERROR
         runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
@@ -85,11 +86,17 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
     finally:
         runtime.metrics.duration.labels(kind=kind).observe(time.monotonic() - started)
         runtime.metrics.reconciles.labels(kind=kind, result=result.value).inc()
-    if status.get("phase") == conditions.Phase.FAILED.value:
-        runtime.metrics.reconciles.labels(kind=kind, result=Result.INVALID.value).inc()
     changes = conditions.status_patch(body.get("status"), status)
     for key, value in changes.items():
         patch.status[key] = value
+
+
+def _result_of(status: dict[str, Any]) -> Result:
+    if status.get("phase") == conditions.Phase.FAILED.value:
+        return Result.INVALID
+    paused = any(c.get("type") == conditions.Type.PAUSED.value and c.get("status") == "True"
+                 for c in status.get("conditions") or [])
+    return Result.PAUSED if paused else Result.OK
 
 
 def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:

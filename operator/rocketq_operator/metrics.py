@@ -33,7 +33,8 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = prometheus_client.CollectorRegistry(auto_describe=True)
         self.reconciles = prometheus_client.Counter(
-            "rocketq_operator_reconciles_total", "Reconcile passes by resource kind and result.",
+            "rocketq_operator_reconciles_total",
+            "Reconcile passes by resource kind and result (ok, invalid, paused, error).",
             ["kind", "result"], registry=self.registry)
         self.duration = prometheus_client.Histogram(
             "rocketq_operator_reconcile_duration_seconds", "Duration of reconcile passes.",

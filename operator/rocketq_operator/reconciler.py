@@ -285,7 +285,8 @@ class ClusterPass:
                         self.found.progress.append(problem)
                 continue
             master = topology.master_address(self.meta.name, self.meta.namespace, group, dledger, registry)
-            if not dledger and not group.pods.get(group.master_ordinal, _NO_POD).serving:
+            master_pod = group.pods.get(group.master_ordinal)
+            if not dledger and (master_pod is None or not master_pod.serving):
                 master = None
             outcome = await scaling.drain(self.ctx, self.meta, group, master)
             self.found.draining = True
@@ -407,9 +408,6 @@ class ClusterPass:
             previous, _stamp(self.ctx), self.meta.generation,
         )
         return {"phase": self.previous.get("phase") or Phase.PENDING.value, "conditions": kept + paused}
-
-
-_NO_POD: Final = observing.PodState(name="", ordinal=-1, uid="", ready=False, terminating=False, template_hash=None)
 
 
 def _mode_of(group: GroupState) -> BrokerMode | None:

@@ -310,10 +310,11 @@ def fast_config(**overrides: Any) -> OperatorConfig:
 class OperatorEnv:
     """The emulator, the StatefulSet controller, the fake BrokerAdmin and a running operator."""
 
-    def __init__(self, server: ApiServer, config: OperatorConfig | None) -> None:
+    def __init__(self, server: ApiServer, config: OperatorConfig | None,
+                 admin: FakeBrokerAdmin | None = None) -> None:
         self.server = server
         self.config = config or fast_config()
-        self.admin = FakeBrokerAdmin()
+        self.admin = admin or FakeBrokerAdmin()
         self.sts = StatefulSetController(server, self.admin)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
