@@ -188,16 +188,21 @@ class TopicConfig:
         return max(self.read_queue_nums, self.write_queue_nums)
 
     def validate(self, error: type[Exception] = names.RuleError, *, min_queue_nums: int = 0) -> Self:
-        """Self, or ``error`` when the name, a queue count or the permission is not acceptable.
+        """Self, or ``error`` when a field is not acceptable.
 
         ``min_queue_nums`` is the caller's rule: a broker keeps a topic with no queues left,
-        an admin tool refuses to create one.
+        an admin tool refuses to create one. Whatever passes here also passes ``from_json``, so
+        a broker never stores a topic it could not read back.
         """
         names.check_topic(self.topic_name, error)
         for key, n in (("readQueueNums", self.read_queue_nums), ("writeQueueNums", self.write_queue_nums)):
             if not min_queue_nums <= n <= MAX_QUEUE_NUMS:
                 raise error(f"{key} {n} outside [{min_queue_nums}, {MAX_QUEUE_NUMS}]")
         names.check_perm(self.perm, error)
+        if self.topic_filter_type not in TOPIC_FILTER_TYPES:
+            raise error(f"topicFilterType {self.topic_filter_type[:_SHOWN]!r} is not SINGLE_TAG or MULTI_TAG")
+        if not 0 <= self.topic_sys_flag <= INT32_MAX:
+            raise error(f"topicSysFlag {self.topic_sys_flag} is not a non-negative 32-bit integer")
         return self
 
     def to_json(self) -> dict[str, Any]:

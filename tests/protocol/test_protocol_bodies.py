@@ -125,7 +125,8 @@ def test_bad_topic_configs_are_body_errors(change: dict[str, object], message: s
 
 def test_topic_config_validation_raises_the_callers_error() -> None:
     assert TopicConfig("%RETRY%g", 0, 0).validate() == TopicConfig("%RETRY%g", 0, 0)
-    bad = [TopicConfig("bad topic"), TopicConfig("T", 4, 2000), TopicConfig("T", perm=9), TopicConfig("T", -1)]
+    bad = [TopicConfig("bad topic"), TopicConfig("T", 4, 2000), TopicConfig("T", perm=9), TopicConfig("T", -1),
+           TopicConfig("T", topic_filter_type="X"), TopicConfig("T", topic_sys_flag=-1)]
     for config in bad:
         with pytest.raises(Refused):
             config.validate(Refused)
@@ -148,6 +149,17 @@ def test_any_topic_config_shape_parses_into_java_ranges_or_raises_body_error(raw
     assert 0 <= config.read_queue_nums <= bodies.INT32_MAX and 0 <= config.write_queue_nums <= bodies.INT32_MAX
     assert config.topic_filter_type in bodies.TOPIC_FILTER_TYPES
     assert TopicConfig.from_json(config.to_json()) == config
+
+
+@given(st.builds(TopicConfig, st.sampled_from(["T", "%RETRY%g", "bad topic", ""]), st.integers(-2, 1100),
+                 st.integers(-2, 1100), st.integers(-1, 9), st.sampled_from(["SINGLE_TAG", "MULTI_TAG", "X"]),
+                 st.integers(-1, 2**32), st.booleans()))
+def test_a_topic_config_that_validates_reads_back_from_its_json(config: TopicConfig) -> None:
+    try:
+        config.validate()
+    except names.RuleError:
+        return
+    assert TopicConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
 
 
 # --- SubscriptionGroupConfig ------------------------------------------------------------------
