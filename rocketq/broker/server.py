@@ -270,6 +270,7 @@ class BrokerServer:
             self.send.broker_permission = perm
             self.pull.broker_permission = perm
             self.behaviour = replace(self.behaviour, broker_permission=perm)
+            self.topics.bump_version()
             log.info("brokerPermission set to %d", perm)
 
     def runtime_info(self) -> dict[str, str]:

@@ -119,6 +119,13 @@ class TopicConfigManager:
     def persist(self) -> None:
         configfiles.write_json_atomic(self._path, self.to_json())
 
+    def bump_version(self) -> None:
+        """Something the registered routes depend on changed (brokerPermission): re-announce them.
+
+        Name servers rebuild a broker's queue data only when its DataVersion moves.
+        """
+        self._changed()
+
     def _changed(self) -> None:
         self.data_version = dataversion.bump(self.data_version)
         self.persist()

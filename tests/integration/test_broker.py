@@ -8,6 +8,7 @@ import struct
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 from clusterprocs import Processes
 
@@ -237,5 +238,28 @@ async def test_flow_control_answers_system_busy_instead_of_queueing(processes: P
         again = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
                                                                     ext_fields=dict(base), body=b"after"), 5)
         assert again.code == ResponseCode.SUCCESS
+    finally:
+        await client.close()
+
+
+async def test_draining_broker_refuses_sends_and_registers_read_only(processes: Processes) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address)
+    client = RemotingClient()
+    try:
+        async with Producer("it-pg", namesrv_addr=ns.address) as producer:
+            await producer.send(_msg(b"before drain"))
+        update = await client.invoke(broker.address, RemotingCommand(
+            code=RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=4\n"), 5)
+        assert update.code == ResponseCode.SUCCESS
+        route = await client.invoke(ns.address, RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                                ext_fields={"topic": TOPIC}), 5)
+        assert {q["perm"] for q in orjson.loads(route.body)["queueDatas"]} == {4}  # readers only
+        base = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+        refused = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
+                                                                      ext_fields=base, body=b"x"), 5)
+        assert refused.code == ResponseCode.NO_PERMISSION
+        async with PullConsumer("it-cg", namesrv_addr=ns.address) as consumer:  # consumers keep reading
+            assert [m.body for m in await _pull_all(consumer)] == [b"before drain"]
     finally:
         await client.close()
