@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from rocketq.protocol import frames
 from rocketq.protocol.frames import RemotingCommand
@@ -82,6 +82,23 @@ class RemotingClient:
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.connection(addr)
         return await conn.invoke(cmd, timeout)
+
+    def invoke_async(
+        self,
+        addr: str,
+        cmd: RemotingCommand,
+        timeout: float,
+        callback: Callable[[asyncio.Task[RemotingCommand]], None] | None = None,
+    ) -> asyncio.Task[RemotingCommand]:
+        """Start an RPC and return at once: a task that ends with the response or the error.
+
+        The caller owns the task (await it or cancel it); ``callback`` runs when it ends,
+        like RocketMQ's InvokeCallback.
+        """
+        task = asyncio.get_running_loop().create_task(self.invoke(addr, cmd, timeout))
+        if callback is not None:
+            task.add_done_callback(callback)
+        return task
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         conn = await self.connection(addr)

@@ -84,6 +84,19 @@ async def test_concurrent_requests_are_matched_by_opaque(served, client) -> None
     assert [r.body for r in results] == bodies
 
 
+async def test_async_rpc_with_callback(served, client) -> None:
+    _fx, _server, addr = served
+    seen: list[RemotingCommand] = []
+    task = client.invoke_async(addr, RemotingCommand(code=ECHO, body=b"later"), 2,
+                               callback=lambda t: seen.append(t.result()))
+    response = await task
+    await asyncio.sleep(0)
+    assert response.body == b"later" and seen == [response]
+    failing = client.invoke_async(addr, RemotingCommand(code=SLOW), 0.05)
+    with pytest.raises(RemotingTimeoutError):
+        await failing
+
+
 async def test_unknown_code_is_not_supported(served, client) -> None:
     resp = await client.invoke(served[2], RemotingCommand(code=777), 2)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
