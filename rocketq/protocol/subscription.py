@@ -58,15 +58,20 @@ class SubscriptionData:
     def from_json(cls, raw: Any) -> SubscriptionData:
         if not isinstance(raw, dict) or not isinstance(raw.get("topic"), str):
             raise SubscriptionError("subscription data needs a topic")
+        version = raw.get("subVersion") or 0
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise SubscriptionError(f"subVersion {version!r} is not an integer")
         return build(
             raw["topic"],
             str(raw.get("subString") or SUB_ALL),
             str(raw.get("expressionType") or EXPRESSION_TAG),
-            int(raw.get("subVersion") or 0),
+            version,
         )
 
 
-def build(topic: str, expression: str | None, expression_type: str | None = None, sub_version: int = 0) -> SubscriptionData:
+def build(
+    topic: str, expression: str | None, expression_type: str | None = None, sub_version: int = 0
+) -> SubscriptionData:
     """Parse a tag expression into SubscriptionData; SQL92 is kept as text for the filter engine."""
     expression = (expression or SUB_ALL).strip() or SUB_ALL
     kind = (expression_type or EXPRESSION_TAG).upper()

@@ -39,3 +39,8 @@ def test_bad_expressions(expr: str, kind: str) -> None:
 def test_sql92_is_kept_as_text() -> None:
     sub = subscription.build("T", "a > 5", "sql92")
     assert sub.expression_type == "SQL92" and not sub.matches_all
+
+
+def test_from_json_refuses_a_non_integer_sub_version() -> None:
+    with pytest.raises(SubscriptionError, match="subVersion"):
+        subscription.SubscriptionData.from_json({"topic": "T", "subVersion": "soon"})
