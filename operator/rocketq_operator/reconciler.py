@@ -135,6 +135,10 @@ class ClusterPass:
                     f"{group.name}: {', '.join(changes)} cannot change on a running group; "
                     "its pods keep their current settings until the spec is reverted",
                 ))
+        if any("spec.brokers.mode" in changes for changes in self.refused.values()):
+            # One cluster, one mode: no new group may start in a mode the others do not run.
+            for index in range(cluster.spec.brokers.groups):
+                self.refused.setdefault(index, ["spec.brokers.mode"])
 
     async def apply_namesrv(self, cluster: Cluster) -> None:
         for desired in (namesrv.render_namesrv_service(cluster), namesrv.render_namesrv_statefulset(cluster),

@@ -373,12 +373,14 @@ async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> 
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
     configmap = env.get("ConfigMap", "demo-broker-0-config")
-    await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 3}}})
+    await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 3,
+                                                                     "groups": 2}}})
     await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
                        == "ImmutableFieldChange", "ImmutableFieldChange")
     assert "spec.brokers.mode" in (env.condition("RocketMQCluster", "demo", "Degraded") or {})["message"]
     assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"] == (configmap or {})["data"]
     assert (env.get("StatefulSet", "demo-broker-0") or {})["spec"]["replicas"] == 2
+    assert env.get("StatefulSet", "demo-broker-1") is None  # no group starts in another mode
 
 
 async def test_manual_rolling_update_restarts_a_group_then_clears_the_annotation(env: OperatorEnv) -> None:
