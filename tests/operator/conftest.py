@@ -6,7 +6,14 @@ from __future__ import annotations
 import pathlib
 import sys
 
+import pytest
+
 for shared in ("k8s", "admin"):
     path = pathlib.Path(__file__).resolve().parents[1] / shared
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "operator_config(**overrides): OperatorConfig fields for the operator the env fixture runs")

@@ -301,7 +301,7 @@ def _pod(statefulset: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def fast_config(**overrides: Any) -> OperatorConfig:
-    values: dict[str, Any] = {"reconcile_interval": 0.2, "entity_interval": 0.3, "failover_grace": 0.5,
+    values: dict[str, Any] = {"reconcile_interval": 0.2, "entity_interval": 0.3, "failover_grace": 10.0,
                               "drain_timeout": 30.0, "retry_delay": 0.2, "admin_timeout": 1.0, "metrics_port": 0}
     values.update(overrides)
     return OperatorConfig(**values)
