@@ -1,0 +1,285 @@
+"""CPU cost of the hot paths, in microseconds of process CPU time per message.
+
+    .venv/bin/python bench/hotpath.py [--messages N] [--only NAME ...] [--calls]
+
+Whole-system numbers (``rocketq bench``) on a shared 2-core machine move with whatever else
+runs; CPU time per message moves less (the best of several runs is reported), and the number
+of function calls per message (``--calls``, counted by cProfile) does not move at all. Every
+case drives the real code with real bytes, in one process, without sockets:
+
+* ``broker-send-*``: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frames, encoded by the producer's own
+  code, fed to a broker ``Connection`` (the frame decoder, dispatch, ``SendHandlers``, a real
+  ``MessageStore`` in a temporary directory under ASYNC_FLUSH, the response encoding) through
+  a transport that only collects the bytes written.
+* ``broker-pull``: PULL_MESSAGE frames of 32 messages against that store.
+* ``producer-*``: the producer's per-send work without the network: validation, unique key,
+  header and frame encoding, then decoding the broker's answer into a ``SendResult``.
+
+It measures; it asserts nothing. Numbers go to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rocketq.broker.clients import ClientManager
+from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.pull import PullHandlers
+from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.broker.topics import TopicConfig, TopicConfigManager
+from rocketq.client import sending, wire
+from rocketq.client.queues import MessageQueue
+from rocketq.client.settings import ProducerSettings
+from rocketq.protocol import frames, headers
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.message import Message
+from rocketq.remoting.connection import Connection
+from rocketq.store.messagestore import MessageStore
+from rocketq.store.settings import StoreSettings
+
+TOPIC = "HotPathTopic"
+GROUP = "hotpath_group"
+BODY_SIZE = 1024
+BATCH = 32
+FRAMES_PER_READ = 8
+"""How many request frames one socket read hands the broker (a busy connection's pipelining)."""
+
+
+class CollectingTransport:
+    """Stands in for a socket: counts what the broker writes."""
+
+    def __init__(self) -> None:
+        self.frames_written = 0
+        self.bytes_written = 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 40000) if name in ("peername", "sockname") else default
+
+    def write(self, data: bytes) -> None:
+        self.frames_written += 1
+        self.bytes_written += len(data)
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        """Nothing to tear down."""
+
+    def close(self) -> None:
+        """Nothing to tear down."""
+
+
+class Broker:
+    """A store and the send/pull handlers wired as ``BrokerServer`` wires them."""
+
+    def __init__(self, root: Path) -> None:
+        behaviour = BrokerBehaviour()
+        settings = StoreSettings(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 30)
+        self.store = MessageStore(settings, ("127.0.0.1", 10911))
+        self.topics = TopicConfigManager(root / "topics.json")
+        self.topics.upsert(TopicConfig(TOPIC, 8, 8))
+        self.send = SendHandlers(self.store, self.topics, behaviour,
+                                 BrokerAddress("DefaultCluster", "broker-a", "127.0.0.1", 10911, True),
+                                 on_topic_created=_nothing)
+        self.pull = PullHandlers(self.store, self.topics, SubscriptionGroupManager(root / "groups.json"),
+                                 ConsumerOffsetManager(root / "offsets.json"), ClientManager(lambda g, c: None),
+                                 behaviour, is_master=True)
+        self.handlers = {**self.send.handlers(), **self.pull.handlers()}
+
+    async def start(self) -> None:
+        self.store.open()
+        await self.store.start()
+
+    def connection(self) -> tuple[Connection, CollectingTransport]:
+        conn = Connection(self.handlers, name="hotpath")
+        transport = CollectingTransport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        return conn, transport
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _producer_frame(settings: ProducerSettings, batch: bool, queue_id: int) -> bytes:
+    mq = MessageQueue(TOPIC, "broker-a", queue_id)
+    body = b"x" * BODY_SIZE
+    if batch:
+        out = sending.prepare_batch([Message(TOPIC, body) for _ in range(BATCH)], settings)
+    else:
+        out = sending.prepare(Message(TOPIC, body, properties={"TAGS": "TagA", "KEYS": "k1"}), settings)
+    request = wire._send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
+    request.opaque = queue_id
+    return _framed(request)
+
+
+def _framed(cmd: frames.RemotingCommand) -> bytes:
+    return cmd.encode()
+
+
+def _pull_frame(offset: int, queue_id: int) -> bytes:
+    header = headers.PullMessageRequestHeader(
+        consumer_group=GROUP, topic=TOPIC, queue_id=queue_id, queue_offset=offset, max_msg_nums=BATCH,
+        sys_flag=4 | 1, commit_offset=offset, suspend_timeout_millis=15000, subscription="*",
+        sub_version=1, expression_type="TAG")
+    return _framed(frames.RemotingCommand(code=RequestCode.PULL_MESSAGE, opaque=offset, ext_fields=header.to_ext()))
+
+
+def _chunks(data: list[bytes], size: int) -> Iterator[bytes]:
+    for i in range(0, len(data), size):
+        yield b"".join(data[i:i + size])
+
+
+PROFILER: cProfile.Profile | None = None
+"""Set by ``--calls``: the measured part of each case runs under it."""
+
+
+async def _feed(conn: Connection, transport: CollectingTransport, reads: list[bytes], expected: int) -> float:
+    """CPU seconds to hand the broker ``reads`` and let it write ``expected`` responses."""
+    started = time.process_time()
+    if PROFILER is not None:
+        PROFILER.enable()
+    for read in reads:
+        conn.data_received(read)
+        await asyncio.sleep(0)
+    while transport.frames_written < expected:
+        await asyncio.sleep(0)
+    if PROFILER is not None:
+        PROFILER.disable()
+    return time.process_time() - started
+
+
+async def broker_send(root: Path, messages: int, batch: bool) -> float:
+    broker = Broker(root)
+    await broker.start()
+    try:
+        settings = ProducerSettings()
+        per_frame = BATCH if batch else 1
+        count = max(1, messages // per_frame)
+        frames_ = [_producer_frame(settings, batch, i % 8) for i in range(count)]
+        conn, transport = broker.connection()
+        await _feed(conn, transport, list(_chunks(frames_[:50], 1 if batch else FRAMES_PER_READ)), 50)  # warm-up
+        transport.frames_written = 0
+        reads = list(_chunks(frames_, 1 if batch else FRAMES_PER_READ))
+        seconds = await _feed(conn, transport, reads, len(frames_))
+        return seconds / (count * per_frame) * 1e6
+    finally:
+        await broker.store.close()
+
+
+async def broker_pull(root: Path, messages: int) -> float:
+    broker = Broker(root)
+    await broker.start()
+    try:
+        settings = ProducerSettings()
+        conn, transport = broker.connection()
+        batches = max(1, messages // BATCH)
+        frames_ = [_producer_frame(settings, True, 0) for _ in range(batches)]
+        await _feed(conn, transport, frames_, len(frames_))
+        transport.frames_written = 0
+        pulls = [_pull_frame(i * BATCH, 0) for i in range(batches)]
+        seconds = await _feed(conn, transport, list(_chunks(pulls, FRAMES_PER_READ)), len(pulls))
+        return seconds / (batches * BATCH) * 1e6
+    finally:
+        await broker.store.close()
+
+
+def producer_path(messages: int, batch: bool) -> float:
+    """Prepare, encode and decode the answer, as the producer does around each send."""
+    settings = ProducerSettings()
+    mq = MessageQueue(TOPIC, "broker-a", 0)
+    answer = frames.RemotingCommand(code=0, flag=frames.RESPONSE_FLAG, ext_fields={
+        "msgId": "7F00000100002A9F0000000000000000", "queueId": "0", "queueOffset": "1",
+        "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}).encode()
+    per_call = BATCH if batch else 1
+    calls = max(1, messages // per_call)
+    body = b"x" * BODY_SIZE
+    started = time.process_time()
+    if PROFILER is not None:
+        PROFILER.enable()
+    for _ in range(calls):
+        msgs = [Message(TOPIC, body) for _ in range(per_call)]
+        out = sending.prepare_batch(msgs, settings) if batch else sending.prepare(msgs[0], settings)
+        request = wire._send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
+        request.encode()
+        response = frames.decode_frame(memoryview(answer)[4:])
+        reply = wire.SendReply(0, headers.SendMessageResponseHeader.from_ext(response.ext_fields))  # type: ignore[arg-type]
+        sending.to_result(reply, out, mq)
+    if PROFILER is not None:
+        PROFILER.disable()
+    return (time.process_time() - started) / (calls * per_call) * 1e6
+
+
+CASES: dict[str, Callable[[Path, int], Any]] = {
+    "broker-send-sync": lambda root, n: broker_send(root, n, batch=False),
+    "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
+    "broker-pull": broker_pull,
+    "producer-sync": lambda root, n: producer_path(n, batch=False),
+    "producer-batch": lambda root, n: producer_path(n, batch=True),
+}
+
+
+async def _run_case(name: str, messages: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="rocketq-hotpath-") as tmp:
+        result = CASES[name](Path(tmp), messages)
+        return float(await result) if asyncio.iscoroutine(result) else float(result)
+
+
+def main() -> None:
+    global BODY_SIZE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=64_000)
+    parser.add_argument("--repeat", type=int, default=5, help="runs per case (best and median are reported)")
+    parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="cases to run (default: all)")
+    parser.add_argument("--body-size", type=int, default=BODY_SIZE, help="message body bytes")
+    parser.add_argument("--calls", action="store_true",
+                        help="count function calls per message instead of timing (one run per case)")
+    args = parser.parse_args()
+    BODY_SIZE = args.body_size
+    for name in args.only or list(CASES):
+        if args.calls:
+            print(f"{name:<20} {_count_calls(name, args.messages)}")
+            continue
+        runs = sorted(_run(name, args.messages) for _ in range(max(1, args.repeat)))
+        print(f"{name:<20} best {runs[0]:7.2f}  median {runs[len(runs) // 2]:7.2f} us CPU per message")
+
+
+def _count_calls(name: str, messages: int) -> str:
+    """Calls per message in the measured part: all, and those of Python functions."""
+    global PROFILER
+    PROFILER = cProfile.Profile()
+    try:
+        _run(name, messages)
+        stats = pstats.Stats(PROFILER).stats  # type: ignore[attr-defined]
+    finally:
+        PROFILER = None
+    per_message = messages if name.endswith("-sync") else max(1, messages // BATCH) * BATCH
+    total = sum(row[1] for row in stats.values())
+    python = sum(row[1] for (path, _line, _fn), row in stats.items() if path != "~")
+    return f"{total / per_message:7.1f} calls per message, {python / per_message:6.1f} of Python functions"
+
+
+def _run(name: str, messages: int) -> float:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(_run_case(name, messages))
+    return uvloop.run(_run_case(name, messages))
+
+
+if __name__ == "__main__":
+    main()
