@@ -12,6 +12,11 @@ refuses anything that cannot be one (oversized, negative or inconsistent lengths
 headers) with ``FrameError`` *before* buffering the claimed payload, so a hostile peer cannot make
 a process allocate what it claims. What to do about a bad frame (close that connection) is the
 remoting layer's decision.
+
+Decoding is on every request's path, so the common case is kept short: a read that starts
+at a frame boundary is decoded straight from the bytes the socket gave (only an incomplete
+tail is buffered), and a JSON header whose extFields are all strings (every Java client's) is
+used as orjson returns it, without a converting copy.
 """
 
 from __future__ import annotations
@@ -35,7 +40,10 @@ PROTOCOL_VERSION: Final = 399
 """The ``version`` field Java 4.9.x clients send; informational only."""
 
 _INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">iI")
+_INT32_MIN: Final = -(1 << 31)
+_INT32_MAX: Final = (1 << 31) - 1
 _BINARY_FIXED = struct.Struct(">hbhii")
 
 
@@ -136,18 +144,24 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
 
 
 def _string_fields(raw: Any) -> dict[str, str]:
-    if raw is None:
+    if raw.__class__ is dict:
+        for value in raw.values():
+            if value.__class__ is not str:
+                break
+        else:
+            return raw  # all strings: orjson's dict is already the answer
+    elif raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    elif not isinstance(raw, Mapping):
         raise FrameError("extFields is not an object")
     return {str(k): java_string(v) for k, v in raw.items()}
 
 
 def _int_field(header: Mapping[str, Any], name: str, default: int = 0) -> int:
     value = header.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if value.__class__ is not int:  # bool is not an integer here, and orjson makes exact ints
         raise FrameError(f"header field {name!r} is not an integer")
-    if not -(1 << 31) <= value < (1 << 31):
+    if not _INT32_MIN <= value <= _INT32_MAX:
         raise FrameError(f"header field {name!r} is out of int32 range")
     return value
 
@@ -157,24 +171,30 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         header = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise FrameError(f"undecodable JSON header: {exc}") from None
-    if not isinstance(header, dict):
+    if header.__class__ is not dict:
         raise FrameError("JSON header is not an object")
     if "code" not in header:
         raise FrameError("JSON header has no code")
     language = header.get("language", "JAVA")
-    if isinstance(language, int):
-        language = LanguageCode(language).name if language in LanguageCode._value2member_map_ else "OTHER"
+    if language.__class__ is not str:
+        if isinstance(language, int):
+            language = LanguageCode(language).name if language in LanguageCode._value2member_map_ else "OTHER"
+        language = str(language)
     remark = header.get("remark")
-    return RemotingCommand(
-        code=_int_field(header, "code"),
-        opaque=_int_field(header, "opaque"),
-        flag=_int_field(header, "flag"),
-        remark=None if remark is None else str(remark),
-        ext_fields=_string_fields(header.get("extFields")),
-        language=str(language),
-        version=_int_field(header, "version", PROTOCOL_VERSION),
-        serialize_type=SerializeType.JSON,
-    )
+    if remark is not None and remark.__class__ is not str:
+        remark = str(remark)
+    code, opaque, flag = header["code"], header.get("opaque", 0), header.get("flag", 0)
+    version = header.get("version", PROTOCOL_VERSION)
+    if (code.__class__ is opaque.__class__ is flag.__class__ is version.__class__ is int
+            and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
+            and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX):
+        ext = _string_fields(header.get("extFields"))
+    else:
+        # not the common shape: check field by field, in wire order, so the error names the field
+        code, opaque, flag = _int_field(header, "code"), _int_field(header, "opaque"), _int_field(header, "flag")
+        ext = _string_fields(header.get("extFields"))
+        version = _int_field(header, "version", PROTOCOL_VERSION)
+    return RemotingCommand(code, opaque, flag, remark, ext, b"", language, version, SerializeType.JSON)
 
 
 def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
@@ -227,7 +247,7 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 def _decode_view(view: memoryview) -> RemotingCommand:
     if len(view) < 4:
         raise FrameError("frame shorter than its header-length field")
-    (mark,) = struct.unpack_from(">I", view, 0)
+    (mark,) = _UINT32.unpack_from(view, 0)
     ser_type, header_len = mark >> 24, mark & 0xFFFFFF
     if 4 + header_len > len(view):
         raise FrameError(f"header length {header_len} exceeds frame of {len(view)} bytes")
@@ -243,29 +263,45 @@ def _decode_view(view: memoryview) -> RemotingCommand:
 
 
 class FrameDecoder:
-    """Cuts a byte stream into ``RemotingCommand``s; feed it whatever the socket gave."""
+    """Cuts a byte stream into ``RemotingCommand``s; feed it whatever the socket gave.
+
+    Only an incomplete frame at the end of a read is kept (in ``_buffer``); it is decoded once
+    the reads that complete it have arrived, so a large frame trickling in costs one copy.
+    """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buffer = bytearray()
+        self._needed = 4
+        """Buffered bytes needed before the buffered frame can be complete."""
         self._max = max_frame_size
 
     def feed(self, data: bytes) -> Iterator[RemotingCommand]:
-        self._buffer += data
         buf = self._buffer
+        if buf:
+            buf += data
+            if len(buf) < self._needed:
+                return
+            data = bytes(buf)
+            buf.clear()
+        # A view of immutable bytes: slicing it copies nothing and blocks no resize.
+        view = memoryview(data)
+        end = len(data)
         pos = 0
+        self._needed = 4
         try:
-            while len(buf) - pos >= 4:
-                (length,) = _INT32.unpack_from(buf, pos)
+            while end - pos >= 4:
+                (length,) = _INT32.unpack_from(view, pos)
                 if length < 4 or length > self._max:
                     raise FrameError(f"frame length {length} outside [4, {self._max}]")
-                if len(buf) - pos - 4 < length:
+                if end - pos - 4 < length:
+                    self._needed = 4 + length
                     break
-                with memoryview(buf) as view:
-                    cmd = decode_frame(view[pos + 4 : pos + 4 + length])
+                cmd = _decode_view(view[pos + 4 : pos + 4 + length])
                 pos += 4 + length
                 yield cmd
         finally:
-            del buf[:pos]
+            if pos < end:
+                buf += view[pos:]
 
     @property
     def buffered(self) -> int:

@@ -6,6 +6,11 @@ connection exactly like a client calls SEND_MESSAGE on the broker's. Responses a
 waiting futures by ``opaque``; requests are dispatched to ``handlers`` by ``code``.
 
 Writes are batched: frames queued during one event-loop turn leave in a single ``writelines``.
+A handler runs *eagerly*: its first step runs inside ``data_received``, and only a handler
+that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a task. Most
+requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
+neither a task nor an extra loop turn; see ``_Resumed`` for how the rest keep a task's
+semantics (exceptions, cancellation on connection loss).
 Every buffer is capped: a frame larger than ``max_frame_size`` or any undecodable byte closes
 the connection (with a log line), too many requests in flight from one peer are answered
 SYSTEM_BUSY, and a caller waits while the kernel send buffer is full.
@@ -16,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Final
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from typing import Any, Final
 
 from rocketq.protocol import frames
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.frames import ONEWAY_FLAG, FrameError, RemotingCommand
+from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
 
@@ -45,6 +50,7 @@ class Connection(asyncio.Protocol):
         name: str = "remoting",
     ) -> None:
         self._handlers = handlers
+        self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
         self._name = name
         self._transport: asyncio.Transport | None = None
@@ -56,7 +62,7 @@ class Connection(asyncio.Protocol):
         self._writable.set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._close_callbacks: list[Callable[[Connection], None]] = []
-        self._closed_future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closed_future: asyncio.Future[None] = self._loop.create_future()
         self.remote_addr = "?"
         self.local_addr = "?"
         self.closed = False
@@ -71,7 +77,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             for cmd in self._decoder.feed(data):
-                if cmd.is_response:
+                if cmd.flag & RESPONSE_FLAG:
                     self._complete(cmd)
                 else:
                     self._dispatch(cmd)
@@ -111,7 +117,7 @@ class Connection(asyncio.Protocol):
         self._outbox.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -132,25 +138,27 @@ class Connection(asyncio.Protocol):
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
         if len(self._pending) >= MAX_PENDING_INVOKES:
             raise RemotingTooMuchRequestError(f"{len(self._pending)} requests pending on {self.remote_addr}")
-        await self._writable.wait()
-        cmd.opaque = next(self._opaques) & 0x7FFFFFFF
+        if not self._writable.is_set():
+            await self._writable.wait()
+        cmd.opaque = opaque = next(self._opaques) & 0x7FFFFFFF
         cmd.flag &= ~ONEWAY_FLAG
-        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
-        self._pending[cmd.opaque] = fut
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = fut
+        # A timer on the future itself, not asyncio.wait_for: that wraps every call in a
+        # second future and callbacks, which costs more than the rest of a send.
+        timer = self._loop.call_later(timeout, _time_out, fut, self.remote_addr, cmd.code, timeout)
         try:
             self._write(cmd.encode())
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            raise RemotingTimeoutError(
-                f"no response from {self.remote_addr} to code {cmd.code} within {timeout:.3f}s"
-            ) from None
+            return await fut
         finally:
-            self._pending.pop(cmd.opaque, None)
+            timer.cancel()
+            self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, cmd: RemotingCommand) -> None:
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
-        await self._writable.wait()
+        if not self._writable.is_set():
+            await self._writable.wait()
         cmd.opaque = next(self._opaques) & 0x7FFFFFFF
         cmd.flag |= ONEWAY_FLAG
         self._write(cmd.encode())
@@ -174,7 +182,14 @@ class Connection(asyncio.Protocol):
             self._reply(request, request.response(
                 ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
             return
-        task = asyncio.get_running_loop().create_task(self._run(handler, request))
+        run = self._run(handler, request)
+        try:
+            yielded = run.send(None)
+        except StopIteration:
+            return  # answered without waiting: the common case
+        except asyncio.CancelledError:
+            return  # the handler cancelled itself; a task would have ended cancelled, unanswered
+        task = self._loop.create_task(_finish(_Resumed(run, yielded)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -213,6 +228,60 @@ class Connection(asyncio.Protocol):
             self._flush()
             self._transport.close()
         await asyncio.shield(self._closed_future)
+
+
+def _time_out(fut: asyncio.Future[RemotingCommand], addr: str, code: int, timeout: float) -> None:
+    if not fut.done():
+        fut.set_exception(RemotingTimeoutError(f"no response from {addr} to code {code} within {timeout:.3f}s"))
+
+
+class _Resumed:
+    """The rest of a coroutine whose first step already ran outside any task.
+
+    ``_dispatch`` runs a handler's first step itself (asyncio in 3.11 has no eager tasks).
+    When that step suspends on a future, the coroutine is handed to a task through this
+    awaitable, which re-yields that future and then relays every value sent and every
+    exception thrown (cancellation included) to the coroutine, exactly as ``await`` would.
+
+    ``await fut`` marks the future as awaited (``_asyncio_future_blocking``) just before
+    yielding it, and the task that receives it clears the mark. Here the task receives it a
+    turn later, so the mark is cleared at once (another handler may await the same future in
+    the meantime, which needs it clear) and set again just before the task receives it.
+    """
+
+    __slots__ = ("_blocking", "_coro", "_yielded")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+        self._blocking = getattr(yielded, "_asyncio_future_blocking", None) is True
+        if self._blocking:
+            yielded._asyncio_future_blocking = False
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coro, value = self._coro, self._yielded
+        if self._blocking:
+            value._asyncio_future_blocking = True
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # relayed to the coroutine (cancellation too), not handled
+                try:
+                    value = coro.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration:
+                    return
+
+
+async def _finish(resumed: _Resumed) -> None:
+    await resumed
 
 
 def _addr(sockaddr: object) -> str:

@@ -1,0 +1,204 @@
+"""Request dispatch on one connection: handlers run eagerly, waiting ones keep a task's semantics.
+
+A ``Connection`` is driven through an in-memory transport, so each test sees exactly which
+frames were written and when, without sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.frames import ONEWAY_FLAG, FrameDecoder, RemotingCommand
+from rocketq.protocol.headers import TopicHeader
+from rocketq.remoting import connection as connection_mod
+from rocketq.remoting.connection import Connection
+from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError
+
+SYNC, WAITS, WAITS_OFTEN, FAILS_LATE, STRICT, CANCELS_ITSELF = 1, 2, 3, 4, 5, 6
+
+
+class MemoryTransport:
+    def __init__(self) -> None:
+        self.written = bytearray()
+        self.aborted = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1234) if name in ("peername", "sockname") else default
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        for chunk in chunks:
+            self.written += chunk
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def close(self) -> None:
+        self.aborted = True
+
+
+class Handlers:
+    def __init__(self) -> None:
+        self.gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.cleaned_up = 0
+
+    async def sync(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, "at once")
+
+    async def waits(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            remark = await self.gate
+        finally:
+            self.cleaned_up += 1
+        return req.response(ResponseCode.SUCCESS, remark)
+
+    async def waits_often(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        remark = await self.gate
+        await asyncio.sleep(0)
+        return req.response(ResponseCode.SUCCESS, remark + " later")
+
+    async def fails_late(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(0)
+        raise RuntimeError("broke after waiting")
+
+    async def strict(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, TopicHeader.from_ext(req.ext_fields).topic)
+
+    async def cancels_itself(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        raise asyncio.CancelledError
+
+    def table(self) -> dict[int, Any]:
+        return {SYNC: self.sync, WAITS: self.waits, WAITS_OFTEN: self.waits_often, FAILS_LATE: self.fails_late,
+                STRICT: self.strict, CANCELS_ITSELF: self.cancels_itself}
+
+
+def _open(handlers: Handlers) -> tuple[Connection, MemoryTransport]:
+    conn = Connection(handlers.table())
+    transport = MemoryTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport
+
+
+def _request(code: int, opaque: int, **kwargs: Any) -> bytes:
+    return RemotingCommand(code=code, opaque=opaque, **kwargs).encode()
+
+
+def _answers(transport: MemoryTransport) -> dict[int, RemotingCommand]:
+    return {cmd.opaque: cmd for cmd in FrameDecoder().feed(bytes(transport.written))}
+
+
+async def _turns(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def test_a_handler_that_does_not_wait_is_answered_in_the_same_turn() -> None:
+    conn, transport = _open(Handlers())
+    conn.data_received(_request(SYNC, 1) + _request(SYNC, 2))
+    assert not conn._tasks  # no task was needed
+    await asyncio.sleep(0)  # the one write of the turn
+    answers = _answers(transport)
+    assert sorted(answers) == [1, 2] and answers[1].remark == "at once" and answers[1].is_response
+
+
+async def test_a_waiting_handler_is_answered_when_its_wait_ends() -> None:
+    handlers = Handlers()
+    conn, transport = _open(handlers)
+    # 1 and 4 suspend on the same future in their first steps
+    conn.data_received(_request(WAITS, 1) + _request(SYNC, 2) + _request(WAITS_OFTEN, 3) + _request(WAITS, 4))
+    await _turns()
+    assert sorted(_answers(transport)) == [2]
+    assert len(conn._tasks) == 3
+    handlers.gate.set_result("opened")
+    await _turns()
+    answers = _answers(transport)
+    assert answers[1].remark == answers[4].remark == "opened" and answers[3].remark == "opened later"
+    assert not conn._tasks
+
+
+async def test_errors_become_system_error_whether_raised_at_once_or_after_waiting() -> None:
+    conn, transport = _open(Handlers())
+    conn.data_received(_request(STRICT, 1) + _request(FAILS_LATE, 2))
+    await _turns()
+    answers = _answers(transport)
+    assert answers[1].code == ResponseCode.SYSTEM_ERROR and "topic" in (answers[1].remark or "")
+    assert answers[2].code == ResponseCode.SYSTEM_ERROR and answers[2].remark == "RuntimeError: broke after waiting"
+
+
+async def test_a_handler_cancelling_itself_gets_no_answer_and_the_connection_goes_on() -> None:
+    conn, transport = _open(Handlers())
+    conn.data_received(_request(CANCELS_ITSELF, 1) + _request(SYNC, 2))
+    await _turns()
+    assert sorted(_answers(transport)) == [2]
+    assert not transport.aborted
+
+
+async def test_connection_loss_cancels_waiting_handlers() -> None:
+    handlers = Handlers()
+    conn, transport = _open(handlers)
+    conn.data_received(_request(WAITS, 1) + _request(WAITS, 2))
+    await _turns()
+    conn.connection_lost(None)
+    await _turns()
+    assert handlers.cleaned_up == 2  # each handler saw the cancellation (its finally ran)
+    assert not conn._tasks
+    assert _answers(transport) == {}
+
+
+async def test_oneway_requests_are_never_answered() -> None:
+    conn, transport = _open(Handlers())
+    conn.data_received(_request(SYNC, 1, flag=ONEWAY_FLAG) + _request(STRICT, 2, flag=ONEWAY_FLAG))
+    await _turns()
+    assert _answers(transport) == {}
+
+
+async def test_only_waiting_handlers_count_against_the_in_flight_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection_mod, "MAX_REQUESTS_IN_FLIGHT", 2)
+    handlers = Handlers()
+    conn, transport = _open(handlers)
+    conn.data_received(b"".join(_request(SYNC, i) for i in range(1, 6)))  # none of these waits
+    conn.data_received(_request(WAITS, 10) + _request(WAITS, 11) + _request(WAITS, 12) + _request(SYNC, 13))
+    await _turns()
+    answers = _answers(transport)
+    assert all(answers[i].code == ResponseCode.SUCCESS for i in (1, 2, 3, 4, 5))
+    assert answers[12].code == ResponseCode.SYSTEM_BUSY and answers[13].code == ResponseCode.SYSTEM_BUSY
+    assert 10 not in answers and 11 not in answers
+    handlers.gate.set_result("done")
+    await _turns()
+    assert _answers(transport)[10].remark == "done"
+
+
+async def test_invoke_times_out_and_forgets_the_request() -> None:
+    conn, _transport = _open(Handlers())
+    with pytest.raises(RemotingTimeoutError, match=r"within 0\.010s"):
+        await conn.invoke(RemotingCommand(code=SYNC), 0.01)
+    assert conn._pending == {}
+
+
+async def test_invoke_gets_its_answer_and_a_cancelled_invoke_leaves_nothing_behind() -> None:
+    conn, transport = _open(Handlers())
+    call = asyncio.ensure_future(conn.invoke(RemotingCommand(code=SYNC), 5))
+    await _turns()
+    (sent,) = FrameDecoder().feed(bytes(transport.written))
+    conn.data_received(sent.response(ResponseCode.SUCCESS, "answer").encode())
+    assert (await call).remark == "answer"
+    waiting = asyncio.ensure_future(conn.invoke(RemotingCommand(code=SYNC), 5))
+    await _turns()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert conn._pending == {}
+
+
+async def test_invoke_fails_when_the_connection_is_lost() -> None:
+    conn, _transport = _open(Handlers())
+    call = asyncio.ensure_future(conn.invoke(RemotingCommand(code=SYNC), 5))
+    await _turns()
+    conn.connection_lost(None)
+    with pytest.raises(RemotingSendError):
+        await call
