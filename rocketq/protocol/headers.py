@@ -5,6 +5,13 @@ metadata and nowhere else: handlers see ``header.consumer_group``, the wire sees
 ``consumerGroup``. ``from_ext`` validates: a missing required field, a number that is not a
 number, or a boolean that is not ``true``/``false`` raises ``HeaderError`` naming the field, which
 the dispatcher turns into a SYSTEM_ERROR response instead of a crash.
+
+Every request parses a header and every response writes one, so each class gets its
+``from_ext``/``to_ext`` compiled once from its field table (as ``dataclasses`` compiles
+``__init__``): straight-line code with one ``dict.get`` per field and no per-field dispatch.
+``_generic_from_ext`` is the same contract written as a loop; it serves the rare inputs the
+compiled SEND_MESSAGE_V2 parser does not take (short and long names mixed) and is what the
+compiled code is tested against.
 """
 
 from __future__ import annotations
@@ -12,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from rocketq.protocol.frames import java_string
 
@@ -34,6 +41,7 @@ def wire(name: str, default: Any = _MISSING) -> Any:
 
 
 _SPECS: dict[type, tuple[tuple[str, str, type, bool], ...]] = {}
+HeaderT = TypeVar("HeaderT")
 
 
 def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
@@ -54,23 +62,114 @@ def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
     return _SPECS[cls]
 
 
+def _parse_bool(wire_name: str, raw: str) -> bool:
+    if raw == "false":
+        return False
+    if raw == "true":
+        return True
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise HeaderError(f"header field {wire_name}={raw!r} is not a boolean")
+
+
+def _parse_int(wire_name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise HeaderError(f"header field {wire_name}={raw!r} is not an integer") from None
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise HeaderError(f"header field {wire_name}={raw!r} is out of range")
+    return value
+
+
 def _parse(kind: type, wire_name: str, raw: str) -> Any:
     if kind is str:
         return raw
     if kind is bool:
-        lowered = raw.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        raise HeaderError(f"header field {wire_name}={raw!r} is not a boolean")
+        return _parse_bool(wire_name, raw)
     if kind is int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise HeaderError(f"header field {wire_name}={raw!r} is not an integer") from None
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise HeaderError(f"header field {wire_name}={raw!r} is out of range")
-        return value
+        return _parse_int(wire_name, raw)
     raise TypeError(f"unsupported header field type {kind}")
+
+
+def _generic_from_ext(cls: type[HeaderT], ext: Mapping[str, str]) -> HeaderT:
+    """``from_ext`` as a plain loop over the field table (see the module docstring)."""
+    values: dict[str, Any] = {}
+    for name, wire_name, kind, required in _field_specs(cls):
+        raw = ext.get(wire_name)
+        if raw is None or (raw == "" and kind is not str):
+            if required:
+                raise HeaderError(f"the custom field <{wire_name}> is null")
+            continue
+        values[name] = _parse(kind, wire_name, raw)
+    return cls(**values)
+
+
+def _value_lines(kind: type, wire_name: str) -> list[str]:
+    """Source that turns ``raw`` into ``v``: the common, well-formed text inline, anything
+    else through ``_parse_int``/``_parse_bool``, which accept or reject it as ``_parse`` does."""
+    if kind is str:
+        return ["        v = raw"]
+    if kind is bool:
+        return [f"        v = False if raw == 'false' else True if raw == 'true' else _parse_bool({wire_name!r}, raw)"]
+    if kind is int:
+        return ["        try:", "            v = int(raw)", "        except ValueError:",
+                f"            v = _parse_int({wire_name!r}, raw)",
+                f"        if not {_INT64_MIN} <= v <= {_INT64_MAX}:", f"            v = _parse_int({wire_name!r}, raw)"]
+    raise TypeError(f"unsupported header field type {kind}")
+
+
+def _compile_from_ext(cls: type[HeaderT], keys: Mapping[str, str]) -> Callable[[Mapping[str, str]], HeaderT]:
+    """Straight-line ``from_ext`` for ``cls``, reading each field under ``keys[field]``.
+
+    Errors name the field's wire name, whatever key it was read under (SEND_MESSAGE_V2's
+    ``a`` is reported as ``producerGroup``).
+
+    The instance is filled slot by slot (what a frozen dataclass's ``__init__`` does, minus
+    the keyword-argument handling, which costs more than the parsing).
+    """
+    if "__post_init__" in vars(cls):
+        raise TypeError(f"{cls.__name__}: compiled header parsing does not run __post_init__")
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    env: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__, "cls": cls,
+                           "HeaderError": HeaderError, "_parse_int": _parse_int, "_parse_bool": _parse_bool}
+    lines = ["def from_ext(ext):", "    get = ext.get", "    self = _new(cls)"]
+    for name, wire_name, kind, required in _field_specs(cls):
+        missing = "raw is None" if kind is str else "raw is None or raw == ''"
+        lines += [f"    raw = get({keys[name]!r})", f"    if {missing}:"]
+        if required:
+            lines.append(f"        raise HeaderError({f'the custom field <{wire_name}> is null'!r})")
+        elif defaults[name] is _MISSING:
+            raise TypeError(f"{cls.__name__}.{name}: an optional header field needs a default")
+        else:
+            env[f"_d_{name}"] = defaults[name]
+            lines.append(f"        _set(self, {name!r}, _d_{name})")
+        lines += ["    else:", *_value_lines(kind, wire_name), f"        _set(self, {name!r}, v)"]
+    lines.append("    return self")
+    exec("\n".join(lines), env)  # the source is built above from the dataclass's own fields
+    return env["from_ext"]
+
+
+def _compile_to_ext(cls: type, wire_names: Mapping[str, str]) -> Callable[[Any], dict[str, str]]:
+    """Straight-line ``to_ext``: absent (None) fields are left out; values as Java prints them."""
+    lines = ["def to_ext(self):", "    out = {}"]
+    for name, _wire, kind, _required in _field_specs(cls):
+        text = ("v if v.__class__ is str else _js(v)" if kind is str
+                else "str(v) if v.__class__ is int else _js(v)" if kind is int else "_js(v)")
+        lines += [f"    v = self.{name}", "    if v is not None:", f"        out[{wire_names[name]!r}] = {text}"]
+    lines.append("    return out")
+    env: dict[str, Any] = {"_js": java_string}
+    exec("\n".join(lines), env)  # the source is built above from the dataclass's own fields
+    return env["to_ext"]
+
+
+_FROM_EXT: dict[type, Callable[[Mapping[str, str]], Any]] = {}
+_TO_EXT: dict[type, Callable[[Any], dict[str, str]]] = {}
+
+
+def _wire_names(cls: type) -> dict[str, str]:
+    return {name: wire_name for name, wire_name, _kind, _required in _field_specs(cls)}
 
 
 class Header:
@@ -84,23 +183,17 @@ class Header:
     def from_ext(cls, ext: Mapping[str, str]) -> Self:
         if cls.aliases:
             ext = {cls.aliases.get(k, k): v for k, v in ext.items()}
-        values: dict[str, Any] = {}
-        for name, wire_name, kind, required in _field_specs(cls):
-            raw = ext.get(wire_name)
-            if raw is None or (raw == "" and kind is not str):
-                if required:
-                    raise HeaderError(f"the custom field <{wire_name}> is null")
-                continue
-            values[name] = _parse(kind, wire_name, raw)
-        return cls(**values)
+        parse = _FROM_EXT.get(cls)
+        if parse is None:
+            parse = _FROM_EXT[cls] = _compile_from_ext(cls, _wire_names(cls))
+        return parse(ext)
 
     def to_ext(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, wire_name, _kind, _required in _field_specs(type(self)):
-            value = getattr(self, name)
-            if value is not None:
-                out[wire_name] = java_string(value)
-        return out
+        cls = type(self)
+        write = _TO_EXT.get(cls)
+        if write is None:
+            write = _TO_EXT[cls] = _compile_to_ext(cls, _wire_names(cls))
+        return write(self)
 
 
 # --- send -------------------------------------------------------------------------------------
@@ -141,14 +234,22 @@ SEND_V2_ALIASES: Mapping[str, str] = {
     "n": "brokerName",
 }
 _SEND_V2_SHORT = {full: short for short, full in SEND_V2_ALIASES.items()}
+_SEND_V2_SHORT_KEYS = frozenset(SEND_V2_ALIASES)
+_SEND_V2_FIELDS = {name: _SEND_V2_SHORT[wire_name] for name, wire_name in _wire_names(SendMessageRequestHeader).items()}
+_send_v2_from_ext = _compile_from_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)
+_send_v2_to_ext = _compile_to_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)
 
 
 def send_header_from_v2(ext: Mapping[str, str]) -> SendMessageRequestHeader:
-    return SendMessageRequestHeader.from_ext({SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()})
+    """SEND_MESSAGE_V2's header: the short names ``a``..``n``; a long name given as well wins
+    when it comes later, so such (non-Java) input takes the general path."""
+    if _SEND_V2_SHORT_KEYS.issuperset(ext):
+        return _send_v2_from_ext(ext)
+    return _generic_from_ext(SendMessageRequestHeader, {SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()})
 
 
 def send_header_to_v2(header: SendMessageRequestHeader) -> dict[str, str]:
-    return {_SEND_V2_SHORT[k]: v for k, v in header.to_ext().items()}
+    return _send_v2_to_ext(header)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.protocol import headers
+from rocketq.protocol import frames, headers
 from rocketq.protocol.headers import HeaderError, PullMessageRequestHeader, SendMessageRequestHeader
 
 
@@ -42,3 +43,52 @@ def test_optional_fields_absent_are_omitted_on_the_wire() -> None:
 def test_random_ext_fields_give_a_header_or_header_error(ext: dict[str, str]) -> None:
     with contextlib.suppress(HeaderError):
         SendMessageRequestHeader.from_ext(ext)
+
+
+# --- the compiled codecs against the plain loop ------------------------------------------------
+
+HEADER_CLASSES = sorted(
+    (cls for cls in vars(headers).values()
+     if isinstance(cls, type) and issubclass(cls, headers.Header) and cls is not headers.Header),
+    key=lambda cls: cls.__name__,
+)
+raw_values = st.sampled_from(["", " ", "0", "-1", "17", " 42 ", "true", "false", "TRUE", "x", "9" * 25, "1.5"])
+
+
+def _outcome(parse: Any, ext: dict[str, str]) -> Any:
+    try:
+        return parse(ext)
+    except HeaderError as exc:
+        return ("HeaderError", str(exc))
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda cls: cls.__name__)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_compiled_from_ext_matches_the_plain_loop(cls: type[headers.Header], data: st.DataObject) -> None:
+    names = [wire_name for _name, wire_name, _kind, _required in headers._field_specs(cls)] + ["other"]
+    ext = data.draw(st.dictionaries(st.sampled_from(names), raw_values | st.text(max_size=5)))
+    assert _outcome(cls.from_ext, ext) == _outcome(lambda e: headers._generic_from_ext(cls, e), ext)
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda cls: cls.__name__)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_compiled_to_ext_writes_what_java_would(cls: type[headers.Header], data: st.DataObject) -> None:
+    names = [wire_name for _name, wire_name, _kind, _required in headers._field_specs(cls)]
+    ext = data.draw(st.fixed_dictionaries({n: raw_values for n in names}))
+    header = _outcome(cls.from_ext, ext)
+    if isinstance(header, tuple):
+        return
+    expected = {wire_name: frames.java_string(getattr(header, name))
+                for name, wire_name, _kind, _required in headers._field_specs(cls)
+                if getattr(header, name) is not None}
+    assert header.to_ext() == expected
+    assert cls.from_ext(header.to_ext()) == header
+
+
+@given(st.dictionaries(st.sampled_from([*sorted(headers.SEND_V2_ALIASES), "topic", "queueId", "zzz"]), raw_values))
+def test_send_v2_parsing_matches_the_aliased_plain_loop(ext: dict[str, str]) -> None:
+    aliased = {headers.SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()}
+    expected = _outcome(lambda e: headers._generic_from_ext(SendMessageRequestHeader, e), aliased)
+    assert _outcome(headers.send_header_from_v2, ext) == expected
