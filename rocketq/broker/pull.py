@@ -40,6 +40,8 @@ MAX_PULL_BATCH: Final = 1024
 MAX_PULL_BYTES: Final = 256 * 1024
 """Bytes one pull may return (RocketMQ's maxTransferBytesOnMessageInMemory)."""
 MAX_HELD_PULLS: Final = 100_000
+_READ: Final = int(codes.Perm.READ)
+"""The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
 """Held long-poll requests before new ones are answered at once instead of held."""
 
 
@@ -100,7 +102,7 @@ class PullHandlers:
         return self._answer(request, header, result)
 
     def _check(self, request: RemotingCommand, header: PullMessageRequestHeader) -> SubscriptionData | RemotingCommand:
-        if not self.broker_permission & codes.Perm.READ:
+        if not self.broker_permission & _READ:
             return request.response(ResponseCode.NO_PERMISSION, "the broker pulling message is forbidden")
         group = self._groups.find_or_create(
             header.consumer_group, auto_create=self._behaviour.auto_create_subscription_group
@@ -119,7 +121,7 @@ class PullHandlers:
             return request.response(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!"
             )
-        if not topic.perm & codes.Perm.READ:
+        if not topic.perm & _READ:
             return request.response(
                 ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden"
             )

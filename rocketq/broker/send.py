@@ -6,6 +6,10 @@ response code so any RocketMQ client reacts as it would to Apache RocketMQ. Flow
 protocol answer: past ``sendThreadPoolQueueCapacity`` sends in flight, or while the store
 reports its page cache busy, the broker answers SYSTEM_BUSY at once and the client retries
 elsewhere, instead of queueing without limit.
+
+Each message's properties are decoded once (that is their validation, and it answers the
+TRAN_MSG/DELAY/TAGS/UNIQ_KEY/KEYS questions) and, when they are in canonical form, stored as
+the text the producer sent with CLUSTER appended, instead of being encoded again.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Final
 
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
@@ -26,6 +31,11 @@ from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 
 log = logging.getLogger(__name__)
+
+_WRITE: Final = int(codes.Perm.WRITE)
+"""The permission bit as a plain int: ``int & IntFlag`` runs enum code on every send."""
+MAX_CACHED_NAMES: Final = 10_000
+"""Validated topic names and parsed peer addresses kept; the caches are emptied when full."""
 
 SYSTEM_TOPICS_NOT_FOR_SEND = frozenset(
     {codes.AUTO_CREATE_TOPIC_KEY, codes.SCHEDULE_TOPIC, codes.TRANS_HALF_TOPIC, codes.TRANS_OP_HALF_TOPIC}
@@ -77,6 +87,11 @@ class SendHandlers:
         self._identity = identity
         self._in_flight = 0
         self._on_topic_created = on_topic_created
+        self._cluster_entry = f"{message.CLUSTER}{message.NAME_VALUE_SEPARATOR}{identity.cluster}" \
+                              f"{message.PROPERTY_SEPARATOR}"
+        self._valid_topics: set[str] = set()
+        """Topic names that passed ``validate_topic_name`` (the check is a regex per send)."""
+        self._born_hosts: dict[str, tuple[str, int]] = {}
         self.broker_permission = behaviour.broker_permission
 
     def handlers(self) -> dict[int, Handler]:
@@ -129,13 +144,13 @@ class SendHandlers:
         return self._answer(request, queue_id, result)
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
-        now_ms = time.time() * 1000
-        if now_ms < self._behaviour.start_accept_send_request_time_stamp:
+        accept_from = self._behaviour.start_accept_send_request_time_stamp
+        if accept_from and time.time() * 1000 < accept_from:
             return request.response(
                 ResponseCode.SYSTEM_ERROR,
                 f"broker unable to service, until {self._behaviour.start_accept_send_request_time_stamp}",
             )
-        if not self.broker_permission & codes.Perm.WRITE or not self._identity.writable:
+        if not self.broker_permission & _WRITE or not self._identity.writable:
             return request.response(
                 ResponseCode.NO_PERMISSION, f"the broker[{self._identity.broker_name}] sending message is forbidden"
             )
@@ -147,10 +162,14 @@ class SendHandlers:
             return request.response(
                 ResponseCode.SYSTEM_BUSY, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while"
             )
-        try:
-            validate_topic_name(header.topic)
-        except TopicError as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if header.topic not in self._valid_topics:
+            try:
+                validate_topic_name(header.topic)
+            except TopicError as exc:
+                return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+            if len(self._valid_topics) >= MAX_CACHED_NAMES:
+                self._valid_topics.clear()
+            self._valid_topics.add(header.topic)
         if header.topic in SYSTEM_TOPICS_NOT_FOR_SEND:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is conflict with system topic."
@@ -179,7 +198,7 @@ class SendHandlers:
             return None, request.response(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!"
             )
-        if not config.perm & codes.Perm.WRITE:
+        if not config.perm & _WRITE:
             return None, request.response(
                 ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] sending message is forbidden"
             )
@@ -188,37 +207,47 @@ class SendHandlers:
     def _records(
         self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int, conn: Connection
     ) -> list[PutRequest] | RemotingCommand:
-        born_host = _host_port(conn.remote_addr)
+        born_host = self._born_host(conn.remote_addr)
+        messages: list[tuple[bytes, int, dict[str, str], str]]
         if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
             items = message.decode_batch_body(request.body)
             if not items:
                 return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
-            bodies = [(item.body, item.flag, dict(item.properties)) for item in items]
+            messages = [(item.body, item.flag, item.properties, item.encoded_properties) for item in items]
         else:
-            bodies = [(request.body, header.flag, message.decode_properties(header.properties or ""))]
+            text = header.properties or ""
+            messages = [(request.body, header.flag, message.decode_properties(text), text)]
+        topic, sys_flag, born_timestamp = header.topic, header.sys_flag, header.born_timestamp
+        reconsume_times = header.reconsume_times or 0
         records = []
-        for body, flag, props in bodies:
+        for body, flag, props, text in messages:
             refusal = self._property_refusal(request, props)
             if refusal is not None:
                 return refusal
-            props.setdefault(message.CLUSTER, self._identity.cluster)
-            tags = props.get(message.TAGS)
-            records.append(
-                PutRequest(
-                    topic=header.topic,
-                    queue_id=queue_id,
-                    body=body,
-                    flag=flag,
-                    properties=message.encode_properties(props),
-                    sys_flag=header.sys_flag,
-                    born_timestamp=header.born_timestamp,
-                    born_host=born_host,
-                    reconsume_times=header.reconsume_times or 0,
-                    prepared_transaction_offset=0,
-                    tags_code=message.tag_hash(tags) if tags else 0,
-                )
-            )
+            get = props.get
+            records.append(PutRequest(
+                topic, queue_id, body, flag, self._stored_properties(props, text), sys_flag, born_timestamp,
+                born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
+                (get(message.UNIQ_KEY), get(message.KEYS)),
+            ))
         return records
+
+    def _stored_properties(self, props: dict[str, str], text: str) -> str:
+        """The properties to store: the producer's, plus CLUSTER unless it named one."""
+        has_cluster = message.CLUSTER in props
+        if message.is_canonical(text, props):
+            return text if has_cluster else text + self._cluster_entry
+        if not has_cluster:
+            props = {**props, message.CLUSTER: self._identity.cluster}
+        return message.encode_properties(props)
+
+    def _born_host(self, addr: str) -> tuple[str, int]:
+        host = self._born_hosts.get(addr)
+        if host is None:
+            if len(self._born_hosts) >= MAX_CACHED_NAMES:
+                self._born_hosts.clear()
+            host = self._born_hosts[addr] = _host_port(addr)
+        return host
 
     def _property_refusal(self, request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
         if props.get(message.TRAN_MSG) == "true":
@@ -233,7 +262,12 @@ class SendHandlers:
         return None
 
     def _answer(self, request: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
-        code, remark = PUT_STATUS_TO_RESPONSE.get(result.status, (ResponseCode.SYSTEM_ERROR, None))
+        code: int
+        remark: str | None
+        if result.status is PutStatus.PUT_OK:  # skips hashing an Enum (Python code) per send
+            code, remark = ResponseCode.SUCCESS, None
+        else:
+            code, remark = PUT_STATUS_TO_RESPONSE.get(result.status, (ResponseCode.SYSTEM_ERROR, None))
         if (
             remark is None
             and code != ResponseCode.SUCCESS

@@ -187,8 +187,8 @@ _LOW_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c % 31] for c in range(128)
 _HIGH_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c // 31] for c in range(128)})
 
 
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()`` (signed 32-bit) over the UTF-16 code units of ``text``.
+def java_string_hash_unsigned(text: str) -> int:
+    """Java's ``String.hashCode()`` over the UTF-16 code units of ``text``, as 0 .. 2**32-1.
 
     The hash is the polynomial sum(c[i] * 31**(n-1-i)) mod 2**32: for ASCII text each code
     c = lo + 31*hi with lo, hi < 31, so it is int(lo digits, 31) + 31 * int(hi digits, 31), two
@@ -198,17 +198,41 @@ def java_string_hash(text: str) -> int:
     if not text:
         return 0
     if text.isascii():
-        value = (int(text.translate(_LOW_DIGIT), 31) + 31 * int(text.translate(_HIGH_DIGIT), 31)) & _INT32_MASK
-    else:
-        raw = text.encode("utf-16-be")
-        length = len(raw) // 2
-        units = struct.unpack(f">{length}H", raw)
-        value = sum(map(operator.mul, units, _powers_of_31(length))) & _INT32_MASK
+        return (int(text.translate(_LOW_DIGIT), 31) + 31 * int(text.translate(_HIGH_DIGIT), 31)) & _INT32_MASK
+    raw = text.encode("utf-16-be")
+    length = len(raw) // 2
+    units = struct.unpack(f">{length}H", raw)
+    return sum(map(operator.mul, units, _powers_of_31(length))) & _INT32_MASK
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (signed 32-bit) over the UTF-16 code units of ``text``."""
+    value = java_string_hash_unsigned(text)
     return value - 0x100000000 if value & 0x80000000 else value
 
 
+def java_string_hash_after(prefix_hash: int, text: str) -> int:
+    """``java_string_hash_unsigned(prefix + text)`` from the prefix's unsigned hash.
+
+    The polynomial composes: hash(p + t) = hash(p) * 31**len16(t) + hash(t) (mod 2**32), where
+    len16 counts UTF-16 code units. A caller hashing many keys behind one prefix (the index's
+    ``topic#``) hashes the prefix once.
+    """
+    units = len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
+    return (prefix_hash * _power_of_31(units) + java_string_hash_unsigned(text)) & _INT32_MASK
+
+
+@functools.lru_cache(maxsize=1024)
+def _power_of_31(n: int) -> int:
+    return pow(31, n, 1 << 32)
+
+
+@functools.lru_cache(maxsize=4096)
 def tag_hash(tag: str | None) -> int:
-    """The ConsumeQueue tag code of a TAGS value: Java's hashCode, 0 when there is no tag."""
+    """The ConsumeQueue tag code of a TAGS value: Java's hashCode, 0 when there is no tag.
+
+    Cached: a topic's messages carry few distinct tags, and every message needs its code.
+    """
     if not tag:
         return 0
     return java_string_hash(tag)
@@ -247,6 +271,18 @@ def decode_properties(text: str) -> dict[str, str]:
             raise MessageFormatError(f"malformed property entry {entry[:40]!r}")
         out[name] = value
     return out
+
+
+def is_canonical(encoded: str, properties: Mapping[str, str]) -> bool:
+    """True when ``properties`` (``decode_properties(encoded)``) encodes back to ``encoded``.
+
+    That is: every entry ends with ``\\x02``, no name repeats and no value holds ``\\x01``, so
+    each separator count equals the number of entries. A broker can then store the text it
+    received instead of encoding the same properties again.
+    """
+    count = len(properties)
+    return encoded.count("\x02") == count and encoded.count("\x01") == count and (
+        not encoded or encoded[-1] == "\x02")
 
 
 def property_value(encoded: str, name: str) -> str | None:
@@ -351,6 +387,10 @@ _I64 = struct.Struct(">q")
 _TAIL = struct.Struct(">iqi")
 """RECONSUMETIMES, PREPARED_TX_OFFSET, BODYLEN."""
 _PREFIX = struct.Struct(">ii")
+_FIXED_FIELDS: Final = {
+    (born, store): struct.Struct(f">iiiiiqqiq{born}sq{store}siqi") for born in (8, 20) for store in (8, 20)
+}
+"""TOTALSIZE .. BODYLEN in one pack, by the widths of the born and store hosts."""
 
 TOTAL_SIZE_POS: Final = 0
 MAGIC_POS: Final = 4
@@ -432,6 +472,7 @@ class RecordEncoder:
         self._fixed = _HEAD.size + 8 + len(self._store) + _TAIL.size + 2
         self._max = max_message_size
         self._topics: dict[str, bytes] = {}
+        self._layouts = {8: _FIXED_FIELDS[8, len(self._store)], 20: _FIXED_FIELDS[20, len(self._store)]}
 
     def _topic_part(self, topic: str) -> bytes:
         raw = topic.encode()
@@ -464,11 +505,11 @@ class RecordEncoder:
             raise MessageIllegalError(f"message of {total} bytes exceeds the limit of {self._max}")
         try:
             record = b"".join((
-                _HEAD.pack(total, self._magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
-                           physical_offset, sys_flag, born_timestamp),
-                born, _I64.pack(store_timestamp), self._store,
-                _TAIL.pack(reconsume_times, prepared_transaction_offset, len(body)), body,
-                topic_part, _I16.pack(len(props_raw)), props_raw,
+                self._layouts[len(born)].pack(
+                    total, self._magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, physical_offset,
+                    sys_flag, born_timestamp, born, store_timestamp, self._store, reconsume_times,
+                    prepared_transaction_offset, len(body)),
+                body, topic_part, _I16.pack(len(props_raw)), props_raw,
             ))
         except struct.error as exc:
             raise MessageIllegalError(f"a numeric field is out of range: {exc}") from None

@@ -20,6 +20,7 @@ crash. It stores offsets, not messages, and it does not read the CommitLog.
 
 from __future__ import annotations
 
+import functools
 import logging
 import mmap
 import os
@@ -47,9 +48,21 @@ _NAME = re.compile(r"^\d{17}$")
 
 
 def key_hash(topic: str, key: str) -> int:
-    """``Math.abs(("topic#key").hashCode())``, with Integer.MIN_VALUE mapped to 0 as RocketMQ does."""
-    value = abs(message.java_string_hash(f"{topic}#{key}"))
+    """``Math.abs(("topic#key").hashCode())``, with Integer.MIN_VALUE mapped to 0 as RocketMQ does.
+
+    The ``topic#`` part is hashed once per topic and extended by each key (``message.
+    java_string_hash_after``): a message has one or more keys, a topic has many messages.
+    """
+    prefix = _topic_prefix_hash(topic)
+    value = message.java_string_hash_after(prefix, key)
+    if value & 0x80000000:
+        value = 0x100000000 - value  # abs() of the signed value; MIN_VALUE stays 0x80000000
     return 0 if value > 0x7FFFFFFF else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _topic_prefix_hash(topic: str) -> int:
+    return message.java_string_hash_unsigned(topic + "#")
 
 
 def file_name(millis: int) -> str:
@@ -196,17 +209,15 @@ class IndexService:
 
     def add(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_timestamp: int) -> None:
         """Index one message under its unique key and each of its KEYS."""
-        if uniq_key:
-            self._put(key_hash(topic, uniq_key), phy_offset, store_timestamp)
+        f = self.files[-1] if self.files else self._writable()
+        if uniq_key and not f.put(key_hash(topic, uniq_key), phy_offset, store_timestamp):
+            f = self._writable()
+            f.put(key_hash(topic, uniq_key), phy_offset, store_timestamp)
         if keys:
             for key in keys.split(message.KEY_SEPARATOR):
-                if key:
-                    self._put(key_hash(topic, key), phy_offset, store_timestamp)
-
-    def _put(self, hash_code: int, phy_offset: int, store_timestamp: int) -> None:
-        f = self.files[-1] if self.files else self._writable()
-        if not f.put(hash_code, phy_offset, store_timestamp):
-            self._writable().put(hash_code, phy_offset, store_timestamp)
+                if key and not f.put(key_hash(topic, key), phy_offset, store_timestamp):
+                    f = self._writable()
+                    f.put(key_hash(topic, key), phy_offset, store_timestamp)
 
     def commit(self) -> None:
         """Write the header of the file being filled (once per append call, not per entry)."""

@@ -55,6 +55,10 @@ ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
 _TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_QUEUE_ID: Final = 1 << 20
 
+_Prepared = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
+"""An encoded record and what dispatch needs: (record, STORETIMESTAMP position, queue, builds a
+queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
+
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
 
@@ -296,7 +300,7 @@ class MessageStore:
         if refusal is not None:
             return refusal
         try:
-            prepared = [self._prepare(r) for r in requests]
+            prepared = self._prepare(requests)
         except PropertiesSizeExceededError as exc:
             return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
         except MessageIllegalError as exc:
@@ -338,32 +342,36 @@ class MessageStore:
             self._notify(cq)
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
 
-    def _prepare(self, r: PutRequest) -> tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None,
-                                                 str | None]:
-        """Validate and encode one request before the append (no store state changes)."""
-        props = r.properties
-        if isinstance(props, str):
-            encoded = props
-            tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
-            uniq = message.property_value(props, message.UNIQ_KEY)
-            keys = message.property_value(props, message.KEYS)
-        else:
-            encoded = message.encode_properties(props)
-            tags = props.get(message.TAGS)
-            uniq = props.get(message.UNIQ_KEY)
-            keys = props.get(message.KEYS)
-        cq = self._queue_for(r.topic, r.queue_id)
-        record, ts_pos = self._encoder.encode(
-            r.topic, r.queue_id, r.body, r.flag, encoded, r.sys_flag, r.born_timestamp, r.born_host,
-            r.reconsume_times, r.prepared_transaction_offset)
-        if len(record) > self._max_record:
-            raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
-                                      f"{self.commitlog.segment_size} bytes")
-        delay = None
-        if r.topic == SCHEDULE_TOPIC:
-            delay = (message.property_value(encoded, message.DELAY) or "")
-        tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
-        return record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay
+    def _prepare(self, requests: Sequence[PutRequest]) -> list[_Prepared]:
+        """Validate and encode every request before the append (no store state changes)."""
+        encode = self._encoder.encode
+        queues: dict[tuple[str, int], ConsumeQueue] = {}
+        prepared = []
+        for r in requests:
+            props = r.properties
+            if isinstance(props, str):
+                encoded = props
+                tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
+                uniq, keys = r.index_keys or (message.property_value(props, message.UNIQ_KEY),
+                                              message.property_value(props, message.KEYS))
+            else:
+                encoded = message.encode_properties(props)
+                tags = props.get(message.TAGS)
+                uniq, keys = r.index_keys or (props.get(message.UNIQ_KEY), props.get(message.KEYS))
+            cq = queues.get((r.topic, r.queue_id))
+            if cq is None:
+                cq = queues[r.topic, r.queue_id] = self._queue_for(r.topic, r.queue_id)
+            record, ts_pos = encode(r.topic, r.queue_id, r.body, r.flag, encoded, r.sys_flag, r.born_timestamp,
+                                    r.born_host, r.reconsume_times, r.prepared_transaction_offset)
+            if len(record) > self._max_record:
+                raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
+                                          f"{self.commitlog.segment_size} bytes")
+            delay = None
+            if r.topic == SCHEDULE_TOPIC:
+                delay = (message.property_value(encoded, message.DELAY) or "")
+            tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
+            prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
+        return prepared
 
     def _note_hold_time(self, began: float) -> None:
         ended = self._monotonic()
@@ -386,7 +394,7 @@ class MessageStore:
 
     def is_os_page_cache_busy(self) -> bool:
         """True while the broker should answer SYSTEM_BUSY instead of putting."""
-        return self._monotonic() < self._busy_until
+        return self._busy_until > 0.0 and self._monotonic() < self._busy_until
 
     # --- get ----------------------------------------------------------------------------------
 

@@ -56,6 +56,9 @@ class PutRequest:
     prepared_transaction_offset: int = 0
     tags_code: int | None = None
     """ConsumeQueue tag code; None lets the store hash TAGS (``message.tag_hash``)."""
+    index_keys: tuple[str | None, str | None] | None = None
+    """(UNIQ_KEY, KEYS) as the caller already read them from the properties; None lets the
+    store look them up. Like ``tags_code``, a hint that must agree with ``properties``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,6 +284,39 @@ def test_java_hash_matches_reference(text: str) -> None:
     assert message.java_string_hash(text) == java_hash_reference(text)
 
 
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_java_hash_extends_a_prefix_hash(prefix: str, text: str) -> None:
+    prefix_hash = message.java_string_hash_unsigned(prefix)
+    assert message.java_string_hash_after(prefix_hash, text) == java_hash_reference(prefix + text) & 0xFFFFFFFF
+
+
+entry_text = st.text(st.characters(blacklist_characters="\x01\x02"), max_size=6)
+
+
+@given(st.lists(st.tuples(entry_text, st.sampled_from(["\x01", "\x01\x01", ""]), entry_text,
+                          st.sampled_from(["\x02", ""])), max_size=5))
+def test_canonical_properties_are_exactly_those_that_encode_back(entries: list[tuple[str, str, str, str]]) -> None:
+    text = "".join("".join(e) for e in entries)
+    try:
+        props = message.decode_properties(text)
+    except message.MessageFormatError:
+        return
+    try:
+        round_trip = message.encode_properties(props)
+    except message.MessageIllegalError:
+        round_trip = None  # a value holding \x01 cannot be written again
+    assert message.is_canonical(text, props) == (round_trip == text)
+
+
+def test_canonical_properties_examples() -> None:
+    assert message.is_canonical("", {})
+    assert message.is_canonical("A\x01b\x02C\x01\x02", {"A": "b", "C": ""})
+    assert not message.is_canonical("A\x01b", {"A": "b"})  # no final separator
+    assert not message.is_canonical("A\x01b\x02A\x01c\x02", {"A": "c"})  # a repeated name
+    assert not message.is_canonical("A\x01b\x01c\x02", {"A": "b\x01c"})  # a value with \x01
+    assert not message.is_canonical("A\x01b\x02\x02", {"A": "b"})  # an empty entry
+
+
 # --- batch bodies ------------------------------------------------------------------------------
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from rocketq.protocol import message
 from rocketq.store import index
 from rocketq.store.index import ENTRY, HEADER, IndexFile, IndexService
@@ -19,6 +22,7 @@ def service(tmp_path: Path, slots: int = 8, entries: int = 20) -> IndexService:
 
 def test_key_hash_is_java_hash_of_topic_key() -> None:
     assert index.key_hash("T", "k") == abs(message.java_string_hash("T#k"))
+    assert index.key_hash("T", "") == abs(message.java_string_hash("T#"))
     assert index.file_name(T0).startswith("2023111")
     assert len(index.file_name(T0)) == 17
 
@@ -95,3 +99,9 @@ def test_drop_unreliable(tmp_path: Path) -> None:
     assert svc.drop_unreliable(checkpoint_ts=T0 + 10_000, phys_end=5) == 0  # covers lost bytes
     assert svc.files == [] and svc.end_phy_offset == -1
     svc.close()
+
+
+@given(st.text(min_size=1, max_size=30), st.text(max_size=40))
+def test_key_hash_extends_the_topic_hash_as_java_hashes_topic_hash_key(topic: str, key: str) -> None:
+    value = abs(message.java_string_hash(f"{topic}#{key}"))
+    assert index.key_hash(topic, key) == (0 if value > 0x7FFFFFFF else value)

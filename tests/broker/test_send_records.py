@@ -1,0 +1,117 @@
+"""What a send hands the store: the stored properties text and the hints that go with it.
+
+The broker stores a producer's properties text as it came (plus CLUSTER) when that text is
+canonical, and encodes the decoded map again otherwise; either way the result must be what
+encoding the decoded map with CLUSTER added gives, and the TAGS code and index keys it passes
+along must agree with that text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.broker.topics import TopicConfigManager
+from rocketq.protocol import message
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.store.results import PutRequest
+
+CLUSTER = "BenchCluster"
+
+
+class Peer:
+    remote_addr = "10.1.2.3:4567"
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _handlers(tmp: Path) -> SendHandlers:
+    return SendHandlers(None, TopicConfigManager(tmp / "topics.json"), BrokerBehaviour(),  # type: ignore[arg-type]
+                        BrokerAddress(CLUSTER, "broker-a", "127.0.0.1", 10911, True), _nothing)
+
+
+def _records(handlers: SendHandlers, properties: str | None, *, batch_of: list[Any] | None = None) -> Any:
+    header = SendMessageRequestHeader(producer_group="pg", topic="T", properties=properties,
+                                      batch=batch_of is not None, born_timestamp=5)
+    if batch_of is None:
+        request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, body=b"body")
+    else:
+        body = message.encode_batch_body(batch_of)
+        request = RemotingCommand(code=RequestCode.SEND_BATCH_MESSAGE, body=body)
+    return handlers._records(request, header, 3, Peer())  # type: ignore[arg-type]
+
+
+def _expected(text: str) -> str:
+    """What the broker stored before it learnt to pass canonical text through."""
+    props = message.decode_properties(text)
+    props.setdefault(message.CLUSTER, CLUSTER)
+    return message.encode_properties(props)
+
+
+def _check_hints(record: PutRequest) -> None:
+    stored = record.properties
+    assert isinstance(stored, str)
+    props = message.decode_properties(stored)
+    assert record.tags_code == message.tag_hash(props.get(message.TAGS))
+    assert record.index_keys == (props.get(message.UNIQ_KEY), props.get(message.KEYS))
+
+
+@pytest.mark.parametrize("text, stored", [
+    ("", f"CLUSTER\x01{CLUSTER}\x02"),
+    ("TAGS\x01a\x02UNIQ_KEY\x01U1\x02", f"TAGS\x01a\x02UNIQ_KEY\x01U1\x02CLUSTER\x01{CLUSTER}\x02"),
+    ("CLUSTER\x01Other\x02KEYS\x01k1 k2\x02", "CLUSTER\x01Other\x02KEYS\x01k1 k2\x02"),
+    ("TAGS\x01a", f"TAGS\x01a\x02CLUSTER\x01{CLUSTER}\x02"),  # no final separator: encoded again
+    ("TAGS\x01a\x02TAGS\x01b\x02", f"TAGS\x01b\x02CLUSTER\x01{CLUSTER}\x02"),  # repeated: the last wins
+])
+def test_stored_properties(tmp_path: Path, text: str, stored: str) -> None:
+    (record,) = _records(_handlers(tmp_path), text)
+    assert record.properties == stored
+    assert record.born_host == ("10.1.2.3", 4567) and record.queue_id == 3 and record.born_timestamp == 5
+    _check_hints(record)
+
+
+def test_a_value_holding_the_name_separator_is_refused_as_before(tmp_path: Path) -> None:
+    with pytest.raises(message.MessageIllegalError):
+        _records(_handlers(tmp_path), "A\x01b\x01c\x02")
+
+
+def test_batch_items_keep_their_own_properties(tmp_path: Path) -> None:
+    msgs = [message.Message("T", b"one", properties={"TAGS": "x", "KEYS": "k"}),
+            message.Message("T", b"two", 7, properties={"UNIQ_KEY": "U2"})]
+    first, second = _records(_handlers(tmp_path), None, batch_of=msgs)
+    assert (first.body, first.flag, second.body, second.flag) == (b"one", 0, b"two", 7)
+    assert first.properties == f"TAGS\x01x\x02KEYS\x01k\x02CLUSTER\x01{CLUSTER}\x02"
+    assert second.index_keys == ("U2", None) and second.tags_code == 0
+    _check_hints(first)
+    _check_hints(second)
+
+
+names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "CLUSTER", "WAIT", "x"])
+values = st.text(st.sampled_from("ab \x01"), max_size=4)
+
+
+@given(st.lists(st.tuples(names, values, st.sampled_from(["\x02", ""])), max_size=5))
+def test_stored_text_is_what_encoding_the_decoded_map_gives(entries: list[tuple[str, str, str]]) -> None:
+    text = "".join(f"{name}\x01{value}{end}" for name, value, end in entries)
+    handlers = _handlers(Path("/nonexistent"))
+    try:
+        expected: object = _expected(text)
+    except ValueError as exc:  # MessageFormatError / MessageIllegalError
+        expected = type(exc)
+    try:
+        (record,) = _records(handlers, text)
+    except ValueError as exc:
+        assert type(exc) is expected
+        return
+    assert record.properties == expected
+    _check_hints(record)
