@@ -41,7 +41,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.rebalance import Rebalancer
 from rocketq.client.settings import MessageModel, PushConsumerSettings, configure
 from rocketq.protocol import subscription
-from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RequestCode, retry_topic
+from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RETRY_GROUP_TOPIC_PREFIX, RequestCode, retry_topic
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 from rocketq.remoting.connection import Connection
@@ -245,7 +245,10 @@ class PushConsumer:
         assert self._instance is not None
         try:
             if await self._instance.update_route(topic) is None:
-                log.warning("%s: topic %s does not exist (yet); it is consumed once it has a route", self.group, topic)
+                # the group's own retry topic appears with the first heartbeat: expected, not a warning
+                level = logging.INFO if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else logging.WARNING
+                log.log(level, "%s: topic %s does not exist (yet); it is consumed once it has a route", self.group,
+                        topic)
         except RouteError as exc:
             log.warning("%s: route of %s unavailable: %s", self.group, topic, exc)
 
