@@ -5,6 +5,11 @@ number (8 bytes) at the start of its body, padded to the requested size. That le
 side measure end-to-end latency (send call -> listener) and count duplicates and gaps without
 any other bookkeeping. Both sides print one line per second while running and return a summary.
 Numbers belong in docs/benchmarks.md, never in test assertions.
+
+A producer can be held to a rate (``rate`` messages per second, for latency at a given load),
+and either side can be split over several processes (``run_producers``/``run_consumers``) so
+that one Python client process is not what limits the measurement; the processes' results
+are summed (latency samples merged). Every run uses uvloop when it is installed.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import itertools
+import multiprocessing
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Final
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any, Final, TypeVar
 
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.producer import Producer
@@ -25,7 +32,18 @@ from rocketq.protocol.message import Message, MessageExt
 
 STAMP: Final = struct.Struct(">qq")
 MIN_SIZE: Final = STAMP.size
+MAX_PROCESSES: Final = 64
 Report = Callable[[str], None]
+T = TypeVar("T")
+
+
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on uvloop when it is installed (as the servers do), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
 
 
 class SendMode(enum.Enum):
@@ -59,8 +77,17 @@ class Latencies:
 
 
 def make_body(seq: int, size: int) -> bytes:
-    stamp = STAMP.pack(time.time_ns(), seq)
-    return stamp + b"x" * max(0, size - len(stamp))
+    return STAMP.pack(time.time_ns(), seq) + _padding(max(0, size - MIN_SIZE))
+
+
+_PADDING: dict[int, bytes] = {}
+
+
+def _padding(size: int) -> bytes:
+    pad = _PADDING.get(size)
+    if pad is None:
+        pad = _PADDING[size] = b"x" * size
+    return pad
 
 
 def read_stamp(body: bytes) -> tuple[int, int]:
@@ -107,16 +134,21 @@ class ProducerBench:
     def __init__(self, namesrv: str, topic: str, *, size: int = 1024, concurrency: int = 16,
                  mode: SendMode = SendMode.SYNC, batch_size: int = 32, total: int | None = None,
                  duration: float | None = None, report: Report = print, group: str = "benchmark_producer",
-                 first_seq: int = 0) -> None:
+                 first_seq: int = 0, rate: float | None = None) -> None:
         if total is None and duration is None:
             raise ValueError("give a message count or a duration")
+        if rate is not None and rate <= 0:
+            raise ValueError("the rate must be positive")
         self.namesrv, self.topic, self.size, self.concurrency = namesrv, topic, max(size, MIN_SIZE), concurrency
         self.mode, self.batch_size, self.total, self.duration = mode, batch_size, total, duration
-        self.report, self.group = report, group
+        self.report, self.group, self.rate = report, group, rate
         self._seq = itertools.count(first_seq)
         self._end = None if total is None else first_seq + total
         self._result = ProducerResult(0, 0, 0.0, Latencies())
         self._window = _Window()
+        self._paced = 0
+        """Messages the rate limit has let through so far."""
+        self._pace_start = 0.0
 
     def _claim(self, n: int) -> list[int]:
         """Up to n sequence numbers, fewer when the total is nearly reached."""
@@ -141,12 +173,23 @@ class ProducerBench:
         w.rt_sum += rt
         w.rt_max = max(w.rt_max, rt)
 
+    async def _pace(self, n: int) -> None:
+        """Wait until ``n`` more messages fit the rate (an even schedule from the start)."""
+        if self.rate is None:
+            return
+        due = self._pace_start + self._paced / self.rate
+        self._paced += n
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
     async def _worker(self, producer: Producer, deadline: float) -> None:
         per_call = self.batch_size if self.mode is SendMode.BATCH else 1
         while time.monotonic() < deadline:
             seqs = self._claim(per_call)
             if not seqs:
                 return
+            await self._pace(len(seqs))
             msgs = [Message(self.topic, make_body(s, self.size)) for s in seqs]
             started = time.perf_counter()
             try:
@@ -174,6 +217,7 @@ class ProducerBench:
             await producer.send(Message(self.topic, make_body(-1, self.size)))  # route warm-up
             deadline = time.monotonic() + (self.duration if self.duration is not None else 10**9)
             ticker = asyncio.ensure_future(_every_second(self._tick))
+            self._pace_start = time.monotonic()
             started = time.perf_counter()
             try:
                 await asyncio.gather(*(self._worker(producer, deadline) for _ in range(self.concurrency)))
@@ -200,14 +244,20 @@ class ConsumerBench:
     """A PushConsumer that counts and times what it receives until it has ``expected`` messages."""
 
     def __init__(self, namesrv: str, topic: str, group: str, *, expected: int | None = None,
-                 report: Report = print, consume_from_first: bool = True) -> None:
+                 report: Report = print, consume_from_first: bool = True,
+                 shared_count: Synchronized[int] | None = None) -> None:
+        """``shared_count``: a counter shared by the processes of ``run_consumers``; each adds
+        what it receives, and ``expected`` then counts for all of them together."""
         self.namesrv, self.topic, self.group, self.expected, self.report = namesrv, topic, group, expected, report
         self._from_first = consume_from_first
+        self._shared = shared_count
         self._result = ConsumerResult(0, 0, 0.0, Latencies(), set())
         self._window = _Window()
         self._done = asyncio.Event()
         self._first: float | None = None
         self._last = 0.0
+        self._counted = 0
+        """Of ``received``, what was already added to ``shared_count``."""
 
     def _listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
         now_ns = time.time_ns()
@@ -231,7 +281,13 @@ class ConsumerBench:
             self._window.count += 1
             self._window.rt_sum += latency
             self._window.rt_max = max(self._window.rt_max, latency)
-        if self.expected is not None and self._result.received >= self.expected:
+        received = self._result.received
+        if self._shared is not None:
+            with self._shared.get_lock():
+                self._shared.value += received - self._counted
+                received = self._shared.value
+            self._counted = self._result.received
+        if self.expected is not None and received >= self.expected:
             self._done.set()
         return ConsumeStatus.CONSUME_SUCCESS
 
@@ -255,7 +311,7 @@ class ConsumerBench:
 
     async def wait(self, consumer: PushConsumer, timeout: float | None) -> ConsumerResult:
         try:
-            await asyncio.wait_for(self._done.wait(), timeout)
+            await asyncio.wait_for(self._wait_done(), timeout)
         except TimeoutError:
             pass
         finally:
@@ -263,3 +319,106 @@ class ConsumerBench:
             await consumer.close()
         self._result.elapsed = (self._last - self._first) if self._first is not None else 0.0
         return self._result
+
+    async def _wait_done(self) -> None:
+        if self._shared is None:
+            await self._done.wait()
+            return
+        # the other processes' messages count too, and they do not wake this loop
+        while not self._done.is_set():
+            if self.expected is not None and self._shared.value >= self.expected:
+                return
+            await asyncio.sleep(0.05)
+
+
+# --- several processes ------------------------------------------------------------------------
+
+
+def _prefixed(index: int) -> Report:
+    return lambda line: print(f"[p{index}] {line}", flush=True)
+
+
+def _producer_process(index: int, options: dict[str, Any]) -> ProducerResult:
+    return run_loop(ProducerBench(**options, report=_prefixed(index)).run())
+
+
+def run_producers(processes: int, report: Report, **options: Any) -> ProducerResult:
+    """Run ``ProducerBench(**options)`` split over ``processes`` processes; the results summed.
+
+    Each process sends its share of ``total`` (with its own range of sequence numbers) at its
+    share of ``rate``; ``elapsed`` is the slowest process's.
+    """
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise ValueError(f"processes must be 1..{MAX_PROCESSES}")
+    if processes == 1:
+        return run_loop(ProducerBench(**options, report=report).run())
+    total: int | None = options.get("total")
+    first = options.get("first_seq", 0)
+    jobs = []
+    for i in range(processes):
+        share = dict(options)
+        if total is not None:
+            share["total"] = total // processes + (1 if i < total % processes else 0)
+            share["first_seq"] = first + i * (total // processes) + min(i, total % processes)
+        if options.get("rate") is not None:
+            share["rate"] = options["rate"] / processes
+        jobs.append((i, share))
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        results = pool.starmap(_producer_process, jobs)
+    merged = ProducerResult(0, 0, 0.0, Latencies())
+    for r in results:
+        merged.sent += r.sent
+        merged.failed += r.failed
+        merged.elapsed = max(merged.elapsed, r.elapsed)
+        merged.latency.samples.extend(r.latency.samples)
+    return merged
+
+
+def _consumer_process(index: int, options: dict[str, Any], duration: float, shared: Synchronized[int],
+                      results: Any) -> None:
+    async def run() -> ConsumerResult:
+        bench = ConsumerBench(**options, report=_prefixed(index), shared_count=shared)
+        consumer = await bench.start()
+        return await bench.wait(consumer, duration)
+
+    results.put(run_loop(run()))
+
+
+def run_consumers(processes: int, duration: float, report: Report, **options: Any) -> ConsumerResult:
+    """Run ``ConsumerBench(**options)`` in ``processes`` processes of one consumer group.
+
+    The group's queues are balanced over the processes; they stop together once their shared
+    count reaches ``expected`` (or after ``duration``). Duplicates are counted across all of
+    them; ``elapsed`` is the longest span (first to last message) of any one process.
+    """
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise ValueError(f"processes must be 1..{MAX_PROCESSES}")
+    if processes == 1:
+        async def single() -> ConsumerResult:
+            bench = ConsumerBench(**options, report=report)
+            return await bench.wait(await bench.start(), duration)
+        return run_loop(single())
+    ctx = multiprocessing.get_context("spawn")
+    shared = ctx.Value("q", 0)
+    results = ctx.Queue()
+    workers = [ctx.Process(target=_consumer_process, args=(i, options, duration, shared, results))
+               for i in range(processes)]
+    for w in workers:
+        w.start()
+    try:
+        parts = [results.get() for _ in workers]
+    finally:
+        for w in workers:
+            w.join()
+    return _merge_consumers(parts)
+
+
+def _merge_consumers(parts: list[ConsumerResult]) -> ConsumerResult:
+    merged = ConsumerResult(0, 0, 0.0, Latencies(), set())
+    for part in parts:
+        merged.duplicates += part.duplicates + len(merged.sequences & part.sequences)
+        merged.sequences |= part.sequences
+        merged.latency.samples.extend(part.latency.samples)
+        merged.elapsed = max(merged.elapsed, part.elapsed)
+    merged.received = len(merged.sequences)
+    return merged

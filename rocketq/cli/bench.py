@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 import click
 
-from rocketq.benchmark import ConsumerBench, ProducerBench, SendMode
+from rocketq.benchmark import MAX_PROCESSES, SendMode, run_consumers, run_producers
 
 
 def _namesrv(value: str | None) -> str:
@@ -34,13 +33,17 @@ def command() -> None:
               help="messages per batch send (mode batch)")
 @click.option("-c", "--count", type=click.IntRange(1), help="messages to send")
 @click.option("-d", "--duration", type=click.FloatRange(0.1), help="seconds to run (default 30 without --count)")
+@click.option("-r", "--rate", type=click.FloatRange(1), help="messages per second in all (default: as fast as taken)")
+@click.option("-p", "--processes", default=1, show_default=True, type=click.IntRange(1, MAX_PROCESSES),
+              help="producer processes sharing the count, rate and concurrency settings (each -w in flight)")
 def producer(namesrv_addr: str | None, topic: str, size: int, concurrency: int, mode: str, batch_size: int,
-             count: int | None, duration: float | None) -> None:
-    """Send messages as fast as the cluster takes them."""
-    bench = ProducerBench(_namesrv(namesrv_addr), topic, size=size, concurrency=concurrency, mode=SendMode(mode),
-                          batch_size=batch_size, total=count, duration=duration if count or duration else 30.0,
-                          report=click.echo)
-    result = asyncio.run(bench.run())
+             count: int | None, duration: float | None, rate: float | None, processes: int) -> None:
+    """Send messages as fast as the cluster takes them, or at --rate."""
+    result = run_producers(
+        processes, click.echo, namesrv=_namesrv(namesrv_addr), topic=topic, size=size, concurrency=concurrency,
+        mode=SendMode(mode), batch_size=batch_size, total=count, duration=duration if count or duration else 30.0,
+        rate=rate,
+    )
     click.echo(f"sent {result.sent} in {result.elapsed:.2f}s = {result.tps:.0f} msg/s, failed {result.failed}; "
                f"send RT {result.latency.summary()}")
 
@@ -53,16 +56,12 @@ def producer(namesrv_addr: str | None, topic: str, size: int, concurrency: int, 
 @click.option("-d", "--duration", default=60.0, show_default=True, type=click.FloatRange(0.1),
               help="stop after this many seconds")
 @click.option("--from-first/--from-last", default=False, show_default=True, help="where a new group starts")
+@click.option("-p", "--processes", default=1, show_default=True, type=click.IntRange(1, MAX_PROCESSES),
+              help="consumer processes in the group (the queues are balanced over them)")
 def consumer(namesrv_addr: str | None, topic: str, group: str, count: int | None, duration: float,
-             from_first: bool) -> None:
+             from_first: bool, processes: int) -> None:
     """Consume benchmark messages and report TPS and end-to-end latency (send -> listener)."""
-
-    async def run() -> None:
-        bench = ConsumerBench(_namesrv(namesrv_addr), topic, group, expected=count, report=click.echo,
-                              consume_from_first=from_first)
-        push = await bench.start()
-        result = await bench.wait(push, duration)
-        click.echo(f"received {result.received} in {result.elapsed:.2f}s = {result.tps:.0f} msg/s, "
-                   f"duplicates {result.duplicates}; end-to-end {result.latency.summary()}")
-
-    asyncio.run(run())
+    result = run_consumers(processes, duration, click.echo, namesrv=_namesrv(namesrv_addr), topic=topic,
+                           group=group, expected=count, consume_from_first=from_first)
+    click.echo(f"received {result.received} in {result.elapsed:.2f}s = {result.tps:.0f} msg/s, "
+               f"duplicates {result.duplicates}; end-to-end {result.latency.summary()}")
