@@ -29,6 +29,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
+from rocketq.store.results import BatchPutRequest
 
 log = logging.getLogger(__name__)
 
@@ -135,9 +136,7 @@ class SendHandlers:
         self._in_flight += 1
         try:
             result = await (
-                self._store.put_batch(records)
-                if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE
-                else self._store.put(records[0])
+                self._store.put_batch(records) if isinstance(records, BatchPutRequest) else self._store.put(records[0])
             )
         finally:
             self._in_flight -= 1
@@ -206,31 +205,38 @@ class SendHandlers:
 
     def _records(
         self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int, conn: Connection
-    ) -> list[PutRequest] | RemotingCommand:
+    ) -> list[PutRequest] | BatchPutRequest | RemotingCommand:
         born_host = self._born_host(conn.remote_addr)
-        messages: list[tuple[bytes, int, dict[str, str], str]]
-        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
-            items = message.decode_batch_body(request.body)
-            if not items:
-                return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
-            messages = [(item.body, item.flag, item.properties, item.encoded_properties) for item in items]
-        else:
-            text = header.properties or ""
-            messages = [(request.body, header.flag, message.decode_properties(text), text)]
-        topic, sys_flag, born_timestamp = header.topic, header.sys_flag, header.born_timestamp
         reconsume_times = header.reconsume_times or 0
-        records = []
-        for body, flag, props, text in messages:
+        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            return self._batch(request, header, queue_id, born_host, reconsume_times)
+        text = header.properties or ""
+        props = message.decode_properties(text)
+        refusal = self._property_refusal(request, props)
+        if refusal is not None:
+            return refusal
+        get = props.get
+        return [PutRequest(
+            header.topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
+            header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
+            (get(message.UNIQ_KEY), get(message.KEYS)),
+        )]
+
+    def _batch(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
+               born_host: tuple[str, int], reconsume_times: int) -> BatchPutRequest | RemotingCommand:
+        entries = message.batch_entries(request.body)
+        if not entries:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
+        messages = []
+        for body, flag, props, text in entries:
             refusal = self._property_refusal(request, props)
             if refusal is not None:
                 return refusal
             get = props.get
-            records.append(PutRequest(
-                topic, queue_id, body, flag, self._stored_properties(props, text), sys_flag, born_timestamp,
-                born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
-                (get(message.UNIQ_KEY), get(message.KEYS)),
-            ))
-        return records
+            messages.append((body, flag, self._stored_properties(props, text), message.tag_hash(get(message.TAGS)),
+                             get(message.UNIQ_KEY), get(message.KEYS)))
+        return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
+                               reconsume_times, messages)
 
     def _stored_properties(self, props: dict[str, str], text: str) -> str:
         """The properties to store: the producer's, plus CLUSTER unless it named one."""

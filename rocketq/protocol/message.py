@@ -32,7 +32,7 @@ import functools
 import operator
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -485,6 +485,39 @@ class RecordEncoder:
         self._topics[topic] = part
         return part
 
+    def for_sender(
+        self, topic: str, queue_id: int, sys_flag: int, born_timestamp: int, born_host: Host, reconsume_times: int,
+    ) -> tuple[Callable[[bytes, int, str], bytes], int]:
+        """An encoder for several messages from one sender to one queue (a batch), and the
+        position of their STORETIMESTAMP. What the messages share is encoded once; each call
+        ``encode(body, flag, properties)`` validates and returns a record exactly as ``encode``."""
+        topic_part = self._topics.get(topic) or self._topic_part(topic)
+        born = pack_host(born_host)
+        sys_flag = (sys_flag & ~(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)) | self._store_flag
+        if len(born) == 20:
+            sys_flag |= MessageSysFlag.BORNHOST_V6
+        pack, magic, store, limit = self._layouts[len(born)].pack, self._magic, self._store, self._max
+        fixed = self._fixed + len(born) + len(topic_part)
+
+        def encode(body: bytes, flag: int, properties: str) -> bytes:
+            props_raw = properties.encode()
+            if len(props_raw) > MAX_PROPERTIES_LENGTH:
+                raise PropertiesSizeExceededError(
+                    f"properties are {len(props_raw)} bytes, the limit is {MAX_PROPERTIES_LENGTH}")
+            total = fixed + len(body) + len(props_raw)
+            if total > limit:
+                raise MessageIllegalError(f"message of {total} bytes exceeds the limit of {limit}")
+            try:
+                return b"".join((
+                    pack(total, magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, 0, 0, sys_flag, born_timestamp,
+                         born, 0, store, reconsume_times, 0, len(body)),
+                    body, topic_part, _I16.pack(len(props_raw)), props_raw,
+                ))
+            except struct.error as exc:
+                raise MessageIllegalError(f"a numeric field is out of range: {exc}") from None
+
+        return encode, BORN_HOST_POS + len(born)
+
     def encode(
         self, topic: str, queue_id: int, body: bytes, flag: int, properties: str, sys_flag: int,
         born_timestamp: int, born_host: Host, reconsume_times: int = 0, prepared_transaction_offset: int = 0,
@@ -734,8 +767,14 @@ class BatchItem:
 
 def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchItem]:
     """Split a batch body into its messages; any inconsistency is a MessageFormatError."""
+    return [BatchItem(flag, item_body, props, encoded) for item_body, flag, props, encoded in batch_entries(body)]
+
+
+def batch_entries(body: bytes | bytearray | memoryview) -> list[tuple[bytes, int, dict[str, str], str]]:
+    """``decode_batch_body`` as plain tuples (body, flag, properties, encoded properties): the
+    broker's per-message path, which has no use for an object per message."""
     view = memoryview(body)
-    items: list[BatchItem] = []
+    items: list[tuple[bytes, int, dict[str, str], str]] = []
     pos = 0
     while pos < len(view):
         if len(view) - pos < _BATCH_HEAD.size + 2:
@@ -754,7 +793,7 @@ def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchItem]:
             encoded = bytes(view[at:at + props_len]).decode()
         except UnicodeDecodeError:
             raise MessageFormatError(f"batch item at {pos}: properties are not UTF-8") from None
-        items.append(BatchItem(flag, item_body, decode_properties(encoded), encoded))
+        items.append((item_body, flag, decode_properties(encoded), encoded))
         pos += total
     return items
 

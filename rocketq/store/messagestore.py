@@ -37,7 +37,7 @@ from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.index import IndexService
-from rocketq.store.results import GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
+from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
 
@@ -259,18 +259,19 @@ class MessageStore:
         """Store one message; under SYNC_FLUSH, answer once it is on disk."""
         return await self._put((request,))
 
-    async def put_batch(self, requests: Sequence[PutRequest]) -> PutResult:
+    async def put_batch(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
         """Store messages back to back under one append: consecutive offsets per queue, one
         store timestamp, one flush wait. All or none are stored."""
-        if not requests:
+        if not len(requests):
             return PutResult(PutStatus.MESSAGE_ILLEGAL, error="empty batch")
         return await self._put(requests)
 
-    async def _put(self, requests: Sequence[PutRequest]) -> PutResult:
+    async def _put(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
         started = self._monotonic()
         result = self._append(requests)
         if result.ok and self._sync_flush:
-            if _wants_flush_wait(requests[-1].properties):
+            last = requests.messages[-1][2] if isinstance(requests, BatchPutRequest) else requests[-1].properties
+            if _wants_flush_wait(last):
                 end = result.wrote_offsets[-1] + result.wrote_sizes[-1]
                 if not await self.flusher.wait_flushed(end, self._sync_timeout):
                     self.stats.flush_timeouts += 1
@@ -295,7 +296,7 @@ class MessageStore:
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
         return None
 
-    def _append(self, requests: Sequence[PutRequest]) -> PutResult:
+    def _append(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
         refusal = self._refusal()
         if refusal is not None:
             return refusal
@@ -342,8 +343,10 @@ class MessageStore:
             self._notify(cq)
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
 
-    def _prepare(self, requests: Sequence[PutRequest]) -> list[_Prepared]:
+    def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[_Prepared]:
         """Validate and encode every request before the append (no store state changes)."""
+        if isinstance(requests, BatchPutRequest):
+            return self._prepare_batch(requests)
         encode = self._encoder.encode
         queues: dict[tuple[str, int], ConsumeQueue] = {}
         prepared = []
@@ -371,6 +374,24 @@ class MessageStore:
                 delay = (message.property_value(encoded, message.DELAY) or "")
             tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
             prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
+        return prepared
+
+    def _prepare_batch(self, batch: BatchPutRequest) -> list[_Prepared]:
+        """``_prepare`` for one sender's batch to one queue: the shared parts looked up once."""
+        cq = self._queue_for(batch.topic, batch.queue_id)
+        encode, ts_pos = self._encoder.for_sender(batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp,
+                                                  batch.born_host, batch.reconsume_times)
+        unit = dispatch.builds_queue_unit(batch.sys_flag)
+        schedule = batch.topic == SCHEDULE_TOPIC
+        max_record = self._max_record
+        prepared = []
+        for body, flag, props, tag, uniq, keys in batch.messages:
+            record = encode(body, flag, props)
+            if len(record) > max_record:
+                raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
+                                          f"{self.commitlog.segment_size} bytes")
+            delay = (message.property_value(props, message.DELAY) or "") if schedule else None
+            prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
         return prepared
 
     def _note_hold_time(self, began: float) -> None:

@@ -8,7 +8,7 @@ maps the statuses to response codes. Status names are RocketMQ's (``PutMessageSt
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -59,6 +59,31 @@ class PutRequest:
     index_keys: tuple[str | None, str | None] | None = None
     """(UNIQ_KEY, KEYS) as the caller already read them from the properties; None lets the
     store look them up. Like ``tags_code``, a hint that must agree with ``properties``."""
+
+
+BatchMessage = tuple[bytes, int, str, int, str | None, str | None]
+"""One message of a ``BatchPutRequest``: (body, flag, encoded properties, tag code, UNIQ_KEY, KEYS)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPutRequest:
+    """The messages of one SEND_BATCH_MESSAGE: what they share, once, then each message.
+
+    Stored exactly like ``put_batch`` of the equivalent ``PutRequest``s (tag code and keys
+    are the same kind of hint as theirs), without one object per message and with the shared
+    parts of the records encoded once.
+    """
+
+    topic: str
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: tuple[str, int]
+    reconsume_times: int
+    messages: Sequence[BatchMessage]
+
+    def __len__(self) -> int:
+        return len(self.messages)
 
 
 @dataclass(frozen=True, slots=True)

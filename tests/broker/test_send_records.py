@@ -22,7 +22,7 @@ from rocketq.protocol import message
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader
-from rocketq.store.results import PutRequest
+from rocketq.store.results import BatchPutRequest, PutRequest
 
 CLUSTER = "BenchCluster"
 
@@ -88,12 +88,14 @@ def test_a_value_holding_the_name_separator_is_refused_as_before(tmp_path: Path)
 def test_batch_items_keep_their_own_properties(tmp_path: Path) -> None:
     msgs = [message.Message("T", b"one", properties={"TAGS": "x", "KEYS": "k"}),
             message.Message("T", b"two", 7, properties={"UNIQ_KEY": "U2"})]
-    first, second = _records(_handlers(tmp_path), None, batch_of=msgs)
-    assert (first.body, first.flag, second.body, second.flag) == (b"one", 0, b"two", 7)
-    assert first.properties == f"TAGS\x01x\x02KEYS\x01k\x02CLUSTER\x01{CLUSTER}\x02"
-    assert second.index_keys == ("U2", None) and second.tags_code == 0
-    _check_hints(first)
-    _check_hints(second)
+    batch = _records(_handlers(tmp_path), None, batch_of=msgs)
+    assert isinstance(batch, BatchPutRequest)
+    assert (batch.topic, batch.queue_id, batch.born_host, batch.born_timestamp) == ("T", 3, ("10.1.2.3", 4567), 5)
+    first, second = batch.messages
+    assert first[:3] == (b"one", 0, f"TAGS\x01x\x02KEYS\x01k\x02CLUSTER\x01{CLUSTER}\x02")
+    assert second[:2] == (b"two", 7) and second[3:] == (0, "U2", None)
+    for body, flag, props, tag, uniq, keys in batch.messages:
+        _check_hints(PutRequest("T", 3, body, flag, props, tags_code=tag, index_keys=(uniq, keys)))
 
 
 names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "CLUSTER", "WAIT", "x"])
