@@ -80,11 +80,11 @@ class ApiError(Exception):
 
 
 class NotFound(ApiError):
-    pass
+    """404: the object is not there (deleting it is then already done)."""
 
 
 class Conflict(ApiError):
-    pass
+    """409: the object exists already or changed under us; the next pass reads it again."""
 
 
 def matches(obj: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

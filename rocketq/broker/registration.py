@@ -79,11 +79,9 @@ class Registrar:
     async def _run(self) -> None:
         """Register every period, or soon after ``request_now``; the first one is ``start``'s caller's."""
         while True:
-            try:
+            with contextlib.suppress(TimeoutError):  # the period passed without a change: register anyway
                 await asyncio.wait_for(self._wake.wait(), self._period)
                 await asyncio.sleep(CHANGE_DEBOUNCE_S)
-            except TimeoutError:
-                pass
             self._wake.clear()
             await self.register_all()
 
