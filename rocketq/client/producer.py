@@ -35,6 +35,7 @@ from rocketq.client.errors import BrokerError, ClientError, ClientStateError, Me
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
 from rocketq.client.queues import MessageQueue
+from rocketq.client.routes import TopicRoute
 from rocketq.client.selectors import QueueSelector, RoundRobin
 from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
@@ -43,6 +44,9 @@ from rocketq.protocol.message import Message
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
+
+MAX_CACHED_TOPICS = 10_000
+"""Topics whose publish queues a producer remembers (emptied when full)."""
 
 SendCallback = Callable[[SendResult | None, BaseException | None], object]
 """Called once per async send: ``(result, None)`` or ``(None, error)``."""
@@ -57,6 +61,10 @@ class Producer:
         self._instance: ClientInstance | None = None
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Task[SendResult]] = set()
+        self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the producer started in; asking asyncio for it costs a getpid() syscall
+        per call on Python 3.11, and a send asked three times."""
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -74,6 +82,7 @@ class Producer:
             raise ClientStateError(f"producer {self.group} is {self._state.value}, cannot start")
         self._instance = ClientInstance(self.settings, producer_groups=[self.group])
         self._instance.start()
+        self._loop = asyncio.get_running_loop()
         self._state = ServiceState.RUNNING
 
     async def close(self) -> None:
@@ -154,7 +163,16 @@ class Producer:
     async def _publish_queues(self, instance: ClientInstance, topic: str) -> tuple[MessageQueue, ...]:
         route = await instance.publish_route(topic, self.settings.create_topic_key,
                                              self.settings.default_topic_queue_nums)
-        return route.publish_queues(topic)
+        # Routes are immutable and replaced when they change: the queues of the same route
+        # object are the same queues, so they are worked out once per route, not per send.
+        known = self._publish_cache.get(topic)
+        if known is not None and known[0] is route:
+            return known[1]
+        queues = route.publish_queues(topic)
+        if len(self._publish_cache) >= MAX_CACHED_TOPICS:
+            self._publish_cache.clear()
+        self._publish_cache[topic] = (route, queues)
+        return queues
 
     @staticmethod
     def _select(selector: QueueSelector, queues: Sequence[MessageQueue]) -> MessageQueue:
@@ -165,12 +183,12 @@ class Producer:
 
     def _record(self, broker_name: str, started: float, *, isolation: bool) -> None:
         if self.settings.send_latency_fault_enable:
-            elapsed_ms = int((asyncio.get_running_loop().time() - started) * 1000)
+            elapsed_ms = int(((self._loop or asyncio.get_running_loop()).time() - started) * 1000)
             self._faults.update(broker_name, elapsed_ms, isolation=isolation)
 
     async def _attempt(self, instance: ClientInstance, out: Outgoing, mq: MessageQueue, timeout: float) -> SendResult:
         """One send to one queue; records the broker's latency or failure."""
-        started = asyncio.get_running_loop().time()
+        started = (self._loop or asyncio.get_running_loop()).time()
         try:
             addr = await instance.find_master(mq)
             reply = await wire.send(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
@@ -191,7 +209,7 @@ class Producer:
         return await self._attempt(instance, out, self._select(selector, queues), timeout)
 
     async def _send_default(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float) -> SendResult:
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()
         deadline = loop.time() + timeout
         queues = await self._publish_queues(instance, out.topic)
         last_broker: str | None = None

@@ -80,7 +80,9 @@ class RemotingClient:
             del self._connections[addr]
 
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        conn = await self.connection(addr)
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed:  # the open connection is the common case: no extra await
+            conn = await self.connection(addr)
         return await conn.invoke(cmd, timeout)
 
     def invoke_async(
@@ -101,7 +103,9 @@ class RemotingClient:
         return task
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        conn = await self.connection(addr)
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed:
+            conn = await self.connection(addr)
         await conn.invoke_oneway(cmd)
 
     def close_connection(self, addr: str) -> None:
