@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 run: venv
 	$(VENV)/bin/rocketq --log-level WARNING local demo --messages 100000
 
-## test: the whole suite, slow scenarios included
-test: venv
+## test: static checks (ruff, mypy), then the whole suite, slow scenarios included
+test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: venv
@@ -28,8 +28,9 @@ lint: venv
 	$(VENV)/bin/ruff check rocketq operator tests e2e bench
 	$(VENV)/bin/mypy rocketq operator/rocketq_operator
 
+## bench: the benchmark matrix of docs/benchmarks.md (throughput and latency, both flush modes)
 bench: venv
-	$(VENV)/bin/rocketq --log-level WARNING local demo --messages 200000
+	$(PY) bench/run_matrix.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
