@@ -260,17 +260,21 @@ def decode_properties(text: str) -> dict[str, str]:
     silently dropping it (as Java's lenient parser does) would hide a client bug. A repeated
     name keeps its last value, like Java's HashMap.
     """
-    out: dict[str, str] = {}
     if not text:
-        return out
+        return {}
+    try:
+        # the common, well-formed case in C: a [name, value] pair per entry
+        out: dict[str, str] = dict(entry.split("\x01", 1) for entry in text.split("\x02") if entry)
+    except ValueError:  # an entry without a separator: find it below for the error message
+        pass
+    else:
+        if "" not in out:
+            return out
     for entry in text.split("\x02"):
-        if not entry:
-            continue
-        name, sep, value = entry.partition("\x01")
-        if not sep or not name:
+        name, sep, _value = entry.partition("\x01")
+        if entry and (not sep or not name):
             raise MessageFormatError(f"malformed property entry {entry[:40]!r}")
-        out[name] = value
-    return out
+    raise AssertionError("unreachable: the fast path refused a well-formed properties text")
 
 
 def is_canonical(encoded: str, properties: Mapping[str, str]) -> bool:
@@ -391,6 +395,10 @@ _FIXED_FIELDS: Final = {
     (born, store): struct.Struct(f">iiiiiqqiq{born}sq{store}siqi") for born in (8, 20) for store in (8, 20)
 }
 """TOTALSIZE .. BODYLEN in one pack, by the widths of the born and store hosts."""
+_HOSTS_TO_BODYLEN: Final = {
+    (born, store): struct.Struct(f">{born}sq{store}siqi") for born in (8, 20) for store in (8, 20)
+}
+"""BORNHOST .. BODYLEN (after the 48 bytes every layout starts with) in one unpack."""
 
 TOTAL_SIZE_POS: Final = 0
 MAGIC_POS: Final = 4
@@ -549,9 +557,14 @@ class RecordEncoder:
         return record, BORN_HOST_POS + len(born)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageExt:
-    """A decoded stored record: every field of the layout plus the two message ids."""
+    """A decoded stored record: every field of the layout plus the two message ids.
+
+    Read-only by convention, not ``frozen``: a consumer decodes one per message, and a frozen
+    dataclass's ``__init__`` (``object.__setattr__`` per field, 18 fields) costs about nine
+    times what plain slot assignment does. Use ``dataclasses.replace`` for a changed copy.
+    """
 
     store_size: int
     magic: int
@@ -647,20 +660,17 @@ def _decode(view: memoryview, pos: int, decompress: bool, check_crc: bool) -> tu
         raise MessageFormatError(f"bad magic {magic & 0xFFFFFFFF:#010x} at {pos}")
     if total < MIN_RECORD_SIZE or total > limit - pos:
         raise MessageFormatError(f"TOTALSIZE {total} at {pos} does not fit the buffer")
-    born_len = host_size(sys_flag, MessageSysFlag.BORNHOST_V6)
-    store_len = host_size(sys_flag, MessageSysFlag.STOREHOST_V6)
+    born_len = 20 if sys_flag & MessageSysFlag.BORNHOST_V6 else 8
+    store_len = 20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8
     at = pos + _HEAD.size
-    if at + born_len + 8 + store_len + _TAIL.size > limit:
+    middle = _HOSTS_TO_BODYLEN[born_len, store_len]
+    if at + middle.size > limit:
         raise MessageFormatError(f"record at {pos} is cut inside its fixed fields")
-    born_raw = bytes(view[at:at + born_len])
-    at += born_len
-    (store_ts,) = _I64.unpack_from(view, at)
-    at += 8
-    store_raw = bytes(view[at:at + store_len])
-    at += store_len
-    reconsume, prepared, body_len = _TAIL.unpack_from(view, at)
-    at += _TAIL.size
-    body = _take(view, at, body_len, limit, "BODYLEN", pos)
+    born_raw, store_ts, store_raw, reconsume, prepared, body_len = middle.unpack_from(view, at)
+    at += middle.size
+    if body_len < 0 or at + body_len > limit:
+        raise MessageFormatError(f"BODYLEN {body_len} overruns the record at {pos}")
+    body = bytes(view[at:at + body_len])
     at += body_len
     topic_width = 1 if magic == MAGIC_V1 else 2
     if at + topic_width > limit:
@@ -689,15 +699,17 @@ def _decode(view: memoryview, pos: int, decompress: bool, check_crc: bool) -> tu
         raise MessageFormatError(f"BODYCRC mismatch at {pos}")
     if decompress and sys_flag & MessageSysFlag.COMPRESSED:
         body = inflated if inflated is not None else inflate_body(body, sys_flag)
+    # positional, in field order: keyword arguments cost more than the rest of the decoding
     record = MessageExt(
-        store_size=total, magic=magic, body_crc=crc, queue_id=queue_id, flag=flag,
-        queue_offset=queue_offset, commit_log_offset=phys, sys_flag=sys_flag,
-        born_timestamp=born_ts, born_host=msgid.unpack_host(born_raw), store_timestamp=store_ts,
-        store_host=msgid.unpack_host(store_raw), reconsume_times=reconsume,
-        prepared_transaction_offset=prepared, body=body, topic=topic, properties=properties,
-        offset_msg_id=msgid.offset_msg_id_from_raw(store_raw, phys),
+        total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, _unpack_host(born_raw), store_ts,
+        _unpack_host(store_raw), reconsume, prepared, body, topic, properties,
+        msgid.offset_msg_id_from_raw(store_raw, phys),
     )
     return record, at
+
+
+_unpack_host = functools.lru_cache(maxsize=4096)(msgid.unpack_host)
+"""Hosts repeat (a consumer sees a few producers and brokers): decode each packed form once."""
 
 
 def _take(view: memoryview, at: int, length: int, limit: int, what: str, pos: int) -> bytes:

@@ -74,7 +74,13 @@ def offset_msg_id_prefix(store_host: Host) -> str:
 
 
 def offset_msg_id_from_raw(packed_host: bytes, commit_log_offset: int) -> str:
-    return f"{packed_host.hex().upper()}{commit_log_offset & _I64_MASK:016X}"
+    return f"{_host_hex(packed_host)}{commit_log_offset & _I64_MASK:016X}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_hex(packed_host: bytes) -> str:
+    """Upper-case hex of a packed host; every record a consumer decodes names its store host."""
+    return packed_host.hex().upper()
 
 
 def create_offset_msg_id(store_host: Host, commit_log_offset: int) -> str:

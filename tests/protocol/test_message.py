@@ -308,6 +308,27 @@ def test_canonical_properties_are_exactly_those_that_encode_back(entries: list[t
     assert message.is_canonical(text, props) == (round_trip == text)
 
 
+def _decode_properties_reference(text: str) -> dict[str, str] | str:
+    out: dict[str, str] = {}
+    for entry in text.split("\x02"):
+        if not entry:
+            continue
+        name, sep, value = entry.partition("\x01")
+        if not sep or not name:
+            return f"malformed property entry {entry[:40]!r}"
+        out[name] = value
+    return out
+
+
+@given(st.text(st.sampled_from("ab\x01\x02"), max_size=30))
+def test_properties_decode_as_the_plain_loop_does(text: str) -> None:
+    try:
+        got: dict[str, str] | str = message.decode_properties(text)
+    except message.MessageFormatError as exc:
+        got = str(exc)
+    assert got == _decode_properties_reference(text)
+
+
 def test_canonical_properties_examples() -> None:
     assert message.is_canonical("", {})
     assert message.is_canonical("A\x01b\x02C\x01\x02", {"A": "b", "C": ""})
