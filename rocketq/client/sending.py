@@ -119,10 +119,12 @@ def _stamp_uniq_key(msg: Message) -> str:
     return key
 
 
-def _check_fields(msg: Message, settings: ProducerSettings) -> None:
+def _check_fields(msg: Message, settings: ProducerSettings, checked_topic: str | None = None) -> None:
+    """``checked_topic``: a topic name already validated (a batch's first message's)."""
     if not isinstance(msg, Message):
         raise MessageError(f"expected a Message, not {type(msg).__name__}")
-    names.check_send_topic(msg.topic)
+    if msg.topic != checked_topic:
+        names.check_send_topic(msg.topic)
     _check_body(msg, settings.max_message_size)
     if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
         raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")
@@ -158,17 +160,33 @@ def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoi
     if not msgs:
         raise MessageError("a batch needs at least one message")
     topic = msgs[0].topic if isinstance(msgs[0], Message) else None
+    checked: str | None = None
+    encoded = []
     for msg in msgs:
-        check(msg, settings)
+        _check_fields(msg, settings, checked)
+        checked = msg.topic
+        encoded.append(_check_properties(msg))
         if msg.topic != topic:
             raise MessageError("The topic of the messages in one batch should be the same")
         if msg.delay_level > 0:
             raise MessageError("TimeDelayLevel is not supported for batching")
         if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageError("Retry Group is not supported for batching")
-    ids = [_stamp_uniq_key(msg) for msg in msgs]
+    # the properties as encode_properties would give them after the keys are stamped, from
+    # the text encoded while validating: a new key is the dict's last entry
+    entries = []
+    ids = []
+    for msg, text in zip(msgs, encoded, strict=True):
+        had_entry, had_key = message.UNIQ_KEY in msg.properties, bool(msg.properties.get(message.UNIQ_KEY))
+        key = _stamp_uniq_key(msg)
+        if not had_entry:
+            text += f"{message.UNIQ_KEY}{message.NAME_VALUE_SEPARATOR}{key}{message.PROPERTY_SEPARATOR}"
+        elif not had_key:
+            text = message.encode_properties(msg.properties)  # an empty key was filled in where it was
+        entries.append((msg.body, msg.flag, text))
+        ids.append(key)
     try:
-        body = message.encode_batch_body(msgs)
+        body = message.encode_batch_entries(entries)
     except message.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
     if len(body) > settings.max_message_size:

@@ -79,21 +79,22 @@ class RemotingCommand:
         body: bytes = b"",
     ) -> RemotingCommand:
         """A response to this request: same opaque, the response bit, the request's header type."""
-        return RemotingCommand(
-            code=code,
-            opaque=self.opaque,
-            flag=RESPONSE_FLAG,
-            remark=remark,
-            ext_fields=ext_fields or {},
-            body=body,
-            serialize_type=self.serialize_type,
-        )
+        # positional: one is built per request, and keyword arguments cost more than the rest
+        return RemotingCommand(code, self.opaque, RESPONSE_FLAG, remark, ext_fields or {}, body, "PYTHON",
+                               PROTOCOL_VERSION, self.serialize_type)
 
     def encode(self) -> bytes:
         if self.serialize_type == SerializeType.ROCKETMQ:
             header = _encode_binary_header(self)
         else:
-            header = _encode_json_header(self)
+            fields: dict[str, Any] = {"code": self.code, "flag": self.flag, "language": self.language,
+                                      "opaque": self.opaque, "serializeTypeCurrentRPC": "JSON",
+                                      "version": self.version}
+            if self.remark is not None:
+                fields["remark"] = self.remark
+            if self.ext_fields:
+                fields["extFields"] = self.ext_fields
+            header = orjson.dumps(fields)
         if len(header) > MAX_HEADER_SIZE:
             raise FrameError(f"header of {len(header)} bytes does not fit in 24 bits")
         prefix = _PREFIX.pack(4 + len(header) + len(self.body), (self.serialize_type << 24) | len(header))
@@ -107,22 +108,6 @@ def java_string(value: Any) -> str:
     if value is None:
         return ""
     return str(value)
-
-
-def _encode_json_header(cmd: RemotingCommand) -> bytes:
-    header: dict[str, Any] = {
-        "code": cmd.code,
-        "flag": cmd.flag,
-        "language": cmd.language,
-        "opaque": cmd.opaque,
-        "serializeTypeCurrentRPC": "JSON",
-        "version": cmd.version,
-    }
-    if cmd.remark is not None:
-        header["remark"] = cmd.remark
-    if cmd.ext_fields:
-        header["extFields"] = cmd.ext_fields
-    return orjson.dumps(header)
 
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:

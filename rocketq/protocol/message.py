@@ -260,21 +260,17 @@ def decode_properties(text: str) -> dict[str, str]:
     silently dropping it (as Java's lenient parser does) would hide a client bug. A repeated
     name keeps its last value, like Java's HashMap.
     """
+    out: dict[str, str] = {}
     if not text:
-        return {}
-    try:
-        # the common, well-formed case in C: a [name, value] pair per entry
-        out: dict[str, str] = dict(entry.split("\x01", 1) for entry in text.split("\x02") if entry)
-    except ValueError:  # an entry without a separator: find it below for the error message
-        pass
-    else:
-        if "" not in out:
-            return out
+        return out
     for entry in text.split("\x02"):
-        name, sep, _value = entry.partition("\x01")
-        if entry and (not sep or not name):
+        if not entry:
+            continue
+        name, sep, value = entry.partition("\x01")
+        if not sep or not name:
             raise MessageFormatError(f"malformed property entry {entry[:40]!r}")
-    raise AssertionError("unreachable: the fast path refused a well-formed properties text")
+        out[name] = value
+    return out
 
 
 def is_canonical(encoded: str, properties: Mapping[str, str]) -> bool:
@@ -812,14 +808,20 @@ def batch_entries(body: bytes | bytearray | memoryview) -> list[tuple[bytes, int
 
 def encode_batch_body(messages: Iterable[Message]) -> bytes:
     """The body a producer sends with SEND_BATCH_MESSAGE (``MessageDecoder.encodeMessages``)."""
+    return encode_batch_entries((m.body, m.flag, encode_properties(m.properties)) for m in messages)
+
+
+def encode_batch_entries(entries: Iterable[tuple[bytes, int, str]]) -> bytes:
+    """``encode_batch_body`` from (body, flag, encoded properties): for a caller that already
+    encoded the properties (to validate them) and should not do it twice."""
     parts = []
-    for message in messages:
-        props = encode_properties(message.properties).encode()
+    for body, flag, properties in entries:
+        props = properties.encode()
         if len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesSizeExceededError(f"properties are {len(props)} bytes")
-        total = _BATCH_HEAD.size + len(message.body) + 2 + len(props)
-        parts.append(_BATCH_HEAD.pack(total, BATCH_ITEM_MAGIC, 0, message.flag, len(message.body)))
-        parts.append(message.body)
+        parts.append(_BATCH_HEAD.pack(_BATCH_HEAD.size + len(body) + 2 + len(props), BATCH_ITEM_MAGIC, 0, flag,
+                                      len(body)))
+        parts.append(body)
         parts.append(_I16.pack(len(props)))
         parts.append(props)
     return b"".join(parts)

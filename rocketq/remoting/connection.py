@@ -203,8 +203,8 @@ class Connection(asyncio.Protocol):
         except Exception as exc:
             log.exception("%s: handler for code %d from %s failed", self._name, request.code, self.remote_addr)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if response is not None:
-            self._reply(request, response)
+        if response is not None and not request.flag & ONEWAY_FLAG:
+            self.send_response(response)
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if not request.is_oneway:
