@@ -12,6 +12,8 @@ case drives the real code with real bytes, in one process, without sockets:
   ``MessageStore`` in a temporary directory under ASYNC_FLUSH, the response encoding) through
   a transport that only collects the bytes written.
 * ``broker-pull``: PULL_MESSAGE frames of 32 messages against that store.
+* ``store-sync-flush``: ``MessageStore.put`` under SYNC_FLUSH from 32 concurrent writers, the
+  group commit's fsync replaced by a no-op: what waiting for the flush costs apart from the disk.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
 
@@ -45,7 +47,8 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.message import Message
 from rocketq.remoting.connection import Connection
 from rocketq.store.messagestore import MessageStore
-from rocketq.store.settings import StoreSettings
+from rocketq.store.results import PutRequest
+from rocketq.store.settings import FlushDiskType, StoreSettings
 
 TOPIC = "HotPathTopic"
 GROUP = "hotpath_group"
@@ -198,6 +201,32 @@ async def broker_pull(root: Path, messages: int) -> float:
         await broker.store.close()
 
 
+async def store_sync_flush(root: Path, messages: int) -> float:
+    settings = StoreSettings(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 30,
+                             flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    store = MessageStore(settings, ("127.0.0.1", 10911), fsync=lambda fd: None)
+    store.open()
+    await store.start()
+    writers = 32
+    request = PutRequest(TOPIC, 0, b"x" * BODY_SIZE, properties="TAGS\x01TagA\x02", tags_code=0)
+
+    async def writer(count: int) -> None:
+        for _ in range(count):
+            result = await store.put(request)
+            assert result.ok, result
+
+    try:
+        started = time.process_time()
+        if PROFILER is not None:
+            PROFILER.enable()
+        await asyncio.gather(*(writer(messages // writers) for _ in range(writers)))
+        if PROFILER is not None:
+            PROFILER.disable()
+        return (time.process_time() - started) / (messages // writers * writers) * 1e6
+    finally:
+        await store.close()
+
+
 def producer_path(messages: int, batch: bool) -> float:
     """Prepare, encode and decode the answer, as the producer does around each send."""
     settings = ProducerSettings()
@@ -228,6 +257,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-sync": lambda root, n: broker_send(root, n, batch=False),
     "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
     "broker-pull": broker_pull,
+    "store-sync-flush": store_sync_flush,
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
 }
@@ -267,7 +297,7 @@ def _count_calls(name: str, messages: int) -> str:
         stats = pstats.Stats(PROFILER).stats  # type: ignore[attr-defined]
     finally:
         PROFILER = None
-    per_message = messages if name.endswith("-sync") else max(1, messages // BATCH) * BATCH
+    per_message = messages if name.endswith(("-sync", "-flush")) else max(1, messages // BATCH) * BATCH
     total = sum(row[1] for row in stats.values())
     python = sum(row[1] for (path, _line, _fn), row in stats.items() if path != "~")
     return f"{total / per_message:7.1f} calls per message, {python / per_message:6.1f} of Python functions"

@@ -117,11 +117,17 @@ class CommitLogFlusher:
             return True
         if self.failure is not None or self._task is None:
             return False
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
         heapq.heappush(self._waiters, (offset, next(self._order), future))
         self._wakeup.set()
-        done, _ = await asyncio.wait((future,), timeout=timeout)
-        return bool(done) and future.result()
+        # a timer on the future, not asyncio.wait(): that builds sets, a waiter and callbacks
+        # for every SYNC_FLUSH put
+        timer = loop.call_later(timeout, _time_out, future)
+        try:
+            return await future
+        finally:
+            timer.cancel()
 
     async def flush(self) -> None:
         """Flush everything appended so far (close and tests use it)."""
@@ -168,6 +174,11 @@ class CommitLogFlusher:
             offset, _order, future = heapq.heappop(waiters)
             if not future.done():
                 future.set_result(offset <= flushed and self.failure is None)
+
+
+def _time_out(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
 
 
 class LogicFlusher:
