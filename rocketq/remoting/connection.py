@@ -5,7 +5,8 @@ and either side may receive them — a broker calls NOTIFY_CONSUMER_IDS_CHANGED 
 connection exactly like a client calls SEND_MESSAGE on the broker's. Responses are matched to
 waiting futures by ``opaque``; requests are dispatched to ``handlers`` by ``code``.
 
-Writes are batched: frames queued during one event-loop turn leave in a single ``writelines``.
+Writes are batched: frames queued during one event-loop turn leave in one ``writelines``, or
+every ``FLUSH_AFTER_FRAMES`` frames when a turn queues many (so the peer can start early).
 A handler runs *eagerly*: its first step runs inside ``data_received``, and only a handler
 that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a task. Most
 requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
@@ -39,6 +40,11 @@ MAX_REQUESTS_IN_FLIGHT: Final = 8192
 """Requests from one peer being handled at once; more are refused with SYSTEM_BUSY."""
 MAX_PENDING_INVOKES: Final = 65536
 """Outgoing requests awaiting responses on one connection."""
+FLUSH_AFTER_FRAMES: Final = 4
+"""Frames queued in one event-loop turn before they are written without waiting for its end.
+Answering a read of 30 requests in one write at the end made client and broker take turns
+(each idle while the other worked); slices of 4 let them overlap, for two syscalls more per
+ten requests (docs/benchmarks.md)."""
 
 
 class Connection(asyncio.Protocol):
@@ -114,8 +120,14 @@ class Connection(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         if self._transport is None:
             return
-        self._outbox.append(data)
-        if not self._flush_scheduled:
+        outbox = self._outbox
+        outbox.append(data)
+        if len(outbox) >= FLUSH_AFTER_FRAMES:
+            # A long burst (a read full of requests) is answered in slices: the peer starts on
+            # the first answers while the rest are still being worked out here.
+            self._transport.writelines(outbox)
+            self._outbox = []
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 

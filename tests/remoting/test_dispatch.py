@@ -106,6 +106,15 @@ async def test_a_handler_that_does_not_wait_is_answered_in_the_same_turn() -> No
     assert sorted(answers) == [1, 2] and answers[1].remark == "at once" and answers[1].is_response
 
 
+async def test_a_long_burst_is_answered_in_slices_before_the_turn_ends() -> None:
+    conn, transport = _open(Handlers())
+    burst = connection_mod.FLUSH_AFTER_FRAMES * 2 + 1
+    conn.data_received(b"".join(_request(SYNC, i) for i in range(burst)))
+    assert len(_answers(transport)) == connection_mod.FLUSH_AFTER_FRAMES * 2  # written already
+    await asyncio.sleep(0)
+    assert sorted(_answers(transport)) == list(range(burst))
+
+
 async def test_a_waiting_handler_is_answered_when_its_wait_ends() -> None:
     handlers = Handlers()
     conn, transport = _open(handlers)
