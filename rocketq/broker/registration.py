@@ -27,6 +27,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +65,14 @@ class Registrar:
         self._identity = identity
         self._topic_wrapper = topic_wrapper
         self._period = max(0.1, period_ms / 1000)
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("broker-registration", self._run)
         self._wake = asyncio.Event()
         self.master_addr: str | None = None
         self.registrations = 0
 
     def start(self) -> None:
-        if self._task is None and self._addrs:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="broker-registration")
+        if self._addrs:
+            self._task.start()
 
     def request_now(self) -> None:
         self._wake.set()
@@ -134,8 +135,4 @@ class Registrar:
                 log.info("unregister from %s failed: %s", addr, exc)
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()

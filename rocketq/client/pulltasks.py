@@ -41,6 +41,7 @@ from rocketq.client.settings import MessageModel, PushConsumerSettings
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.errors import RemotingError
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +69,16 @@ class PullTask:
         self._subscription = subscription
         self._suggested_broker = MASTER_ID
         self._flow_controlled = 0
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"pull {self.mq}")
+        self._task.start()
 
     async def stop(self, *, drop: bool = True) -> None:
         """Stop pulling; with ``drop``, also stop committing results of this queue. Idempotent."""
         if drop:
             self.pq.dropped = True
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._task.stop()
 
     async def _run(self) -> None:
         while not self.pq.dropped:

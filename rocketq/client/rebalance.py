@@ -39,6 +39,7 @@ from rocketq.client.settings import ConsumeFromWhere, MessageModel
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.errors import RemotingError
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -86,23 +87,20 @@ class Rebalancer:
         self._timestamp_ms = timestamp_ms
         self._interval = interval_ms / 1000
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask(f"rebalance {self._group}", self._loop)
 
     def trigger(self) -> None:
         """Rebalance as soon as possible (group membership or subscriptions changed)."""
         self._wake.set()
 
     def start(self) -> None:
-        if self._task is None:
+        if not self._task.running:
             self._wake.set()
-            self._task = asyncio.create_task(self._loop(), name=f"rebalance {self._group}")
+        self._task.start()
 
     async def close(self) -> None:
         """Stop the loop and wait for it. Idempotent."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._task.stop()
 
     async def _loop(self) -> None:
         while True:

@@ -37,6 +37,7 @@ from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import ConsumeQueue
 from rocketq.store.index import IndexService
 from rocketq.store.settings import FlushDiskType, StoreSettings
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -88,23 +89,18 @@ class CommitLogFlusher:
         self._order = itertools.count()
         self._wakeup = asyncio.Event()
         self._blocking = _Blocking()
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("commitlog-flush", self._run)
         self._last_thorough = time.monotonic()
         self.failure: OSError | None = None
         self.fsync_calls = 0
         """Flush rounds that fsynced (a round may fsync several segments)."""
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="commitlog-flush")
+        self._task.start()
 
     async def close(self) -> None:
         """Stop the task (idempotent) and wait for an fsync in flight; release all waiters."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
         await self._blocking.drain()
         self._release(self._commitlog.flushed_offset, final=True)
 
@@ -202,21 +198,16 @@ class LogicFlusher:
         self.values = initial
         self._fsync = fsync
         self._blocking = _Blocking()
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("consumequeue-flush", self._run)
         self._last_thorough = time.monotonic()
         self._serial = asyncio.Lock()
         """One flush at a time: a slower, older flush must never write its checkpoint over a newer one."""
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="consumequeue-flush")
+        self._task.start()
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
         await self._blocking.drain()
 
     async def _run(self) -> None:

@@ -19,7 +19,6 @@ runs in a worker thread (removing a 1 GiB file can take a while).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import time
@@ -32,6 +31,7 @@ from rocketq.store.consumequeue import ConsumeQueue
 from rocketq.store.index import IndexService
 from rocketq.store.mappedfile import MappedFile
 from rocketq.store.settings import StoreSettings
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -69,21 +69,16 @@ class Retention:
         self._clock = clock
         self._disk_usage = disk_usage
         self._delete_hours = settings.delete_hours
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("store-retention", self._run)
         self.disk_full = False
         self.disk_ratio = 0.0
         self.deleted_segments = 0
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="store-retention")
+        self._task.start()
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import StoreFactory, small_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_helpers import StoreFactory, small_settings
 
 from rocketq.protocol import message
 from rocketq.protocol.message import MessageSysFlag

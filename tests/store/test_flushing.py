@@ -8,8 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import StoreFactory, small_settings
-from store_helpers import request
+from store_helpers import StoreFactory, request, small_settings
 
 from rocketq.store import checkpoint
 from rocketq.store.messagestore import PutStatus

@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import StoreFactory
-from store_helpers import put_many, request
+from store_helpers import StoreFactory, put_many, request
 
 from rocketq.protocol import codes, message, msgid
 from rocketq.protocol.message import MessageSysFlag

@@ -6,8 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import StoreFactory, crash, small_settings
-from store_helpers import put_many, request
+from store_helpers import StoreFactory, crash, put_many, request, small_settings
 
 from rocketq.protocol import message
 from rocketq.store import mappedfile

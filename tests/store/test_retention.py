@@ -6,8 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import StoreFactory, small_settings
-from store_helpers import request
+from store_helpers import StoreFactory, request, small_settings
 
 from rocketq.store.messagestore import GetStatus, MessageStore, PutStatus
 
