@@ -6,8 +6,10 @@ For each flush mode it starts a local cluster (``rocketq local up``: one name se
 broker, free ports, a temporary directory), runs the scenarios below with ``rocketq bench`` as
 separate processes, and stops the cluster. Each row reports the client's summary line, the
 wall time, and the CPU time the broker process and the client processes used per message
-(from /proc and the children's rusage): on a shared machine CPU per message is steadier
-than throughput, and together they show which side limits.
+(from /proc and the children's rusage; the client's net of its processes' start-up, measured
+once per cluster with a one-message run): on a shared machine CPU per message is steadier
+than throughput, and together they show which side limits. ``calibrate()`` times a fixed
+Python loop before and after, to tell how fast the machine was while the rows were taken.
 
 Scenarios (1 KiB messages, a fresh topic each):
 
@@ -18,8 +20,10 @@ async      ``-m async -w 32``
 oneway     ``-m oneway -w 32`` (client-side rate: nothing is acknowledged)
 batch      ``-m batch -w 8 -b 32`` (8 batches of 32 in flight)
 consume    ``bench consumer --from-first`` over what ``batch`` stored
-e2e        a consumer from the last offset while ``-m sync --rate 10000`` produces: end-to-end
-           latency (send call -> listener) at 10 000 msg/s
+e2e        a consumer from the last offset while ``-m batch -b 16 -w 4 --rate 10000`` produces:
+           end-to-end latency (message created -> listener) at 10 000 msg/s
+e2e-oneway the same with ``-m oneway -w 32 --rate 10000``
+e2e-sync   the same with ``-m sync -w 32 --rate 2000`` (what plain sync sends sustain here)
 ========== =========================================================================
 
 Under SYNC_FLUSH only sync, batch and e2e run by default. Nothing here asserts anything.
@@ -98,6 +102,20 @@ def _run(cluster: Cluster, args: list[str]) -> tuple[str, float, float, float]:
     return (out, time.perf_counter() - wall0, cluster.broker_cpu() - broker0, _children_cpu() - client0)
 
 
+def calibrate() -> float:
+    """Nanoseconds per iteration of a fixed loop of Python calls: the machine's speed right now."""
+    def step(x: int) -> int:
+        return x + 1
+
+    best = float("inf")
+    for _ in range(5):
+        started, value = time.process_time(), 0
+        for _ in range(200_000):
+            value = step(value)
+        best = min(best, (time.process_time() - started) / 200_000 * 1e9)
+    return best
+
+
 def _row(flush: str, scenario: str, args: list[str], out: str, wall: float, broker: float, client: float) -> Row:
     summary = SUMMARY.findall(out)
     line = next((m.group(0) for m in SUMMARY.finditer(out)), out.strip().splitlines()[-1] if out.strip() else "")
@@ -118,6 +136,7 @@ def run_flush_mode(flush: str, scenarios: list[str], scale: float, report: list[
     n_single, n_batch, n_e2e = int(50_000 * scale), int(300_000 * scale), int(100_000 * scale)
     stamp = int(time.time())
     with tempfile.TemporaryDirectory(prefix="rocketq-matrix-") as tmp, Cluster(Path(tmp), flush) as cluster:
+        _out, _wall, _broker, startup = _run(cluster, _producer(f"MWarm{stamp}", "sync", 1))
         plans: dict[str, list[str]] = {
             "sync": _producer(f"MSync{stamp}", "sync", n_single, "-w", "32"),
             "sync-p2": _producer(f"MSyncP{stamp}", "sync", n_single, "-w", "16", "-p", "2"),
@@ -128,18 +147,32 @@ def run_flush_mode(flush: str, scenarios: list[str], scale: float, report: list[
                         "--from-first", "-d", "300"],
         }
         for scenario in scenarios:
-            if scenario == "e2e":
-                report.append(_end_to_end(cluster, flush, f"ME2E{stamp}", n_e2e))
+            if scenario in E2E_PRODUCERS:
+                producer = [*E2E_PRODUCERS[scenario][0]]
+                count = int(n_e2e * E2E_PRODUCERS[scenario][1])
+                report.append(_end_to_end(cluster, flush, scenario, f"M{scenario.replace('-', '')}{stamp}", count,
+                                          producer, startup))
             else:
                 if scenario == "consume" and "batch" not in scenarios:
                     continue  # it reads what the batch scenario stored
                 out, wall, broker, client = _run(cluster, plans[scenario])
-                report.append(_row(flush, scenario, plans[scenario], out, wall, broker, client))
+                processes = 3 if scenario == "sync-p2" else 1  # -p 2: the parent and two spawned
+                report.append(_row(flush, scenario, plans[scenario], out, wall, broker,
+                                   max(0.0, client - processes * startup)))
             print(_format(report[-1]), flush=True)
 
 
-def _end_to_end(cluster: Cluster, flush: str, topic: str, count: int) -> Row:
-    """A consumer (already subscribed, from the last offset) while a producer sends at 10 000 msg/s."""
+E2E_PRODUCERS: dict[str, tuple[list[str], float]] = {
+    "e2e": (["-m", "batch", "-b", "16", "-w", "4", "--rate", "10000"], 1.0),
+    "e2e-oneway": (["-m", "oneway", "-w", "32", "--rate", "10000"], 1.0),
+    "e2e-sync": (["-m", "sync", "-w", "32", "--rate", "2000"], 0.2),
+}
+"""Producer options of each end-to-end scenario, and its share of the e2e message count."""
+
+
+def _end_to_end(cluster: Cluster, flush: str, scenario: str, topic: str, count: int, producer: list[str],
+                startup: float) -> Row:
+    """A consumer (already subscribed, from the last offset) while a rate-limited producer sends."""
     env = {**os.environ, "NAMESRV_ADDR": cluster.namesrv}
     # the topic must exist before the consumer subscribes; one message creates it
     subprocess.run([*ROCKETQ, "bench", *_producer(topic, "sync", 1)], check=True, capture_output=True, env=env)
@@ -148,7 +181,7 @@ def _end_to_end(cluster: Cluster, flush: str, topic: str, count: int) -> Row:
     consumer = subprocess.Popen([*ROCKETQ, "bench", *consumer_args], stdout=subprocess.PIPE, text=True, env=env)
     try:
         time.sleep(5)  # rebalance: the consumer owns its queues before the first timed message
-        producer_args = _producer(topic, "sync", count, "-w", "32", "--rate", "10000")
+        producer_args = ["producer", "-t", topic, "-c", str(count), *producer]
         subprocess.run([*ROCKETQ, "bench", *producer_args], check=True, capture_output=True, env=env)
         out, _ = consumer.communicate(timeout=180)
     finally:
@@ -156,7 +189,7 @@ def _end_to_end(cluster: Cluster, flush: str, topic: str, count: int) -> Row:
             consumer.kill()
             consumer.wait()
     wall, broker, client = time.perf_counter() - wall0, cluster.broker_cpu() - broker0, _children_cpu() - client0
-    row = _row(flush, "e2e", consumer_args, out, wall, broker, client)
+    row = _row(flush, scenario, consumer_args, out, wall, broker, max(0.0, client - 2 * startup))
     row.command = f"rocketq bench {' '.join(consumer_args)} + rocketq bench {' '.join(producer_args)}"
     return row
 
@@ -168,7 +201,7 @@ def _format(row: Row) -> str:
 
 HEADER = ("| flush | scenario | msg/s | p50 ms | p99 ms | broker CPU us/msg | client CPU us/msg | messages | wall s |\n"
           "|---|---|---|---|---|---|---|---|---|")
-ASYNC_SCENARIOS = ["sync", "sync-p2", "async", "oneway", "batch", "consume", "e2e"]
+ASYNC_SCENARIOS = ["sync", "sync-p2", "async", "oneway", "batch", "consume", "e2e", "e2e-oneway", "e2e-sync"]
 SYNC_FLUSH_SCENARIOS = ["sync", "batch", "e2e"]
 
 
@@ -182,10 +215,12 @@ def main() -> None:
     args = parser.parse_args()
     chosen = args.only.split(",") if args.only else None
     rows: list[Row] = []
+    print(f"calibration before: {calibrate():.1f} ns per Python call", flush=True)
     print(HEADER, flush=True)
     for flush in args.flush:
         default = ASYNC_SCENARIOS if flush == "ASYNC_FLUSH" else SYNC_FLUSH_SCENARIOS
         run_flush_mode(flush, [s for s in default if chosen is None or s in chosen], args.scale, rows)
+    print(f"calibration after: {calibrate():.1f} ns per Python call")
     print("\ncommands:")
     for row in rows:
         print(f"  {row.flush:<11} {row.scenario:<8} {row.command}")
