@@ -20,7 +20,7 @@ async      ``-m async -w 32``
 oneway     ``-m oneway -w 32`` (client-side rate: nothing is acknowledged)
 batch      ``-m batch -w 8 -b 32`` (8 batches of 32 in flight)
 consume    ``bench consumer --from-first`` over what ``batch`` stored
-e2e        a consumer from the last offset while ``-m batch -b 16 -w 4 --rate 10000`` produces:
+e2e        a consumer from the last offset while ``-m batch -b 16 -w 8 --rate 10000`` produces:
            end-to-end latency (message created -> listener) at 10 000 msg/s
 e2e-oneway the same with ``-m oneway -w 32 --rate 10000``
 e2e-sync   the same with ``-m sync -w 32 --rate 2000`` (what plain sync sends sustain here)
@@ -163,7 +163,7 @@ def run_flush_mode(flush: str, scenarios: list[str], scale: float, report: list[
 
 
 E2E_PRODUCERS: dict[str, tuple[list[str], float]] = {
-    "e2e": (["-m", "batch", "-b", "16", "-w", "4", "--rate", "10000"], 1.0),
+    "e2e": (["-m", "batch", "-b", "16", "-w", "8", "--rate", "10000"], 1.0),
     "e2e-oneway": (["-m", "oneway", "-w", "32", "--rate", "10000"], 1.0),
     "e2e-sync": (["-m", "sync", "-w", "32", "--rate", "2000"], 0.2),
 }
@@ -174,8 +174,9 @@ def _end_to_end(cluster: Cluster, flush: str, scenario: str, topic: str, count: 
                 startup: float) -> Row:
     """A consumer (already subscribed, from the last offset) while a rate-limited producer sends."""
     env = {**os.environ, "NAMESRV_ADDR": cluster.namesrv}
-    # the topic must exist before the consumer subscribes; one message creates it
-    subprocess.run([*ROCKETQ, "bench", *_producer(topic, "sync", 1)], check=True, capture_output=True, env=env)
+    # the topic must exist (8 queues, as auto-creation makes) before the consumer subscribes
+    subprocess.run([*ROCKETQ, "admin", "updateTopic", "-n", cluster.namesrv, "-c", "DefaultCluster", "-t", topic],
+                   check=True, capture_output=True, env=env)
     consumer_args = ["consumer", "-t", topic, "-g", f"{topic.lower()}_group", "-c", str(count), "-d", "120"]
     broker0, client0, wall0 = cluster.broker_cpu(), _children_cpu(), time.perf_counter()
     consumer = subprocess.Popen([*ROCKETQ, "bench", *consumer_args], stdout=subprocess.PIPE, text=True, env=env)
