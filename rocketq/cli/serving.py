@@ -8,6 +8,7 @@ it cleanly so a broker flushes and unregisters before the process exits.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -31,7 +32,14 @@ def run(make_server: Callable[[], S], ready_line: Callable[[S], str]) -> int:
     return uvloop.run(_serve(make_server, ready_line))
 
 
+GC_THRESHOLDS = (100_000, 50, 1_000)
+"""A server allocates many short-lived objects per request and few long-lived ones; collecting
+the youngest generation every 100 000 allocations instead of 700 cut a broker's CPU per sync send
+by ~14 % (docs/benchmarks.md) without growing its memory noticeably."""
+
+
 async def _serve(make_server: Callable[[], S], ready_line: Callable[[S], str]) -> int:
+    gc.set_threshold(*GC_THRESHOLDS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
