@@ -87,6 +87,19 @@ async def _raw_pull(client: RemotingClient, broker: str, offset: int, suspend_ms
                                timeout=suspend_ms / 1000 + 10)
 
 
+def _send_v2_fields(**overrides: str) -> dict[str, str]:
+    """A SEND_MESSAGE_V2 header as a producer writes it (one-letter names), with overrides."""
+    fields = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+    fields.update(overrides)
+    return fields
+
+
+async def _raw_send(client: RemotingClient, broker: str, body: bytes, timeout: float = 5,
+                    **overrides: str) -> RemotingCommand:
+    return await client.invoke(broker, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
+                                                       ext_fields=_send_v2_fields(**overrides), body=body), timeout)
+
+
 async def test_long_polling_answers_when_a_message_arrives(processes: Processes) -> None:
     ns = processes.namesrv()
     broker = processes.broker(ns.address)
@@ -203,15 +216,13 @@ async def test_bad_requests_get_rocketmq_codes(processes: Processes) -> None:
     broker = processes.broker(ns.address, config={"autoCreateTopicEnable": "false"})
     client = RemotingClient()
     try:
-        async def send(ext: dict[str, str], body: bytes = b"x") -> RemotingCommand:
-            return await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
-                                                                       ext_fields=ext, body=body), 5)
+        async def send(**overrides: str) -> RemotingCommand:
+            return await _raw_send(client, broker.address, b"x", **{"b": "NoSuchTopic", **overrides})
 
-        base = {"a": "pg", "b": "NoSuchTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
-        assert (await send(base)).code == ResponseCode.TOPIC_NOT_EXIST
-        assert (await send({**base, "b": "bad topic!"})).code == ResponseCode.SYSTEM_ERROR
-        assert (await send({**base, "e": "x"})).code == ResponseCode.SYSTEM_ERROR  # malformed header
-        assert (await send({**base, "b": "TBW102"})).code == ResponseCode.SYSTEM_ERROR  # system topic
+        assert (await send()).code == ResponseCode.TOPIC_NOT_EXIST
+        assert (await send(b="bad topic!")).code == ResponseCode.SYSTEM_ERROR
+        assert (await send(e="x")).code == ResponseCode.SYSTEM_ERROR  # malformed header
+        assert (await send(b="TBW102")).code == ResponseCode.SYSTEM_ERROR  # system topic
         unknown = await client.invoke(broker.address, RemotingCommand(code=9999), 5)
         assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     finally:
@@ -223,20 +234,15 @@ async def test_flow_control_answers_system_busy_instead_of_queueing(processes: P
     broker = processes.broker(ns.address, config={"sendThreadPoolQueueCapacity": "1", "flushDiskType": "SYNC_FLUSH"})
     client = RemotingClient()
     try:
-        base = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
-        first = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
-                                                                    ext_fields=dict(base), body=b"create"), 5)
+        first = await _raw_send(client, broker.address, b"create")
         assert first.code == ResponseCode.SUCCESS
-        answers = await asyncio.gather(*(
-            client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=dict(base),
-                                                          body=b"burst-%d" % i), 10) for i in range(200)))
+        answers = await asyncio.gather(*(_raw_send(client, broker.address, b"burst-%d" % i, 10) for i in range(200)))
         codes = [a.code for a in answers]
         assert set(codes) <= {ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY}
         assert ResponseCode.SYSTEM_BUSY in codes, "a burst beyond the bound must be refused, not queued"
         busy = next(a for a in answers if a.code == ResponseCode.SYSTEM_BUSY)
         assert "TOO_MANY_REQUESTS" in (busy.remark or "")
-        again = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
-                                                                    ext_fields=dict(base), body=b"after"), 5)
+        again = await _raw_send(client, broker.address, b"after")
         assert again.code == ResponseCode.SUCCESS
     finally:
         await client.close()
@@ -255,9 +261,7 @@ async def test_draining_broker_refuses_sends_and_registers_read_only(processes: 
         route = await client.invoke(ns.address, RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                                 ext_fields={"topic": TOPIC}), 5)
         assert {q["perm"] for q in orjson.loads(route.body)["queueDatas"]} == {4}  # readers only
-        base = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
-        refused = await client.invoke(broker.address, RemotingCommand(code=RequestCode.SEND_MESSAGE_V2,
-                                                                      ext_fields=base, body=b"x"), 5)
+        refused = await _raw_send(client, broker.address, b"x")
         assert refused.code == ResponseCode.NO_PERMISSION
         async with PullConsumer("it-cg", namesrv_addr=ns.address) as consumer:  # consumers keep reading
             assert [m.body for m in await _pull_all(consumer)] == [b"before drain"]
