@@ -15,12 +15,12 @@ from rocketq.localcluster import free_port
 from rocketq.settings import SettingsError
 from rocketq.store.settings import FlushDiskType
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-conf"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-conf"
 CONF_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".properties"))
 
 
 def test_the_fixture_set_is_there() -> None:
-    assert len(CONF_FILES) == 9, CONF_FILES
+    assert len(CONF_FILES) == 13, CONF_FILES
 
 
 def test_single_broker_default() -> None:

@@ -21,8 +21,8 @@ from rocketq.protocol.message import (
     PropertiesSizeExceededError,
 )
 
-# shared/ sits beside the repository
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"
+# bytes written by a real Apache RocketMQ broker, kept in the repository (tests/fixtures/)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-records"
 
 
 def fixture(name: str) -> bytes:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from rocketq.protocol import message
 from rocketq.protocol.message import Message, MessageFormatError
 
-# shared/ sits beside the repository
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "rocketmq-records"
+# bytes written by a real Apache RocketMQ broker, kept in the repository (tests/fixtures/)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-records"
 SEEDS = [
     (FIXTURES / "message.bin").read_bytes()[:132],
     (FIXTURES / "batch_message.bin").read_bytes()[:375],
