@@ -6,6 +6,11 @@ waits until it has really ended — no task is started and then forgotten. ``Own
 pattern once: ``start`` is a no-op while running, ``stop`` may be called any number of times.
 A loop that dies of an exception is logged when it dies (never silently), and ``stop`` still
 completes, so an owner's ``close()`` always finishes.
+
+Loops that sleep until woken or until a period passes use ``wait_event``, never
+``asyncio.wait_for(event.wait(), t)``: in Python 3.11 ``wait_for`` returns normally when the
+event is set in the same loop turn as the task is cancelled, the cancellation is lost, and the
+loop goes round again while its owner waits in ``stop`` forever.
 """
 
 from __future__ import annotations
@@ -16,6 +21,17 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False); a cancellation
+    of the waiting task is always raised, whatever else happens in the same turn."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 class OwnedTask:

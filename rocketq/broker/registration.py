@@ -9,7 +9,6 @@ read-only drains: producers stop choosing it while consumers keep reading it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import zlib
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from rocketq import tasks
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -80,8 +80,7 @@ class Registrar:
     async def _run(self) -> None:
         """Register every period, or soon after ``request_now``; the first one is ``start``'s caller's."""
         while True:
-            with contextlib.suppress(TimeoutError):  # the period passed without a change: register anyway
-                await asyncio.wait_for(self._wake.wait(), self._period)
+            if await tasks.wait_event(self._wake, self._period):  # else the period passed: register anyway
                 await asyncio.sleep(CHANGE_DEBOUNCE_S)
             self._wake.clear()
             await self.register_all()

@@ -24,11 +24,11 @@ offset always wins. The rebalancer does not pull; its owner does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
+from rocketq import tasks
 from rocketq.client import wire
 from rocketq.client.allocation import AllocateStrategy
 from rocketq.client.errors import ClientError
@@ -104,8 +104,7 @@ class Rebalancer:
 
     async def _loop(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
+            await tasks.wait_event(self._wake, self._interval)
             self._wake.clear()
             try:
                 await self.rebalance()

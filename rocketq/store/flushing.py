@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
+from rocketq import tasks
 from rocketq.store import checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import ConsumeQueue
@@ -135,8 +136,7 @@ class CommitLogFlusher:
             if self._sync:
                 await self._wakeup.wait()
             else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), interval)
+                await tasks.wait_event(self._wakeup, interval)
             self._wakeup.clear()
             if self._sync or self._async_due():
                 await self._flush_to(self._commitlog.max_offset, self._commitlog.last_store_timestamp)
