@@ -29,13 +29,13 @@ compiled code is tested against.
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Self, TypeVar
 
+from rocketq.protocol.bodies import JAVA_INTEGER
 from rocketq.protocol.frames import java_string
 
 _MISSING = dataclasses.MISSING
@@ -52,9 +52,6 @@ other integer field is a ``long``. In RocketMQ's headers a name has the same typ
 _SAFE_DIGITS: Final = {True: 9, False: 18}
 """Digits an unsigned value may have and still be within an int (True) or a long (False)
 whatever they are: the compiled parsers convert such text without a range check."""
-_JAVA_INTEGER: Final = re.compile(r"[+-]?\d+")
-"""``Long.parseLong``'s grammar: a sign, then decimal digits (Unicode's Nd class, as
-``Character.digit(c, 10)``); ``int()`` alone would also take spaces and ``_``."""
 
 
 class HeaderError(ValueError):
@@ -101,7 +98,7 @@ def _int_bounds(wire_name: str) -> tuple[int, int]:
 
 def _parse_int(wire_name: str, raw: str) -> int:
     """Java's ``Integer.parseInt`` or ``Long.parseLong``, by the field's Java type."""
-    if not _JAVA_INTEGER.fullmatch(raw):
+    if not JAVA_INTEGER.fullmatch(raw):
         raise HeaderError(f"header field {wire_name}={raw[:40]!r} is not an integer")
     low, high = _int_bounds(wire_name)
     try:

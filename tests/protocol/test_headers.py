@@ -101,7 +101,7 @@ def test_true_in_any_case_is_true(raw: str) -> None:
     assert headers.QueryDataVersionResponseHeader.from_ext({"changed": raw}).changed is True
 
 
-@given(st.text(max_size=12).filter(lambda t: not headers._JAVA_INTEGER.fullmatch(t) and t != ""))
+@given(st.text(max_size=12).filter(lambda t: not headers.JAVA_INTEGER.fullmatch(t) and t != ""))
 def test_text_that_is_not_a_java_integer_is_a_header_error_naming_the_field(raw: str) -> None:
     for parse in (SendMessageRequestHeader.from_ext, lambda e: headers._generic_from_ext(SendMessageRequestHeader, e)):
         with pytest.raises(HeaderError, match="bornTimestamp"):
