@@ -139,7 +139,7 @@ def _outcome(parse: Any, ext: dict[str, str]) -> Any:
 
 
 @pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda cls: cls.__name__)
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)  # the first example compiles the class's parser
 @given(data=st.data())
 def test_compiled_from_ext_matches_the_plain_loop(cls: type[headers.Header], data: st.DataObject) -> None:
     names = [wire_name for _name, wire_name, _kind, _required in headers._field_specs(cls)] + ["other"]
@@ -148,7 +148,7 @@ def test_compiled_from_ext_matches_the_plain_loop(cls: type[headers.Header], dat
 
 
 @pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda cls: cls.__name__)
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)  # the first example compiles the class's parser
 @given(data=st.data())
 def test_compiled_to_ext_writes_what_java_would(cls: type[headers.Header], data: st.DataObject) -> None:
     names = [wire_name for _name, wire_name, _kind, _required in headers._field_specs(cls)]
