@@ -1,0 +1,91 @@
+"""Malformed client input against an in-process broker: every bad request gets a specific
+RocketMQ code and at most a one-line warning, never a handler traceback (``log.exception`` in
+the dispatcher), and the broker keeps serving."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rocketq.broker.server import BrokerServer
+from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.remoting.client import RemotingClient
+from rocketq.store.settings import StoreSettings
+
+TOPIC = "BadInputTopic"
+
+
+@dataclass
+class Running:
+    server: BrokerServer
+    client: RemotingClient
+
+    async def ask(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+        return await self.client.invoke(self.server.address, RemotingCommand(code=code, ext_fields=ext or {},
+                                                                             body=body), 5)
+
+    async def send(self, body: bytes = b"x", **overrides: str) -> RemotingCommand:
+        fields = {"a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+        return await self.ask(RequestCode.SEND_MESSAGE_V2, {**fields, **overrides}, body)
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> AsyncIterator[Running]:
+    identity = BrokerIdentity(listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1", metrics_port=0,
+                              namesrv_addr="", broker_cluster_name="BadCluster")
+    store = StoreSettings(store_path_root_dir=str(tmp_path / "store"), mapped_file_size_commit_log=1 << 20,
+                          mapped_file_size_consume_queue=20 * 1000, max_hash_slot_num=64, max_index_num=400)
+    server = BrokerServer(identity, BrokerBehaviour(), store)
+    client = RemotingClient()
+    await server.start()
+    try:
+        with caplog.at_level(logging.WARNING):
+            yield Running(server, client)
+        tracebacks = [r for r in caplog.records if r.exc_info is not None or r.levelno >= logging.ERROR]
+        assert not tracebacks, [r.getMessage() for r in tracebacks]
+    finally:
+        await client.close()
+        await server.close()
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and text in r.getMessage()]
+
+
+# --- SEND -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("properties", ["TAGS\x01a\x01b\x02", "KEYS\x01k\x01\x02TAGS\x01t\x02"])
+async def test_a_separator_inside_a_property_value_is_message_illegal(
+        broker: Running, caplog: pytest.LogCaptureFixture, properties: str) -> None:
+    answer = await broker.send(i=properties)
+    assert answer.code == ResponseCode.MESSAGE_ILLEGAL, answer.remark
+    assert _warnings(caplog, "refused, MESSAGE_ILLEGAL")
+    assert (await broker.send(i="TAGS\x01fine\x02")).code == ResponseCode.SUCCESS
+
+
+async def test_unit_mode_and_batch_as_digits_are_read_as_java_reads_them(broker: Running) -> None:
+    answer = await broker.send(k="0", m="0")
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+
+async def test_refused_sends_are_logged_once_per_producer_with_group_topic_and_reason(
+        broker: Running, caplog: pytest.LogCaptureFixture) -> None:
+    for _ in range(3):
+        assert (await broker.send(b="bad topic!")).code == ResponseCode.SYSTEM_ERROR
+    lines = _warnings(caplog, "refused")
+    assert len(lines) == 1
+    assert "producer group pg" in lines[0] and "bad topic!" in lines[0] and "illegal characters" in lines[0]
+
+
+async def test_a_malformed_send_header_is_system_error_with_a_warning(
+        broker: Running, caplog: pytest.LogCaptureFixture) -> None:
+    answer = await broker.send(e="x")
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "queueId" in (answer.remark or "")
+    assert _warnings(caplog, "queueId")
