@@ -89,3 +89,40 @@ async def test_a_malformed_send_header_is_system_error_with_a_warning(
     answer = await broker.send(e="x")
     assert answer.code == ResponseCode.SYSTEM_ERROR and "queueId" in (answer.remark or "")
     assert _warnings(caplog, "queueId")
+
+
+# --- admin: the broker's own topics -----------------------------------------------------------
+
+
+def _create(topic: str, perm: str = "6") -> dict[str, str]:
+    return {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4", "perm": perm,
+            "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
+
+
+@pytest.mark.parametrize("topic", ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "rmq_sys_anything",
+                                   "OFFSET_MOVED_EVENT", "BadCluster", "broker-a"])
+async def test_system_topics_can_be_neither_rewritten_nor_deleted(
+        broker: Running, caplog: pytest.LogCaptureFixture, topic: str) -> None:
+    before = broker.server.topics.get(topic)
+    created = await broker.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, _create(topic))
+    deleted = await broker.ask(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+    for answer in (created, deleted):
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        assert answer.remark == f"The topic[{topic}] is conflict with system topic."
+    assert broker.server.topics.get(topic) == before
+    assert _warnings(caplog, "conflict with system topic")
+
+
+async def test_tbw102_keeps_its_inherit_bit_so_auto_creation_keeps_working(broker: Running) -> None:
+    assert (await broker.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, _create("TBW102", "6"))).code \
+        == ResponseCode.SYSTEM_ERROR
+    assert (await broker.send(b="AutoCreatedLater")).code == ResponseCode.SUCCESS
+
+
+async def test_ordinary_topics_are_still_created_and_deleted(broker: Running) -> None:
+    assert (await broker.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, _create("Plain"))).code == ResponseCode.SUCCESS
+    assert broker.server.topics.get("Plain") is not None
+    assert (await broker.ask(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "Plain"})).code == ResponseCode.SUCCESS
+    assert broker.server.topics.get("Plain") is None
+    illegal = await broker.ask(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "bad topic"})
+    assert illegal.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (illegal.remark or "")
