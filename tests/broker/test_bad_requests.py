@@ -5,6 +5,7 @@ the dispatcher), and the broker keeps serving."""
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,3 +127,47 @@ async def test_ordinary_topics_are_still_created_and_deleted(broker: Running) ->
     assert broker.server.topics.get("Plain") is None
     illegal = await broker.ask(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "bad topic"})
     assert illegal.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (illegal.remark or "")
+
+
+# --- PULL ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", ["bad group", "g" * 256, "tab\tgroup"])
+async def test_a_pull_for_a_group_no_group_may_be_named_is_subscription_group_not_exist(
+        broker: Running, caplog: pytest.LogCaptureFixture, group: str) -> None:
+    ext = {"consumerGroup": group, "topic": TOPIC, "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",
+           "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0"}
+    answer = await broker.ask(RequestCode.PULL_MESSAGE, ext)
+    assert answer.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, answer.remark
+    assert _warnings(caplog, "pull from")
+
+
+# --- every handler against mutated requests ------------------------------------------------------
+
+_VALID: dict[str, str] = {
+    "a": "pg", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0", "i": "TAGS\x01a\x02",
+    "topic": TOPIC, "consumerGroup": "g", "group": "g", "producerGroup": "pg", "srcGroup": "g", "destGroup": "g2",
+    "groupName": "g", "key": "k", "clientID": "c", "brokerName": "broker-a", "cluster": "BadCluster",
+    "queueId": "0", "queueOffset": "0", "maxMsgNums": "32", "maxNum": "10", "sysFlag": "0", "commitOffset": "0",
+    "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "offset": "0", "timestamp": "0",
+    "beginTimestamp": "0", "endTimestamp": "9999999999999", "readQueueNums": "4", "writeQueueNums": "4",
+    "perm": "6", "isForce": "true", "properties": "TAGS\x01a\x02", "tranStateTableOffset": "0",
+    "commitLogOffset": "0", "commitOrRollback": "8", "msgId": "0A000001000000000000000000000000",
+}
+_BAD_VALUES = ["", "x", "-1", "2147483647", "-9223372036854775808", "9999999999", "bad group", "a" * 300,
+               "\x01\x02", "TAGS\x01a\x01b", "UNIQ_KEY\x01\x02", "TBW102", "%RETRY%g", "rmq_sys_x"]
+_BAD_BODIES = [b"", b"\xff{", b"{}", b"[]", b"null", b'{"clientID":5}', b"x" * 64,
+               b'{"groupName":"g","retryMaxTimes":"many"}', b"brokerPermission=x\n"]
+
+
+async def test_no_mutated_request_ends_in_a_handler_traceback(broker: Running) -> None:
+    """The fixture fails the test on any ERROR record or traceback the broker logs."""
+    rnd = random.Random(20261124)
+    for code in sorted(broker.server._handlers):
+        for _ in range(6):
+            ext = dict(_VALID)
+            for name in rnd.sample(sorted(_VALID), rnd.randint(1, 3)):
+                ext[name] = rnd.choice(_BAD_VALUES)
+            answer = await broker.ask(code, ext, rnd.choice(_BAD_BODIES))
+            assert isinstance(answer.code, int)
+    assert (await broker.send(b="StillServing")).code == ResponseCode.SUCCESS
