@@ -5,7 +5,7 @@ subscription config, creates the group's ``%RETRY%group`` topic so failed messag
 to go, and records the subscriptions the broker filters pulls with. The body is read as a Java
 broker reads it (``rocketq.protocol.heartbeat``: enums by name or ordinal, numbers as strings),
 so every official client's consumers get queues. A heartbeat that is still refused is answered
-SYSTEM_ERROR and logged at WARNING, at most once per client per interval, with the client id,
+SYSTEM_ERROR and logged at WARNING, at most once per connection per interval, with the client id,
 the group and the reason: a consumer that silently gets no queues is the costliest failure.
 """
 
@@ -84,8 +84,9 @@ class ClientHandlers:
                 reason: str) -> RemotingCommand:
         """SYSTEM_ERROR (what a Java broker's failed HeartbeatData decode ends in), and a line an
         operator can find when a client gets no queues: whose heartbeat, which group, why."""
-        who = client_id or conn.remote_addr
-        self._refusals.warning(who, "heartbeat from client %s (%s) refused, group %s: %s",
+        # keyed by the connection, not the client id it claims: one client is one connection,
+        # and a client that invents a new id per heartbeat still gets one line per interval
+        self._refusals.warning(conn.remote_addr, "heartbeat from client %s (%s) refused, group %s: %s",
                                client_id or "?", conn.remote_addr, group or "-", reason)
         return request.response(ResponseCode.SYSTEM_ERROR, f"heartbeat rejected: {reason}")
 

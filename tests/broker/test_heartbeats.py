@@ -90,3 +90,12 @@ async def test_a_body_that_is_not_json_is_logged_under_the_peer_address(
         answer = await _heartbeat(handlers, b"\x00garbage")
     assert answer.code == ResponseCode.SYSTEM_ERROR
     assert any("10.1.2.3:4567" in r.getMessage() and "not valid JSON" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_client_that_changes_its_id_each_time_still_gets_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    handlers, _clients = _handlers(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clientmanage"):
+        for n in range(20):
+            await _heartbeat(handlers, {"clientID": f"liar@{n}", "consumerDataSet": [{"groupName": "bad group"}]})
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
