@@ -45,10 +45,13 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 JAVA_INT_FIELDS: Final = frozenset({
     "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes", "defaultTopicQueueNums",
     "commitOrRollback", "delayLevel", "maxNum", "maxMsgNums", "maxMsgBytes", "readQueueNums",
-    "writeQueueNums", "perm", "topicSysFlag", "bodyCrc32", "wipeTopicCount",
+    "writeQueueNums", "perm", "topicSysFlag", "wipeTopicCount",
 })
 """Wire names whose Java field is an ``int``/``Integer`` (parsed with ``Integer.parseInt``); every
-other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere."""
+other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere.
+``bodyCrc32`` is an ``Integer`` too but is read as a long: a non-Java broker may send the plain
+unsigned CRC, which a Java name server's decoder drops (and so skips the check) and
+``rocketq.namesrv.bodies.check_crc32`` accepts."""
 _SAFE_DIGITS: Final = {True: 9, False: 18}
 """Digits an unsigned value may have and still be within an int (True) or a long (False)
 whatever they are: the compiled parsers convert such text without a range check."""

@@ -168,3 +168,8 @@ def test_send_v2_parsing_matches_the_aliased_plain_loop(ext: dict[str, str]) -> 
     aliased = {headers.SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()}
     expected = _outcome(lambda e: headers._generic_from_ext(SendMessageRequestHeader, e), aliased)
     assert _outcome(headers.send_header_from_v2, ext) == expected
+
+
+def test_an_unsigned_body_crc32_is_read_for_the_name_server_to_check() -> None:
+    ext = {"brokerName": "b", "brokerAddr": "h:1", "clusterName": "c", "brokerId": "0", "bodyCrc32": "4294967295"}
+    assert headers.RegisterBrokerRequestHeader.from_ext(ext).body_crc32 == 4294967295
