@@ -84,7 +84,9 @@ def decode(body: bytes) -> HeartbeatData:
             raise bodies.BodyError("heartbeat.clientID is empty")
         consumers = tuple(_consumer(item, f"consumerDataSet[{i}]", known_id)
                           for i, item in enumerate(_items(raw, "consumerDataSet")))
-        producers = tuple(_group(bodies.obj(item, f"producerDataSet[{i}]"), f"producerDataSet[{i}]")
+        # an empty producer group is accepted, as Java does: refusing it would refuse the
+        # heartbeat of the same client's consumers too
+        producers = tuple(bodies.text(bodies.obj(item, f"producerDataSet[{i}]"), "groupName", f"producerDataSet[{i}]")
                           for i, item in enumerate(_items(raw, "producerDataSet")))
     except bodies.BodyError as exc:
         raise HeartbeatError(str(exc), known_id) from None

@@ -74,6 +74,12 @@ def test_every_enum_form_gives_the_java_name(data: st.DataObject) -> None:
     assert parsed.unit_mode is False
 
 
+def test_an_empty_producer_group_does_not_refuse_the_clients_consumers() -> None:
+    parsed = heartbeat.decode(b'{"clientID":"c","producerDataSet":[{"groupName":""}],'
+                              b'"consumerDataSet":[{"groupName":"g"}]}')
+    assert parsed.producer_groups == ("",) and parsed.consumers[0].group_name == "g"
+
+
 def test_absent_enums_take_the_defaults_a_push_consumer_would_send() -> None:
     (parsed,) = heartbeat.decode(b'{"clientID":"c","consumerDataSet":[{"groupName":"g"}]}').consumers
     assert (parsed.consume_type, parsed.message_model, parsed.consume_from_where) == (
