@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from rocketq.broker.clients import ClientManager
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
-from rocketq.broker.topics import TopicConfigManager, TopicError
-from rocketq.protocol import bodies
+from rocketq.broker.topics import TopicConfigManager, TopicError, validate_topic_name
+from rocketq.protocol import bodies, names
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -31,11 +31,14 @@ from rocketq.protocol.headers import (
     ResetOffsetRequestHeader,
     TopicHeader,
 )
+from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore
 
 log = logging.getLogger(__name__)
 
+_SHOWN: Final = 200
+"""Characters of a refused topic name quoted in a log line."""
 RUNTIME_UPDATABLE_KEYS = frozenset({"brokerPermission"})
 """broker.conf keys UPDATE_BROKER_CONFIG may change on a running broker."""
 
@@ -73,6 +76,7 @@ class AdminHandlers:
         self._update_config = update_config
         self._runtime_info = runtime_info
         self._register_now = register_now
+        self._refusals = LogLimiter(log)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -98,10 +102,9 @@ class AdminHandlers:
 
     async def create_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_ext(request.ext_fields)
-        if header.topic == self._cluster:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is conflict with system topic."
-            )
+        refusal = self._system_topic_refusal(conn, request, header.topic, "create")
+        if refusal is not None:
+            return refusal
         config = bodies.TopicConfig(
             header.topic,
             header.read_queue_nums,
@@ -120,11 +123,30 @@ class AdminHandlers:
 
     async def delete_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = TopicHeader.from_ext(request.ext_fields)
+        refusal = self._system_topic_refusal(conn, request, header.topic, "delete")
+        if refusal is not None:
+            return refusal
         self._topics.delete([header.topic])
         self._offsets.delete_topic(header.topic)
         self._store.delete_topics([header.topic])
         await self._register_now()
         return request.response(ResponseCode.SUCCESS)
+
+    def _system_topic_refusal(self, conn: Connection, request: RemotingCommand, topic: str,
+                              action: str) -> RemotingCommand | None:
+        """SYSTEM_ERROR, as RocketMQ 4.9, for a topic this broker owns: the system topics, its
+        cluster name and its broker name (they carry the INHERIT bit auto-creation relies on and
+        the routes clients find brokers by)."""
+        try:
+            validate_topic_name(topic)
+            names.check_not_system_topic(topic, TopicError)
+            if topic in (self._cluster, self._broker_name):
+                raise TopicError(f"The topic[{topic}] is conflict with system topic.")
+        except TopicError as exc:
+            self._refusals.warning(conn.remote_addr, "%s topic %s from %s refused: %s",
+                                   action, topic[:_SHOWN], conn.remote_addr, exc)
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        return None
 
     async def all_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._topics.to_json()))

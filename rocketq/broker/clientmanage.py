@@ -2,14 +2,17 @@
 
 A consumer heartbeat does three things RocketMQ clients rely on: it (auto-)creates the group's
 subscription config, creates the group's ``%RETRY%group`` topic so failed messages have somewhere
-to go, and records the subscriptions the broker filters pulls with.
+to go, and records the subscriptions the broker filters pulls with. The body is read as a Java
+broker reads it (``rocketq.protocol.heartbeat``: enums by name or ordinal, numbers as strings),
+so every official client's consumers get queues. A heartbeat that is still refused is answered
+SYSTEM_ERROR and logged at WARNING, at most once per connection per interval, with the client id,
+the group and the reason: a consumer that silently gets no queues is the costliest failure.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import orjson
 
@@ -18,7 +21,8 @@ from rocketq.broker.groups import GroupError, SubscriptionGroupManager, validate
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, subscription
+from rocketq.protocol import codes
+from rocketq.protocol import heartbeat as heartbeat_body
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -28,15 +32,12 @@ from rocketq.protocol.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketq.protocol.subscription import SubscriptionError
+from rocketq.protocol.heartbeat import HeartbeatError
+from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore
 
 log = logging.getLogger(__name__)
-
-
-class HeartbeatError(ValueError):
-    """The heartbeat body is not RocketMQ's HeartbeatData."""
 
 
 class ClientHandlers:
@@ -57,6 +58,7 @@ class ClientHandlers:
         self._clients = clients
         self._behaviour = behaviour
         self._on_topic_created = on_topic_created
+        self._refusals = LogLimiter(log)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -69,24 +71,37 @@ class ClientHandlers:
 
     async def heartbeat(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
-            data = _parse_heartbeat(request.body)
+            data = heartbeat_body.decode(request.body)
             created = self._apply_heartbeat(conn, request, data)
-        except (HeartbeatError, SubscriptionError, GroupError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"heartbeat rejected: {exc}")
+        except HeartbeatError as exc:
+            return self._refuse(conn, request, exc.client_id, exc.group, str(exc))
         if created:
             # clients may use the retry topic right away: the name servers must know it first
             await self._on_topic_created()
         return request.response(ResponseCode.SUCCESS)
 
-    def _apply_heartbeat(self, conn: Connection, request: RemotingCommand, data: dict[str, Any]) -> bool:
+    def _refuse(self, conn: Connection, request: RemotingCommand, client_id: str | None, group: str | None,
+                reason: str) -> RemotingCommand:
+        """SYSTEM_ERROR (what a Java broker's failed HeartbeatData decode ends in), and a line an
+        operator can find when a client gets no queues: whose heartbeat, which group, why."""
+        # keyed by the connection, not the client id it claims: one client is one connection,
+        # and a client that invents a new id per heartbeat still gets one line per interval
+        self._refusals.warning(conn.remote_addr, "heartbeat from client %s (%s) refused, group %s: %s",
+                               client_id or "?", conn.remote_addr, group or "-", reason)
+        return request.response(ResponseCode.SYSTEM_ERROR, f"heartbeat rejected: {reason}")
+
+    def _apply_heartbeat(self, conn: Connection, request: RemotingCommand, data: heartbeat_body.HeartbeatData) -> bool:
         """Record the heartbeat; True when it created a retry topic."""
+        for consumer in data.consumers:  # all or nothing: check every name before recording any
+            try:
+                validate_group_name(consumer.group_name)
+            except GroupError as exc:
+                raise HeartbeatError(str(exc), data.client_id, consumer.group_name) from None
         created = False
-        client_id = data["clientID"]
-        for consumer in data.get("consumerDataSet") or []:
-            group = _string(consumer, "groupName")
-            validate_group_name(group)
+        channel = ClientChannel(conn, data.client_id, request.language, request.version)
+        for consumer in data.consumers:
+            group = consumer.group_name
             config = self._groups.find_or_create(group, auto_create=self._behaviour.auto_create_subscription_group)
-            subs = [subscription.SubscriptionData.from_json(s) for s in consumer.get("subscriptionDataSet") or []]
             if config is not None and config.retry_queue_nums > 0:
                 retry = codes.retry_topic(group)
                 if self._topics.get(retry) is None:
@@ -94,16 +109,15 @@ class ClientHandlers:
                     created = True
             self._clients.register_consumer(
                 group,
-                ClientChannel(conn, client_id, request.language, request.version),
-                consume_type=str(consumer.get("consumeType") or "CONSUME_PASSIVELY"),
-                message_model=str(consumer.get("messageModel") or "CLUSTERING"),
-                consume_from_where=str(consumer.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
-                subscriptions=subs,
+                channel,
+                consume_type=consumer.consume_type,
+                message_model=consumer.message_model,
+                consume_from_where=consumer.consume_from_where,
+                subscriptions=consumer.subscriptions,
                 notify_enabled=config.notify_consumer_ids_changed_enable if config else True,
             )
-        for producer in data.get("producerDataSet") or []:
-            group = _string(producer, "groupName")
-            self._clients.register_producer(group, ClientChannel(conn, client_id, request.language, request.version))
+        for group in data.producer_groups:
+            self._clients.register_producer(group, channel)
         return created
 
     async def unregister(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -140,24 +154,3 @@ class ClientHandlers:
             return request.response(ResponseCode.SYSTEM_ERROR, f"commitOffset {header.commit_offset} is negative")
         self._offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return request.response(ResponseCode.SUCCESS)
-
-
-def _parse_heartbeat(body: bytes) -> dict[str, Any]:
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise HeartbeatError(f"body is not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("clientID"), str) or not data["clientID"]:
-        raise HeartbeatError("body needs a clientID string")
-    for key in ("consumerDataSet", "producerDataSet"):
-        value = data.get(key)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
-            raise HeartbeatError(f"{key} must be a list of objects")
-    return data
-
-
-def _string(obj: dict[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise HeartbeatError(f"{key} must be a non-empty string")
-    return value

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketq.broker.clients import ClientManager
-from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
@@ -26,6 +26,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import GetResult, GetStatus, MessageStore
 
@@ -39,6 +40,8 @@ MAX_PULL_BATCH: Final = 1024
 """Messages one pull may return whatever the client asks (RocketMQ's maxTransferCountOnMessageInMemory)."""
 MAX_PULL_BYTES: Final = 256 * 1024
 """Bytes one pull may return (RocketMQ's maxTransferBytesOnMessageInMemory)."""
+MAX_GROUP_SHOWN: Final = 300
+"""Characters of a refused group name quoted in a log line."""
 MAX_HELD_PULLS: Final = 100_000
 _READ: Final = int(codes.Perm.READ)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
@@ -77,6 +80,7 @@ class PullHandlers:
         self._held: dict[tuple[str, int], list[HeldPull]] = defaultdict(list)
         self._held_count = 0
         self.broker_permission = behaviour.broker_permission
+        self._refusals = LogLimiter(log)
         store.add_arrival_listener(self.on_message_arrived)
 
     def handlers(self) -> dict[int, Handler]:
@@ -84,7 +88,7 @@ class PullHandlers:
 
     async def pull(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         header = PullMessageRequestHeader.from_ext(request.ext_fields)
-        checked = self._check(request, header)
+        checked = self._check(conn, request, header)
         if isinstance(checked, RemotingCommand):
             return checked
         sub = checked
@@ -101,12 +105,19 @@ class PullHandlers:
             return None
         return self._answer(request, header, result)
 
-    def _check(self, request: RemotingCommand, header: PullMessageRequestHeader) -> SubscriptionData | RemotingCommand:
+    def _check(self, conn: Connection, request: RemotingCommand,
+               header: PullMessageRequestHeader) -> SubscriptionData | RemotingCommand:
         if not self.broker_permission & _READ:
             return request.response(ResponseCode.NO_PERMISSION, "the broker pulling message is forbidden")
-        group = self._groups.find_or_create(
-            header.consumer_group, auto_create=self._behaviour.auto_create_subscription_group
-        )
+        try:
+            group = self._groups.find_or_create(
+                header.consumer_group, auto_create=self._behaviour.auto_create_subscription_group
+            )
+        except GroupError as exc:
+            # a name no group may have: as RocketMQ 5's findSubscriptionGroupConfig, no such group
+            self._refusals.warning(conn.remote_addr, "pull from %s refused, group %s: %s",
+                                   conn.remote_addr, header.consumer_group[:MAX_GROUP_SHOWN], exc)
+            return request.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group: {exc}")
         if group is None:
             return request.response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

@@ -7,6 +7,10 @@ protocol answer: past ``sendThreadPoolQueueCapacity`` sends in flight, or while 
 reports its page cache busy, the broker answers SYSTEM_BUSY at once and the client retries
 elsewhere, instead of queueing without limit.
 
+A refused send (a bad header, an illegal topic, a missing topic, an illegal message) is logged at
+WARNING naming the producer's address, group, topic and the answer, at most once per producer
+address per interval (``rocketq.ratelimit``), so an operator can see why a producer fails.
+
 Each message's properties are decoded once (that is their validation, and it answers the
 TRAN_MSG/DELAY/TAGS/UNIQ_KEY/KEYS questions) and, when they are in canonical form, stored as
 the text the producer sent with CLUSTER appended, instead of being encoded again.
@@ -26,7 +30,13 @@ from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, v
 from rocketq.protocol import codes, message
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
+from rocketq.protocol.headers import (
+    HeaderError,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    send_header_from_v2,
+)
+from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.results import BatchPutRequest
@@ -41,6 +51,13 @@ MAX_CACHED_NAMES: Final = 10_000
 SYSTEM_TOPICS_NOT_FOR_SEND = frozenset(
     {codes.AUTO_CREATE_TOPIC_KEY, codes.SCHEDULE_TOPIC, codes.TRANS_HALF_TOPIC, codes.TRANS_OP_HALF_TOPIC}
 )
+
+NOT_REFUSALS: Final = frozenset({
+    ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY, ResponseCode.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE,
+})
+"""Answers that say nothing wrong about the request: no warning is logged for them (flow control
+is the broker's load, the timeouts are its disks' and slaves')."""
 
 PUT_STATUS_TO_RESPONSE: dict[PutStatus, tuple[int, str | None]] = {
     PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -94,6 +111,8 @@ class SendHandlers:
         """Topic names that passed ``validate_topic_name`` (the check is a regex per send)."""
         self._born_hosts: dict[str, tuple[str, int]] = {}
         self.broker_permission = behaviour.broker_permission
+        self._refusals = LogLimiter(log)
+        """Refused sends, one line per producer address and interval."""
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -103,10 +122,23 @@ class SendHandlers:
         }
 
     async def send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.SEND_MESSAGE:
-            header = SendMessageRequestHeader.from_ext(request.ext_fields)
-        else:
-            header = send_header_from_v2(request.ext_fields)
+        try:
+            if request.code == RequestCode.SEND_MESSAGE:
+                header = SendMessageRequestHeader.from_ext(request.ext_fields)
+            else:
+                header = send_header_from_v2(request.ext_fields)
+        except HeaderError as exc:
+            self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
+            raise  # the dispatcher answers SYSTEM_ERROR, as for every malformed header
+        answer = await self._send(conn, request, header)
+        if answer.code and answer.code not in NOT_REFUSALS:  # SUCCESS is 0: one int test per good send
+            self._refusals.warning(conn.remote_addr, "send from %s (producer group %s) to topic %s refused, %s: %s",
+                                   conn.remote_addr, header.producer_group, header.topic,
+                                   _code_name(answer.code), answer.remark)
+        return answer
+
+    async def _send(self, conn: Connection, request: RemotingCommand,
+                    header: SendMessageRequestHeader) -> RemotingCommand:
         refusal = self._refusal(request, header)
         if refusal is not None:
             return refusal
@@ -129,7 +161,8 @@ class SendHandlers:
             )
         try:
             records = self._records(request, header, queue_id, conn)
-        except message.MessageFormatError as exc:
+        except (message.MessageFormatError, message.MessageIllegalError) as exc:
+            # e.g. \x01 inside a property value: stored as it is, it would corrupt the record's properties
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if isinstance(records, RemotingCommand):
             return records
@@ -292,6 +325,13 @@ class SendHandlers:
         ext["MSG_REGION"] = "DefaultRegion"
         ext["TRACE_ON"] = "true"
         return request.response(code, remark, ext)
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def _host_port(addr: str) -> tuple[str, int]:

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol.bodies import BodyError, DataVersion, TopicConfig, load_json, obj, strings
+from rocketq.protocol.bodies import JAVA_INTEGER, BodyError, DataVersion, TopicConfig, load_json, obj, strings
 
 MAX_INFLATED_BODY: Final = 64 * 1024 * 1024
 """A deflated register body may not expand beyond this (a zip bomb is refused, not inflated)."""
@@ -41,6 +41,9 @@ MAX_TOPIC_NAME_LENGTH: Final = 1024
 """Generous sanity cap: retry topics of long group names exceed RocketMQ's 127-char topic limit."""
 
 _INT32_MAX: Final = (1 << 31) - 1
+_MAX_INT_TEXT: Final = 12
+"""Longest integer text read from a compressed topic config (an int's digits and a sign, with
+room to spare; the range itself is ``TopicConfig``'s check)."""
 _LENGTH = struct.Struct(">i")
 
 
@@ -160,10 +163,10 @@ def _topic_config_from_text(raw: bytes) -> TopicConfig:
 
 
 def _text_int(text: str, key: str, where: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise BodyError(f"{where}: {key} {text[:20]!r} is not an integer") from None
+    """``Integer.parseInt``, as Java's ``TopicConfig.decode`` reads the field (no spaces, no ``_``)."""
+    if not JAVA_INTEGER.fullmatch(text) or len(text) > _MAX_INT_TEXT:
+        raise BodyError(f"{where}: {key} {text[:20]!r} is not an integer")
+    return int(text)
 
 
 class _Reader:

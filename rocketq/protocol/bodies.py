@@ -11,9 +11,22 @@ Three values travel between every part of a cluster with the same JSON shape:
   settings on one broker, in subscriptionGroup.json and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
 
 The readers (``obj``, ``text``, ``integer``, ``non_negative_int32``, ``permission``, ``int64``,
-``number``, ``flag``, ``strings``) take an already decoded JSON value, a key and a ``where`` naming the place
-in the body (``topicConfigTable['T']``), and return the typed value or raise ``BodyError``
-naming that place. They never coerce: ``"4"`` is not an integer and ``1`` is not a boolean.
+``number``, ``flag``, ``enum``, ``strings``) take an already decoded JSON value, a key and a
+``where`` naming the place in the body (``topicConfigTable['T']``), and return the typed value
+or raise ``BodyError`` naming that place. They read what fastjson (behind every Java broker and
+name server) reads, because clients in other languages rely on it:
+
+* a number may come as a JSON string (``"subVersion": "1700000000000"`` from the C++ client,
+  ``"perm": "6"``), in Java's integer grammar; an integral float (``4.0``) is that integer;
+* a boolean may come as ``true``/``false``, as the strings ``"true"``/``"false"``, ``"1"``/``"0"``,
+  ``"Y"``/``"N"``, ``"T"``/``"F"`` (any case), or as a number (1 is true, any other false);
+* an enum may come by name (any case) or by ordinal, a number or a string of digits (the C++
+  client writes ``"consumeType": 1``);
+* a string field may come as a JSON number or boolean (its Java text);
+* ``null``, and ``""`` for a number, boolean or enum, is the field's default.
+
+Anything else (``"abc"`` for a number, an object for a string, an ordinal beyond the enum) is a
+``BodyError``, never another exception.
 
 What this module does not do: decode bytes beyond plain JSON (``rocketq.admin.fastjson`` reads
 fastjson's extensions), read a clock (``DataVersion.new``/``next`` take the time), or decide
@@ -23,6 +36,7 @@ caller's rule, passed to ``validate``; name and permission rules are ``rocketq.p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Self
@@ -44,6 +58,26 @@ MAX_RETRY_QUEUE_NUMS: Final = 64
 MAX_RETRY_TIMES: Final = 64
 _SHOWN: Final = 60
 """Characters of a refused value quoted in an error; a hostile body must not make a huge message."""
+
+
+_MAX_DIGITS: Final = 80
+"""Longer digit strings are refused before conversion (they are beyond any Java number)."""
+_ANY_INTEGER: Final = 10**_MAX_DIGITS
+"""``integer``'s bound: it cares for no Java range, only that a number stays printable."""
+_ABSENT_TEXT: Final = frozenset({"", "null", "NULL"})
+"""Strings fastjson reads as null for a number, boolean or enum field: the default."""
+_BOOLEAN_WORDS: Final = {"true": True, "false": False, "1": True, "0": False,
+                         "y": True, "t": True, "n": False, "f": False}
+"""fastjson's ``castToBoolean`` words, compared in lower case."""
+JAVA_INTEGER: Final = re.compile(r"[+-]?\d+")
+"""Java's ``Integer.parseInt``/``Long.parseLong`` grammar (match it whole): a sign, then decimal
+digits of Unicode's Nd class, as ``Character.digit(c, 10)`` reads; ``int()`` alone would also take
+spaces and ``_``."""
+_TRAILING_ZEROS: Final = re.compile(r"\.0*$")
+"""fastjson reads ``"4.0"`` into an int field as 4 (and ``"4.5"`` not at all)."""
+_DECIMAL: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_CONSTANT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""What an enum constant's name looks like (one the table does not know is kept)."""
 
 
 class BodyError(ValueError):
@@ -69,25 +103,23 @@ def obj(value: Any, where: str) -> dict[Any, Any]:
 
 def text(raw: Mapping[Any, Any], key: str, where: str, default: str | None = None) -> str:
     value = _field(raw, key, where, default)
-    if not isinstance(value, str):
-        raise _wrong(where, key, value, "a string")
-    return value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    raise _wrong(where, key, value, "a string")
 
 
 def integer(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
     """Any integer (a Java int or long whose range the caller does not care about)."""
-    value = _field(raw, key, where, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _wrong(where, key, value, "an integer")
-    return value
+    return _integer(raw, key, where, default, "an integer", -_ANY_INTEGER, _ANY_INTEGER)
 
 
 def non_negative_int32(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
     """A Java int that cannot be negative: queue counts, permissions, flags."""
-    value = _field(raw, key, where, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
-        raise _wrong(where, key, value, "a non-negative 32-bit integer")
-    return value
+    return _integer(raw, key, where, default, "a non-negative 32-bit integer", 0, INT32_MAX)
 
 
 def permission(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
@@ -99,14 +131,13 @@ def permission(raw: Mapping[Any, Any], key: str, where: str, default: int | None
 
 
 def int64(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
-    value = _field(raw, key, where, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
-        raise _wrong(where, key, value, "a 64-bit integer")
-    return value
+    return _integer(raw, key, where, default, "a 64-bit integer", INT64_MIN, INT64_MAX)
 
 
 def number(raw: Mapping[Any, Any], key: str, where: str, default: float | None = None) -> float:
     value = _field(raw, key, where, default)
+    if isinstance(value, str):
+        value = _float_text(value, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _wrong(where, key, value, "a number")
     return float(value)
@@ -114,9 +145,39 @@ def number(raw: Mapping[Any, Any], key: str, where: str, default: float | None =
 
 def flag(raw: Mapping[Any, Any], key: str, where: str, default: bool | None = None) -> bool:
     value = _field(raw, key, where, default)
-    if not isinstance(value, bool):
-        raise _wrong(where, key, value, "true or false")
-    return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value == 1  # fastjson's BooleanCodec: 1 is true, any other number false
+    if isinstance(value, str):
+        word = _BOOLEAN_WORDS.get(value.lower())
+        if word is not None:
+            return word
+        if value in _ABSENT_TEXT and default is not None:
+            return default
+    raise _wrong(where, key, value, "true or false")
+
+
+def enum(raw: Mapping[Any, Any], key: str, where: str, constants: tuple[str, ...], default: str) -> str:
+    """A Java enum field: the constant's name, by name (any case) or by ordinal.
+
+    A name the table does not know is kept when it looks like a Java constant (a newer client's
+    value: fastjson would read it as null, which Java only prints); other text is an error.
+    """
+    value = _field(raw, key, where, default)
+    if isinstance(value, str):
+        if value.upper() in constants:
+            return value.upper()
+        if value in _ABSENT_TEXT:
+            return default
+        if not JAVA_INTEGER.fullmatch(value):
+            if _CONSTANT.fullmatch(value):
+                return value
+            raise _wrong(where, key, value, f"one of {', '.join(constants)} or its ordinal")
+        value = int(value) if len(value) < _MAX_DIGITS else -1
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(constants):
+        raise _wrong(where, key, value, f"one of {', '.join(constants)} or its ordinal")
+    return constants[value]
 
 
 def strings(value: Any, where: str) -> tuple[str, ...]:
@@ -126,9 +187,42 @@ def strings(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _field(raw: Mapping[Any, Any], key: str, where: str, default: Any) -> Any:
-    value = raw.get(key, default)
-    if value is None and key not in raw:
-        raise BodyError(f"{where}.{key} is missing")
+    value = raw.get(key)
+    if value is None:  # absent, or JSON null: fastjson leaves the field at its default
+        if default is None:
+            raise BodyError(f"{where}.{key} is missing")
+        return default
+    return value
+
+
+def _integer(raw: Mapping[Any, Any], key: str, where: str, default: int | None, expected: str,
+             low: int, high: int) -> int:
+    value = _field(raw, key, where, default)
+    if isinstance(value, str):
+        value = _integer_text(value, default)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _wrong(where, key, value, expected)
+    return value
+
+
+def _integer_text(value: str, default: int | None) -> int | str:
+    """An integer written as a JSON string, as fastjson's ``castToLong`` reads it; anything
+    it cannot read is returned as is for the caller to refuse."""
+    if value in _ABSENT_TEXT and default is not None:
+        return default
+    digits = value[:-len(m.group())] if (m := _TRAILING_ZEROS.search(value)) else value
+    if JAVA_INTEGER.fullmatch(digits) and len(digits) < _MAX_DIGITS:
+        return int(digits)
+    return value
+
+
+def _float_text(value: str, default: float | None) -> float | str:
+    if value in _ABSENT_TEXT and default is not None:
+        return default
+    if _DECIMAL.fullmatch(value):
+        return float(value)
     return value
 
 

@@ -2,9 +2,21 @@
 
 Each header is a frozen dataclass. A field's wire name (RocketMQ's camelCase) lives in its
 metadata and nowhere else: handlers see ``header.consumer_group``, the wire sees
-``consumerGroup``. ``from_ext`` validates: a missing required field, a number that is not a
-number, or a boolean that is not ``true``/``false`` raises ``HeaderError`` naming the field, which
-the dispatcher turns into a SYSTEM_ERROR response instead of a crash.
+``consumerGroup``. ``from_ext`` reads values as Apache RocketMQ 4.9 does (``RemotingCommand.
+decodeCommandCustomHeader`` and the hand-written ``FastCodesHeader`` decoders), because the
+official clients in other languages depend on it:
+
+* a boolean is Java's ``Boolean.parseBoolean``: true iff the text is ``true`` in any case;
+  anything else (``false``, ``0``, ``1``, ``yes``, the empty string) is false, never an error.
+  The C++ and Go clients send ``unitMode``/``batch`` as ``"0"``/``"1"`` or ``""``.
+* an integer is Java's ``Integer.parseInt``/``Long.parseLong``: an optional ``+``/``-`` and
+  decimal digits, nothing else (no spaces, no ``_``), within the range of the Java field's type
+  (``int`` for the names in ``JAVA_INT_FIELDS``, ``long`` for the rest). An empty value counts
+  as absent.
+
+A missing required field or a number that is not one raises ``HeaderError`` naming the field;
+the dispatcher answers SYSTEM_ERROR, which is also what a Java broker's request processor ends
+in for such a request (4.9 logs the field and the handler then fails on the unset value).
 
 Every request parses a header and every response writes one, so each class gets its
 ``from_ext``/``to_ext`` compiled once from its field table (as ``dataclasses`` compiles
@@ -21,12 +33,28 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Final, Self, TypeVar
 
+from rocketq.protocol.bodies import JAVA_INTEGER
 from rocketq.protocol.frames import java_string
 
 _MISSING = dataclasses.MISSING
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+JAVA_INT_FIELDS: Final = frozenset({
+    "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes", "defaultTopicQueueNums",
+    "commitOrRollback", "delayLevel", "maxNum", "maxMsgNums", "maxMsgBytes", "readQueueNums",
+    "writeQueueNums", "perm", "topicSysFlag", "wipeTopicCount",
+})
+"""Wire names whose Java field is an ``int``/``Integer`` (parsed with ``Integer.parseInt``); every
+other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere.
+``bodyCrc32`` is an ``Integer`` too but is read as a long: a non-Java broker may send the plain
+unsigned CRC, which a Java name server's decoder drops (and so skips the check) and
+``rocketq.namesrv.bodies.check_crc32`` accepts."""
+_SAFE_DIGITS: Final = {True: 9, False: 18}
+"""Digits an unsigned value may have and still be within an int (True) or a long (False)
+whatever they are: the compiled parsers convert such text without a range check."""
 
 
 class HeaderError(ValueError):
@@ -62,24 +90,26 @@ def _field_specs(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
     return _SPECS[cls]
 
 
-def _parse_bool(wire_name: str, raw: str) -> bool:
-    if raw == "false":
-        return False
-    if raw == "true":
-        return True
-    lowered = raw.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise HeaderError(f"header field {wire_name}={raw!r} is not a boolean")
+def _parse_bool(raw: str) -> bool:
+    """Java's ``Boolean.parseBoolean``: never an error."""
+    return len(raw) == 4 and raw.lower() == "true"
+
+
+def _int_bounds(wire_name: str) -> tuple[int, int]:
+    return (_INT32_MIN, _INT32_MAX) if wire_name in JAVA_INT_FIELDS else (_INT64_MIN, _INT64_MAX)
 
 
 def _parse_int(wire_name: str, raw: str) -> int:
+    """Java's ``Integer.parseInt`` or ``Long.parseLong``, by the field's Java type."""
+    if not JAVA_INTEGER.fullmatch(raw):
+        raise HeaderError(f"header field {wire_name}={raw[:40]!r} is not an integer")
+    low, high = _int_bounds(wire_name)
     try:
-        value = int(raw.strip())
-    except ValueError:
-        raise HeaderError(f"header field {wire_name}={raw!r} is not an integer") from None
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise HeaderError(f"header field {wire_name}={raw!r} is out of range")
+        value = int(raw)
+    except ValueError:  # more digits than Python converts: far beyond any Java range
+        value = high + 1
+    if not low <= value <= high:
+        raise HeaderError(f"header field {wire_name}={raw[:40]!r} is out of range")
     return value
 
 
@@ -87,7 +117,7 @@ def _parse(kind: type, wire_name: str, raw: str) -> Any:
     if kind is str:
         return raw
     if kind is bool:
-        return _parse_bool(wire_name, raw)
+        return _parse_bool(raw)
     if kind is int:
         return _parse_int(wire_name, raw)
     raise TypeError(f"unsupported header field type {kind}")
@@ -98,7 +128,7 @@ def _generic_from_ext(cls: type[HeaderT], ext: Mapping[str, str]) -> HeaderT:
     values: dict[str, Any] = {}
     for name, wire_name, kind, required in _field_specs(cls):
         raw = ext.get(wire_name)
-        if raw is None or (raw == "" and kind is not str):
+        if raw is None or (raw == "" and kind is int):
             if required:
                 raise HeaderError(f"the custom field <{wire_name}> is null")
             continue
@@ -112,11 +142,11 @@ def _value_lines(kind: type, wire_name: str) -> list[str]:
     if kind is str:
         return ["        v = raw"]
     if kind is bool:
-        return [f"        v = False if raw == 'false' else True if raw == 'true' else _parse_bool({wire_name!r}, raw)"]
+        return ["        v = True if raw == 'true' else False if raw == 'false' else _parse_bool(raw)"]
     if kind is int:
-        return ["        try:", "            v = int(raw)", "        except ValueError:",
-                f"            v = _parse_int({wire_name!r}, raw)",
-                f"        if not {_INT64_MIN} <= v <= {_INT64_MAX}:", f"            v = _parse_int({wire_name!r}, raw)"]
+        # short plain digits cannot leave the field's range; anything else takes the full check
+        safe = _SAFE_DIGITS[wire_name in JAVA_INT_FIELDS]
+        return [f"        v = int(raw) if raw.isdecimal() and len(raw) <= {safe} else _parse_int({wire_name!r}, raw)"]
     raise TypeError(f"unsupported header field type {kind}")
 
 
@@ -136,7 +166,7 @@ def _compile_from_ext(cls: type[HeaderT], keys: Mapping[str, str]) -> Callable[[
                            "HeaderError": HeaderError, "_parse_int": _parse_int, "_parse_bool": _parse_bool}
     lines = ["def from_ext(ext):", "    get = ext.get", "    self = _new(cls)"]
     for name, wire_name, kind, required in _field_specs(cls):
-        missing = "raw is None" if kind is str else "raw is None or raw == ''"
+        missing = "raw is None or raw == ''" if kind is int else "raw is None"
         lines += [f"    raw = get({keys[name]!r})", f"    if {missing}:"]
         if required:
             lines.append(f"        raise HeaderError({f'the custom field <{wire_name}> is null'!r})")

@@ -10,9 +10,14 @@ Every check returns the value it accepted, so a caller can check and assign in o
 error raised is ``RuleError`` unless the caller names its own: a broker answers with its
 ``TopicError`` remark, ``rocketq admin`` exits with its ``ArgumentError``, the SDK raises its
 ``MessageError``. The messages are RocketMQ's own words, so a user sees what a Java client or
-broker would tell them. What this module does not decide: which names are reserved for system
-use (a producer may not send to TBW102, a broker refuses its cluster name as a topic); those
-rules belong to the side that enforces them.
+broker would tell them.
+
+System topics (``SYSTEM_TOPICS`` and the ``rmq_sys_`` prefix, Java's ``TopicValidator.
+isSystemTopic``) are the broker's own: it creates them, and an admin request may neither
+rewrite nor delete them (rewriting TBW102 without its INHERIT bit would silently end topic
+auto-creation). What this module does not decide: which of them a producer may send to, or
+which other names a broker reserves (its cluster and broker name); the side that enforces
+those rules owns them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from rocketq.protocol import codes
 from rocketq.protocol.codes import Perm
 
 NAME_PATTERN: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -29,6 +35,12 @@ MAX_GROUP_LENGTH: Final = 255
 PERM_MASK: Final = int(Perm.READ | Perm.WRITE | Perm.INHERIT)
 PERM_NAMES: Final = {0: "---", 1: "--X", 2: "-W-", 3: "-WX", 4: "R--", 5: "R-X", 6: "RW-", 7: "RWX"}
 """How mqadmin prints a permission."""
+SYSTEM_TOPICS: Final = frozenset({
+    codes.AUTO_CREATE_TOPIC_KEY, codes.SCHEDULE_TOPIC, "BenchmarkTest", codes.TRANS_HALF_TOPIC, codes.TRACE_TOPIC,
+    codes.TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC", codes.SELF_TEST_TOPIC, "OFFSET_MOVED_EVENT",
+})
+"""RocketMQ 4.9's ``TopicValidator`` system topic set."""
+SYSTEM_TOPIC_PREFIX: Final = "rmq_sys_"
 
 
 class RuleError(ValueError):
@@ -50,6 +62,18 @@ def check_perm(perm: int, error: type[Exception] = RuleError) -> int:
     if perm < 0 or perm & ~PERM_MASK:
         raise error(f"perm {perm} is not a combination of 4 (read), 2 (write), 1 (inherit)")
     return perm
+
+
+def is_system_topic(topic: str) -> bool:
+    """True for a topic the broker owns (see the module docstring)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def check_not_system_topic(topic: str, error: type[Exception] = RuleError) -> str:
+    """The topic, or ``error`` with a Java broker's remark when it is a system topic."""
+    if is_system_topic(topic):
+        raise error(f"The topic[{topic}] is conflict with system topic.")
+    return topic
 
 
 def perm_name(perm: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from rocketq.protocol import bodies
 from rocketq.protocol.message import tag_hash
 
 SUB_ALL: Final = "*"
@@ -55,18 +56,29 @@ class SubscriptionData:
         }
 
     @classmethod
-    def from_json(cls, raw: Any) -> SubscriptionData:
-        if not isinstance(raw, dict) or not isinstance(raw.get("topic"), str):
-            raise SubscriptionError("subscription data needs a topic")
-        version = raw.get("subVersion") or 0
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise SubscriptionError(f"subVersion {version!r} is not an integer")
-        return build(
-            raw["topic"],
-            str(raw.get("subString") or SUB_ALL),
-            str(raw.get("expressionType") or EXPRESSION_TAG),
-            version,
-        )
+    def from_json(cls, raw: Any, where: str = "subscriptionData") -> SubscriptionData:
+        """A client's SubscriptionData, read as fastjson reads it (``subVersion`` may be a string,
+        ``codeSet`` entries strings, ``classFilterMode`` 0/1). The tags and their codes are derived
+        from ``subString`` again, so a client's own ``tagsSet``/``codeSet`` are only checked to be
+        what Java could read, never trusted for filtering."""
+        try:
+            raw = bodies.obj(raw, where)
+            topic = bodies.text(raw, "topic", where)
+            expression = bodies.text(raw, "subString", where, SUB_ALL)
+            expression_type = bodies.text(raw, "expressionType", where, EXPRESSION_TAG)
+            version = bodies.int64(raw, "subVersion", where, 0)
+            bodies.flag(raw, "classFilterMode", where, False)
+            for key in ("tagsSet", "codeSet"):
+                entries = raw.get(key)
+                if entries is not None and not isinstance(entries, list):
+                    raise bodies.BodyError(f"{where}.{key} must be a list")
+            for i, code in enumerate(raw.get("codeSet") or ()):
+                bodies.integer({"code": code}, "code", f"{where}.codeSet[{i}]")
+        except bodies.BodyError as exc:
+            raise SubscriptionError(str(exc)) from None
+        if not topic:
+            raise SubscriptionError(f"{where}.topic is empty")
+        return build(topic, expression, expression_type or EXPRESSION_TAG, version)
 
 
 def build(

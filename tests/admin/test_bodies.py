@@ -43,7 +43,7 @@ def test_route_with_string_broker_ids_and_order_conf() -> None:
 @pytest.mark.parametrize("body", [
     b"", b"[]", b'{"queueDatas":{}}', b'{"brokerDatas":[{"brokerName":"b","brokerAddrs":{"x":"h:1"}}]}',
     b'{"brokerDatas":[{"brokerName":"b","brokerAddrs":{"0":5}}]}', b'{"queueDatas":[{"brokerName":"b"}]}',
-    b'{"queueDatas":[{"brokerName":"b","readQueueNums":"4","writeQueueNums":4,"perm":6}]}',
+    b'{"queueDatas":[{"brokerName":"b","readQueueNums":"four","writeQueueNums":4,"perm":6}]}',
 ])
 def test_broken_routes_are_body_errors(body: bytes) -> None:
     with pytest.raises(BodyError):
@@ -101,7 +101,7 @@ def test_queue_key_written_as_a_json_string_is_accepted() -> None:
 
 @pytest.mark.parametrize("body", [
     b'{"offsetTable":{"plain":1}}', b'{"offsetTable":{{"topic":"T","brokerName":"b"}:1}}',
-    b'{"offsetTable":{{"topic":"T","brokerName":"b","queueId":"0"}:1}}',
+    b'{"offsetTable":{{"topic":"T","brokerName":"b","queueId":"zero"}:1}}',
     b'{"offsetTable":{{"topic":"T","brokerName":"b","queueId":0}:"1"}}', b'{"offsetTable":[]}',
 ])
 def test_broken_offset_tables_are_body_errors(body: bytes) -> None:

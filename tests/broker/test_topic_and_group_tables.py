@@ -16,7 +16,7 @@ JAVA_TOPICS = {
     "topicConfigTable": {
         "TopicTest": {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",
                       "topicName": "TopicTest", "topicSysFlag": 0, "writeQueueNums": 4},
-        "Broken": {"topicName": "Broken", "perm": "6"},
+        "Broken": {"topicName": "Broken", "perm": "rw"},
     },
 }
 

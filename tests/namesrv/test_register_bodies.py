@@ -74,12 +74,22 @@ def test_missing_fields_take_java_defaults() -> None:
     assert body.data_version == DataVersion()
 
 
+def test_numbers_and_booleans_written_as_strings_register_as_fastjson_reads_them() -> None:
+    """A non-Java broker (or tool) may write values as strings; a Java name server reads them."""
+    raw = (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":"4",'
+           b'"writeQueueNums":"4.0","perm":"6","topicSysFlag":"0","order":"true"}},'
+           b'"dataVersion":{"timestamp":"1700000000000","counter":"3"}}}')
+    body = bodies.decode_register_body(raw, compressed=False)
+    assert body.topic_configs == (TopicConfig("T", 4, 4, 6, order=True),)
+    assert body.data_version == DataVersion(1700000000000, 3)
+
+
 @pytest.mark.parametrize("raw, message", [
     (b"not json", "not valid JSON"),
     (b"[]", "must be a JSON object"),
     (b'{"topicConfigSerializeWrapper":[]}', "topicConfigSerializeWrapper must be a JSON object"),
     (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"readQueueNums":-1}}}}', "readQueueNums"),
-    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":"6"}}}}', "perm"),
+    (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":"rw"}}}}', "perm"),
     (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":8}}}}', "perm 8"),
     (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"writeQueueNums":true}}}}', "writeQueueNums"),
     (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":""}}}}', "topic name"),
@@ -98,6 +108,7 @@ def test_bad_json_bodies_are_refused_with_a_clear_reason(raw: bytes, message: st
     (zlib.compress(b"\x00\x00\x00\x05{}"), "ends inside"),
     (java_compressed(b"{}", [b"T 1 1"]), "fewer than 5"),
     (java_compressed(b"{}", [b"T x 1 6 SINGLE_TAG"]), "not an integer"),
+    (java_compressed(b"{}", [b"T 1_0 1 6 SINGLE_TAG"]), "not an integer"),
     (java_compressed(b"{}", [b"T 1 1 6 WHAT"]), "topicFilterType"),
     (java_compressed(b"{}", [], b"{}"), "filterServerList"),
     (zlib.compress(b"\x7f\xff\xff\xff"), "impossible"),

@@ -68,3 +68,18 @@ def test_a_name_is_accepted_exactly_when_it_follows_the_rules(name: str) -> None
         assert not valid
     else:
         assert valid
+
+
+@pytest.mark.parametrize("topic, system", [
+    ("TBW102", True), ("SCHEDULE_TOPIC_XXXX", True), ("BenchmarkTest", True), ("RMQ_SYS_TRANS_HALF_TOPIC", True),
+    ("RMQ_SYS_TRACE_TOPIC", True), ("RMQ_SYS_TRANS_OP_HALF_TOPIC", True), ("TRANS_CHECK_MAX_TIME_TOPIC", True),
+    ("SELF_TEST_TOPIC", True), ("OFFSET_MOVED_EVENT", True), ("rmq_sys_x", True),
+    ("TopicTest", False), ("RMQ_SYS_OTHER", False), ("%RETRY%g", False),
+])
+def test_system_topics_are_rocketmq_49s(topic: str, system: bool) -> None:
+    assert names.is_system_topic(topic) is system
+    if system:
+        with pytest.raises(names.RuleError, match=r"conflict with system topic"):
+            names.check_not_system_topic(topic)
+    else:
+        assert names.check_not_system_topic(topic) == topic

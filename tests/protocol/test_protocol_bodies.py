@@ -1,4 +1,4 @@
-"""Shared bodies: DataVersion, TopicConfig, SubscriptionGroupConfig and the strict field readers."""
+"""Shared bodies: DataVersion, TopicConfig, SubscriptionGroupConfig and the fastjson-lenient field readers."""
 
 from __future__ import annotations
 
@@ -38,15 +38,26 @@ def test_readers_return_typed_values_and_defaults() -> None:
 @pytest.mark.parametrize("call, message", [
     (lambda: bodies.obj([], "top"), "top must be a JSON object, not list"),
     (lambda: bodies.text({}, "k", "top"), "top.k is missing"),
-    (lambda: bodies.text({"k": None}, "k", "top"), r"top.k=None: expected a string"),
-    (lambda: bodies.text({"k": 1}, "k", "top", "d"), "top.k=1: expected a string"),
+    (lambda: bodies.text({"k": None}, "k", "top"), r"top.k is missing"),
+    (lambda: bodies.text({"k": 1.5}, "k", "top", "d"), "top.k=1.5: expected a string"),
     (lambda: bodies.integer({"k": True}, "k", "top"), "top.k=True: expected an integer"),
-    (lambda: bodies.integer({"k": "4"}, "k", "top"), "top.k='4': expected an integer"),
+    (lambda: bodies.integer({"k": "4x"}, "k", "top"), "top.k='4x': expected an integer"),
+    (lambda: bodies.integer({"k": " 4"}, "k", "top"), "top.k=' 4': expected an integer"),
+    (lambda: bodies.integer({"k": "4.5"}, "k", "top"), "top.k='4.5': expected an integer"),
+    (lambda: bodies.integer({"k": "9" * 100}, "k", "top"), "expected an integer"),
+    (lambda: bodies.non_negative_int32({"k": "2147483648"}, "k", "top"), "non-negative 32-bit"),
+    (lambda: bodies.int64({"k": "9223372036854775808"}, "k", "top"), "64-bit"),
+    (lambda: bodies.enum({"k": 2}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: bodies.enum({"k": "-1"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: bodies.enum({"k": "no such"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: bodies.enum({"k": True}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
     (lambda: bodies.non_negative_int32({"k": -1}, "k", "top"), "non-negative 32-bit"),
     (lambda: bodies.non_negative_int32({"k": 1 << 31}, "k", "top"), "non-negative 32-bit"),
     (lambda: bodies.int64({"k": 1 << 63}, "k", "top"), "64-bit"),
-    (lambda: bodies.number({"k": "1"}, "k", "top"), "a number"),
-    (lambda: bodies.flag({"k": 1}, "k", "top"), "true or false"),
+    (lambda: bodies.number({"k": "one"}, "k", "top"), "a number"),
+    (lambda: bodies.flag({"k": "yes"}, "k", "top"), "true or false"),
+    (lambda: bodies.flag({"k": 1.0}, "k", "top"), "true or false"),
+    (lambda: bodies.flag({"k": ""}, "k", "top"), "true or false"),
     (lambda: bodies.strings(["a", 1], "top"), "top must be a list of strings"),
     (lambda: bodies.strings("ab", "top"), "top must be a list of strings"),
     (lambda: bodies.load_json(b"{", "thing"), "thing is not valid JSON"),
@@ -54,6 +65,68 @@ def test_readers_return_typed_values_and_defaults() -> None:
 def test_readers_name_the_place_and_the_problem(call: object, message: str) -> None:
     with pytest.raises(BodyError, match=message):
         call()  # type: ignore[operator]
+
+
+# --- each encoding fastjson reads gives the value the Java form gives ----------------------------
+
+
+def _number_spellings(n: int) -> st.SearchStrategy[object]:
+    """``n`` as Java writes it (a JSON number), and the forms other clients send."""
+    return st.sampled_from([n, str(n), f"+{n}" if n >= 0 else str(n), float(n), f"{n}.0", f"{n}.00"])
+
+
+@given(st.data(), st.integers(0, bodies.INT32_MAX), st.integers(bodies.INT64_MIN, bodies.INT64_MAX))
+def test_numbers_as_strings_or_integral_floats_read_as_the_number(data: st.DataObject, small: int, big: int) -> None:
+    raw = {"s": data.draw(_number_spellings(small)), "b": data.draw(_number_spellings(big))}
+    if isinstance(raw["b"], float) and int(raw["b"]) != big:
+        return  # a float cannot carry every long exactly; no client writes a long as a float
+    assert bodies.non_negative_int32(raw, "s", "w") == small and bodies.integer(raw, "s", "w") == small
+    assert bodies.int64(raw, "b", "w") == big
+
+
+@given(st.sampled_from([(True, True), (False, False), ("true", True), ("TRUE", True), ("False", False),
+                        ("1", True), ("0", False), (1, True), (0, False), (2, False), ("Y", True), ("n", False),
+                        ("t", True), ("F", False)]))
+def test_booleans_in_every_form_fastjson_reads(case: tuple[object, bool]) -> None:
+    raw, expected = case
+    assert bodies.flag({"k": raw}, "k", "w") is expected
+
+
+@pytest.mark.parametrize("raw", [None, "", "null", "NULL"])
+def test_null_and_empty_text_are_the_default(raw: object) -> None:
+    given_ = {"k": raw}
+    assert bodies.integer(given_, "k", "w", 7) == 7 and bodies.flag(given_, "k", "w", True) is True
+    assert bodies.enum(given_, "k", "w", ("A", "B"), "B") == "B"
+    assert bodies.number(given_, "k", "w", 1.5) == 1.5
+
+
+@given(st.data(), st.sampled_from([("A", "B", "C"), ("CONSUME_FROM_LAST_OFFSET", "X_Y")]))
+def test_enums_by_name_in_any_case_or_by_ordinal(data: st.DataObject, constants: tuple[str, ...]) -> None:
+    ordinal = data.draw(st.integers(0, len(constants) - 1))
+    name = constants[ordinal]
+    form = data.draw(st.sampled_from([name, name.lower(), ordinal, str(ordinal)]))
+    assert bodies.enum({"k": form}, "k", "w", constants, constants[0]) == name
+
+
+def test_an_enum_name_the_table_does_not_know_is_kept() -> None:
+    assert bodies.enum({"k": "CONSUME_POP"}, "k", "w", ("A",), "A") == "CONSUME_POP"
+
+
+@given(st.one_of(st.text(max_size=8), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+                 st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+                 st.booleans(), st.none()))
+def test_any_json_value_is_a_typed_value_or_a_body_error(value: object) -> None:
+    readers = [
+        lambda r: bodies.text(r, "k", "w"), lambda r: bodies.integer(r, "k", "w"),
+        lambda r: bodies.non_negative_int32(r, "k", "w"), lambda r: bodies.int64(r, "k", "w"),
+        lambda r: bodies.permission(r, "k", "w"), lambda r: bodies.number(r, "k", "w"),
+        lambda r: bodies.flag(r, "k", "w"), lambda r: bodies.enum(r, "k", "w", ("A", "B"), "A"),
+    ]
+    for read in readers:
+        try:
+            read({"k": value})
+        except BodyError as exc:
+            assert "w" in str(exc)
 
 
 def test_a_huge_refused_value_is_not_copied_into_the_message() -> None:
@@ -84,7 +157,7 @@ def test_data_version_stamps_take_the_time_from_the_caller() -> None:
     ([], "dataVersion must be a JSON object"),
     ({"counter": "x"}, "counter"),
     ({"timestamp": 1.5}, "timestamp"),
-    ({"counter": {"value": "1"}}, r"dataVersion.counter.value"),
+    ({"counter": {"value": "one"}}, r"dataVersion.counter.value"),
     ({"stateVersion": True}, "stateVersion"),
 ])
 def test_bad_data_versions_are_body_errors(raw: object, message: str) -> None:
@@ -111,12 +184,12 @@ def test_missing_topic_fields_take_java_defaults_and_a_table_key_names_the_topic
 @pytest.mark.parametrize("change, message", [
     ({"readQueueNums": -1}, "readQueueNums"),
     ({"writeQueueNums": True}, "writeQueueNums"),
-    ({"perm": "6"}, "perm"),
+    ({"perm": "rw"}, "perm"),
     ({"perm": 8}, "perm 8"),
     ({"topicFilterType": "X"}, "topicFilterType"),
-    ({"topicSysFlag": None}, "topicSysFlag"),
-    ({"order": "false"}, "order"),
-    ({"topicName": 5}, "topicName"),
+    ({"topicSysFlag": 4.5}, "topicSysFlag"),
+    ({"order": "maybe"}, "order"),
+    ({"topicName": [5]}, "topicName"),
 ])
 def test_bad_topic_configs_are_body_errors(change: dict[str, object], message: str) -> None:
     with pytest.raises(BodyError, match=message):
@@ -178,9 +251,9 @@ def test_group_config_round_trip_and_defaults() -> None:
 @pytest.mark.parametrize("raw, message", [
     ([], "must be a JSON object"),
     ({}, "groupName is missing"),
-    ({"groupName": 1}, "groupName"),
+    ({"groupName": {}}, "groupName"),
     ({"groupName": "g", "consumeEnable": "yes"}, "consumeEnable"),
-    ({"groupName": "g", "retryMaxTimes": 1.0}, "retryMaxTimes"),
+    ({"groupName": "g", "retryMaxTimes": 1.5}, "retryMaxTimes"),
     ({"groupName": "g", "brokerId": False}, "brokerId"),
 ])
 def test_bad_group_configs_are_body_errors(raw: object, message: str) -> None:

@@ -44,3 +44,29 @@ def test_sql92_is_kept_as_text() -> None:
 def test_from_json_refuses_a_non_integer_sub_version() -> None:
     with pytest.raises(SubscriptionError, match="subVersion"):
         subscription.SubscriptionData.from_json({"topic": "T", "subVersion": "soon"})
+
+
+def test_from_json_reads_what_each_official_client_writes() -> None:
+    """Java writes numbers; the C++ client writes subVersion as a string and no expressionType;
+    the Go client writes codeSet entries as strings. A Java broker reads all three alike."""
+    java = {"classFilterMode": False, "topic": "T", "subString": "a||b", "tagsSet": ["a", "b"],
+            "codeSet": [tag_hash("a"), tag_hash("b")], "subVersion": 1700000000000, "expressionType": "TAG"}
+    cpp = {"topic": "T", "subString": "a||b", "subVersion": "1700000000000", "tagsSet": ["a", "b"],
+           "codeSet": [tag_hash("a"), tag_hash("b")]}
+    go = {**java, "codeSet": [str(tag_hash("a")), str(tag_hash("b"))], "classFilterMode": 0}
+    expected = subscription.build("T", "a||b", sub_version=1700000000000)
+    for raw in (java, cpp, go):
+        assert subscription.SubscriptionData.from_json(raw) == expected
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"topic": "T", "codeSet": ["x"]}, r"codeSet\[0\]"),
+    ({"topic": "T", "codeSet": 5}, "codeSet must be a list"),
+    ({"topic": "T", "classFilterMode": "maybe"}, "classFilterMode"),
+    ({"topic": ""}, "topic is empty"),
+    ({"subString": "*"}, "topic is missing"),
+    ([], "must be a JSON object"),
+])
+def test_from_json_names_what_java_could_not_read(raw: object, message: str) -> None:
+    with pytest.raises(SubscriptionError, match=message):
+        subscription.SubscriptionData.from_json(raw)
