@@ -167,7 +167,7 @@ class MessageStore:
         values = checkpoint.read(self.settings.checkpoint_path)
         self.recovery_report = recovery.recover(
             self.commitlog, self._all_queues(), self._queue_for, self.index, values, self._delay_levels,
-            abnormal=abnormal)
+            abnormal=abnormal, check_crc=self.settings.check_crc_on_recover)
         for cq in self._all_queues():
             cq.correct_min_offset(self.commitlog.min_offset)
         log.info("store recovered: %s", self.recovery_report)

@@ -81,6 +81,10 @@ class StoreSettings:
         "messageDelayLevel", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
         "Delay of each level (1-based). A message put to SCHEDULE_TOPIC_XXXX with DELAY=n gets its "
         "delivery time (store time + level n) as its ConsumeQueue tag code.")
+    check_crc_on_recover: bool = setting(
+        "checkCRCOnRecover", True,
+        "Check each record's body CRC when recovery walks the CommitLog, after a crash and after a "
+        "clean stop alike: the first record that fails ends the log.")
     os_page_cache_busy_timeout_mills: int = setting(
         "osPageCacheBusyTimeOutMills", 1000,
         "A put that holds the write path this long marks the page cache busy: the broker answers "
