@@ -23,13 +23,12 @@ import enum
 import fcntl
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from rocketq.protocol import message, msgid
+from rocketq.protocol import message, msgid, names
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
@@ -52,7 +51,6 @@ MAX_QUERY_MESSAGES: Final = 64
 """QUERY_MESSAGE answers at most this many messages (RocketMQ's maxMsgsNumBatch)."""
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
 """Percent of RAM: a consumer further behind than this is told to pull from a slave."""
-_TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_QUEUE_ID: Final = 1 << 20
 
 _Prepared = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
@@ -237,8 +235,9 @@ class MessageStore:
         by_id = self._queues.get(topic)
         cq = by_id.get(queue_id) if by_id is not None else None
         if cq is None:
-            if not _TOPIC_NAME.match(topic) or len(topic) > message.MAX_TOPIC_LENGTH_V2:
-                raise MessageIllegalError(f"topic {topic!r} is not a valid topic name")
+            # Records are written with MAGIC_V1, whose one-byte TOPICLEN allows the same 127
+            # characters as a topic name.
+            names.check_topic(topic, MessageIllegalError)
             if not 0 <= queue_id < _MAX_QUEUE_ID:
                 raise MessageIllegalError(f"queue id {queue_id} out of range")
             directory = self.settings.consumequeue_dir / topic / str(queue_id)
