@@ -97,13 +97,21 @@ class ConsumeQueue:
         tail = files[-1] if files else None
         if tail is None or tail.wrote >= tail.size:
             tail = self._new_file(tail.end if tail else self.min_offset * UNIT_SIZE)
-        UNIT.pack_into(tail.buf, tail.wrote, phys, size, tag_code)
-        tail.wrote += UNIT_SIZE
+        pos = tail.wrote
+        if pos + UNIT_SIZE > tail.reserved:
+            tail.reserve(pos + UNIT_SIZE)  # a full disk raises here, before the map is touched
+        UNIT.pack_into(tail.buf, pos, phys, size, tag_code)
+        tail.wrote = pos + UNIT_SIZE
 
     def _new_file(self, byte_offset: int) -> MappedFile:
         start = byte_offset - byte_offset % self.file_size
         self.directory.mkdir(parents=True, exist_ok=True)
         f = MappedFile(self.directory / mappedfile.file_name(start), self.file_size, create=True)
+        try:
+            f.reserve(byte_offset - start + UNIT_SIZE)
+        except OSError:
+            f.destroy()
+            raise
         if byte_offset > start:
             # A queue that starts mid-file (rebuilt after its head was cleaned up): the units
             # before its first message are placeholders, never messages.
@@ -133,6 +141,16 @@ class ConsumeQueue:
             for _ in range(offset - end):
                 self.append(0, BLANK_UNIT_SIZE, 0)
         self.append(phys, size, tag_code)
+
+    def rollback(self, offset: int) -> None:
+        """Drop the units from ``offset`` on (a put that failed half-way): files created for
+        them are deleted, and the bytes zeroed, so the next unit is written at ``offset``."""
+        byte = offset * UNIT_SIZE
+        while len(self.files) > 1 and self.files[-1].start >= byte:
+            self.files.pop().destroy()
+        if self.files:
+            tail = self.files[-1]
+            tail.truncate_tail(max(0, min(byte - tail.start, tail.wrote)))
 
     # --- reads --------------------------------------------------------------------------------
 

@@ -16,6 +16,12 @@ records they get. A full file rolls to a new one.
 
 Like the ConsumeQueue, the index is derived from the CommitLog and rebuilt from it after a
 crash. It stores offsets, not messages, and it does not read the CommitLog.
+
+Writes go through the map, so they only touch allocated blocks (see ``mappedfile``): a new file
+gets its header and hash slots (written anywhere) allocated at creation, and entries, which
+are written in order, are allocated a window ahead. A full disk raises OSError from ``add``
+before the entry is written; entries a failed put left behind point at offsets the CommitLog
+has not kept and are harmless, since every hit is checked against the record it points to.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.protocol import message
+from rocketq.store import mappedfile
 from rocketq.store.mappedfile import StoreFileError
 
 log = logging.getLogger(__name__)
@@ -86,9 +93,15 @@ class IndexFile:
             actual = os.fstat(fd).st_size
             if actual != self.size:
                 raise StoreFileError(f"{path} is {actual} bytes; maxHashSlotNum/maxIndexNum give {self.size}")
+            self.reserved = 0
+            """Bytes from the file start allocated on disk (page-aligned, or the whole file)."""
+            if create:
+                self.reserved = mappedfile.allocate(fd, 0, self._entries_at + 2 * ENTRY_SIZE, self.size)
             self.buf = mmap.mmap(fd, self.size)
         except BaseException:
             os.close(fd)
+            if create:
+                path.unlink(missing_ok=True)
             raise
         self.fd = fd
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
@@ -107,6 +120,10 @@ class IndexFile:
         count = self.index_count
         if count >= self.index_num:
             return False
+        entry_end = self._entries_at + (count + 1) * ENTRY_SIZE
+        if entry_end > self.reserved:
+            # From 0 for a file written before this process: its slots may be sparse.
+            self.reserved = mappedfile.allocate(self.fd, self.reserved, entry_end, self.size)
         buf = self.buf
         slot_pos = HEADER_SIZE + (hash_code % self.slot_num) * SLOT_SIZE
         (prev,) = SLOT.unpack_from(buf, slot_pos)
@@ -128,6 +145,8 @@ class IndexFile:
         return True
 
     def write_header(self) -> None:
+        if self.reserved < HEADER_SIZE:
+            self.reserved = mappedfile.allocate(self.fd, 0, HEADER_SIZE, self.size)
         HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
                          self.end_phy_offset, self.hash_slot_count, self.index_count)
         self.header_dirty = False

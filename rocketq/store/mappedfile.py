@@ -6,6 +6,16 @@ byte (20 digits, zero-padded), and mapped read-write once. Writers copy bytes in
 advance ``wrote``; ``flush`` fsyncs the file descriptor (which writes back dirty mapped pages on
 Linux) and advances ``flushed``. Readers take memoryview slices of the map: no copies.
 
+**Writes through a map must land on allocated blocks.** Storing into a page of a sparse file
+makes the kernel allocate a block at fault time; if the disk is full the only way it can say so
+is SIGBUS, which kills the process without a log line. So writers ``reserve`` before they write:
+the range from the write position to a window beyond it is ``fallocate``d, which either backs
+it with blocks or fails with ENOSPC as an ordinary ``OSError`` before a single byte is written.
+One ``fallocate`` per ``RESERVE_WINDOW`` keeps appends free of syscalls, and the same call asks
+for the pages in the page cache (``MADV_WILLNEED``), which makes the first write to each page
+cheap. This holds on filesystems that honour ``fallocate`` (ext4, XFS, tmpfs); copy-on-write
+filesystems (btrfs with snapshots, ZFS) may still need new blocks when a page is written.
+
 It does not know what the bytes mean, and it is not thread-safe except for ``sync_fd``, which a
 flusher may run in a worker thread while the owner keeps appending.
 """
@@ -13,6 +23,7 @@ flusher may run in a worker thread while the owner keeps appending.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -23,10 +34,9 @@ from typing import Final
 log = logging.getLogger(__name__)
 
 PAGE_SIZE: Final = mmap.PAGESIZE
-PREFETCH_WINDOW: Final = 4 * 1024 * 1024
-"""How far ahead of the writer pages are requested (MADV_WILLNEED). Writing into pages of a
-sparse file that are not in the page cache costs a slow fault per page; asking ahead makes
-appends several times cheaper, and a bounded window keeps memory use bounded."""
+RESERVE_WINDOW: Final = 4 * 1024 * 1024
+"""How far beyond the writer blocks are allocated and pages requested, in one step. Bounded so
+that a new 1 GiB segment costs neither a 1 GiB allocation up front nor the memory to cache it."""
 NAME_DIGITS: Final = 20
 _NAME = re.compile(r"^\d{20}$")
 
@@ -57,8 +67,9 @@ class MappedFile:
         """Bytes written from the segment start (the next write position)."""
         self.flushed = 0
         """Bytes known to be on disk from the segment start."""
-        self.prefetched = 0
-        """Bytes from the segment start already requested into the page cache."""
+        self.reserved = 0
+        """Bytes from the segment start known to be allocated (fallocate) and requested into the
+        page cache; page-aligned or the whole file. Below ``wrote`` bytes are allocated anyway."""
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             self._fd = os.open(path, flags, 0o644)
@@ -96,14 +107,17 @@ class MappedFile:
     def is_full(self) -> bool:
         return self.wrote >= self.size
 
-    def prefetch(self, upto: int) -> None:
-        """Request pages up to ``upto`` plus the window into the page cache, ahead of writing."""
-        end = min(self.size, upto + PREFETCH_WINDOW)
-        if end < self.size:
-            end -= end % PAGE_SIZE
-        if end > self.prefetched:
-            self.buf.madvise(mmap.MADV_WILLNEED, self.prefetched, end - self.prefetched)
-            self.prefetched = end
+    def reserve(self, upto: int) -> None:
+        """Allocate blocks for the bytes from the write position to ``upto`` and a window beyond.
+
+        Raises OSError (ENOSPC when the disk is full) having written nothing; a later call can
+        try again. With little space left it settles for exactly ``upto``.
+        """
+        start = max(self.reserved, self.wrote - self.wrote % PAGE_SIZE)
+        if upto <= start:
+            return
+        self.reserved = allocate(self._fd, start, upto, self.size)
+        self.buf.madvise(mmap.MADV_WILLNEED, start, self.reserved - start)
 
     def dirty_pages(self) -> int:
         return (self.wrote // PAGE_SIZE) - (self.flushed // PAGE_SIZE)
@@ -128,6 +142,7 @@ class MappedFile:
         os.ftruncate(self._fd, self.size)
         self.wrote = min(self.wrote, position)
         self.flushed = min(self.flushed, position)
+        self.reserved = min(self.reserved, position - position % PAGE_SIZE)  # the tail's blocks are gone
 
     def close(self) -> None:
         """Unmap and close; idempotent. A reader still holding a slice keeps the map alive."""
@@ -150,6 +165,27 @@ class MappedFile:
 
     def __repr__(self) -> str:
         return f"MappedFile({self.path.name}, wrote={self.wrote}, flushed={self.flushed})"
+
+
+def allocate(fd: int, start: int, upto: int, size: int) -> int:
+    """Allocate the file's blocks from ``start`` to ``upto`` plus ``RESERVE_WINDOW`` (within
+    ``size``); returns the end allocated: page-aligned, or ``size``.
+
+    When the window does not fit on the disk, only up to ``upto`` (rounded up to a page) is
+    tried, so the last free blocks are still used; if that fails too the OSError is raised.
+    """
+    needed = min(size, upto + (-upto) % PAGE_SIZE)
+    wanted = min(size, upto + RESERVE_WINDOW)
+    if wanted < size:
+        wanted -= wanted % PAGE_SIZE
+    try:
+        os.posix_fallocate(fd, start, wanted - start)
+        return wanted
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or needed >= wanted:
+            raise
+    os.posix_fallocate(fd, start, needed - start)
+    return needed
 
 
 def fsync_dir(directory: Path) -> None:

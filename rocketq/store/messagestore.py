@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import fcntl
 import logging
 import os
@@ -31,11 +32,13 @@ from typing import Final
 from rocketq.protocol import message, msgid, names
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
+from rocketq.ratelimit import LogLimiter
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.index import IndexService
+from rocketq.store.mappedfile import StoreFileError
 from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
@@ -52,6 +55,8 @@ MAX_QUERY_MESSAGES: Final = 64
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
 """Percent of RAM: a consumer further behind than this is told to pull from a slave."""
 _MAX_QUEUE_ID: Final = 1 << 20
+_WRITE_ERRORS = LogLimiter(log)
+"""Every put on a full disk fails the same way: one line per 10 s says so."""
 
 _Prepared = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
 """An encoded record and what dispatch needs: (record, STORETIMESTAMP position, queue, builds a
@@ -110,10 +115,11 @@ class MessageStore:
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self.flusher = flushing.CommitLogFlusher(self.commitlog, settings, fsync)
         self.retention = retention.Retention(settings, self.commitlog, self._all_queues, self.index,
-                                             clock=clock, disk_usage=disk_usage)
+                                             clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
         self._busy_until = 0.0
+        self._write_failure: OSError | None = None
         self._lock_fd = -1
         self.state = StoreState.NEW
         self.stats = StoreStats()
@@ -286,10 +292,10 @@ class MessageStore:
     def _refusal(self) -> PutResult | None:
         if self.state is not StoreState.RUNNING:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is {self.state.value}")
-        if self.flusher.failure is not None:
-            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE,
-                             error=f"message store is not writeable: {self.flusher.failure}")
-        if self.retention.disk_full:
+        failure = self.flusher.failure or self._write_failure
+        if failure is not None:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is not writeable: {failure}")
+        if self.retention.disk_full and self.retention.refuses_writes():
             return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
         if self.is_os_page_cache_busy():
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
@@ -312,7 +318,9 @@ class MessageStore:
         sizes: list[int] = []
         queue_offsets: list[int] = []
         ids: list[str] = []
-        touched: dict[int, ConsumeQueue] = {}
+        start = commitlog.max_offset
+        touched: dict[int, tuple[ConsumeQueue, int]] = {}
+        """Queues this put adds units to, with their first new offset (where a rollback goes)."""
         try:
             for record, ts_pos, cq, unit, tag, uniq, keys, delay in prepared:
                 queue_offset = cq.max_offset if unit else 0
@@ -321,26 +329,48 @@ class MessageStore:
                 if unit:
                     if delay is not None:
                         tag = dispatch.delivery_time(delay, now, self._delay_levels)
+                    key = id(cq)
+                    if key not in touched:
+                        touched[key] = (cq, queue_offset)
                     cq.append(phys, size, tag)
-                    touched[id(cq)] = cq
                 if index is not None and (uniq or keys):
                     index.add(cq.topic, uniq, keys, phys, now)
                 offsets.append(phys)
                 sizes.append(size)
                 queue_offsets.append(queue_offset)
                 ids.append(f"{prefix}{phys:016X}")
-        except OSError as exc:
-            # Creating a segment failed (disk full, permissions): what was appended before the
-            # failure stays, consistent; the rest of the batch is not stored.
-            log.error("append failed: %s", exc)
-            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
+        except (OSError, StoreFileError) as exc:
+            # The disk is full, or a file could not be created: nothing of this put was
+            # acknowledged, so none of it stays (a batch is stored whole or not at all).
+            self._roll_back(start, touched.values())
+            return self._append_failed(exc)
         finally:
             if index is not None:
                 index.commit()
             self._note_hold_time(began)
-        for cq in touched.values():
+        for cq, _first in touched.values():
             self._notify(cq)
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _roll_back(self, start: int, touched: Iterable[tuple[ConsumeQueue, int]]) -> None:
+        """Undo a failed append: the CommitLog ends at ``start`` again, each queue at its first
+        new offset. Index entries already added stay (hits are checked against records)."""
+        try:
+            self.commitlog.rollback(start)
+            for cq, first in touched:
+                cq.rollback(first)
+        except OSError as exc:
+            # The files no longer match what was acknowledged: stop writing; a restart recovers.
+            self._write_failure = exc
+            log.error("cannot undo a failed append (%s): refusing writes until restart", exc)
+
+    def _append_failed(self, exc: OSError | StoreFileError) -> PutResult:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            self.retention.check_disk()
+            _WRITE_ERRORS.log(logging.ERROR, "enospc", "put refused: no space left on device (%s)", exc)
+            return PutResult(PutStatus.DISK_FULL, error=f"no space left on device: {exc}")
+        _WRITE_ERRORS.log(logging.ERROR, "other", "put refused: append failed: %s", exc)
+        return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
 
     def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[_Prepared]:
         """Validate and encode every request before the append (no store state changes)."""
