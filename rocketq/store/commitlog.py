@@ -64,7 +64,8 @@ class CommitLog:
     def load(self) -> None:
         """Map the existing segments; positions are set afterwards by recovery."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.segments = mappedfile.load_segments(self.directory, self.segment_size)
+        self.segments = mappedfile.load_segments(self.directory, self.segment_size,
+                                                 setting="mappedFileSizeCommitLog")
 
     def close(self) -> None:
         for segment in self.segments:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.store import mappedfile
-from rocketq.store.mappedfile import MappedFile
+from rocketq.store.mappedfile import MappedFile, StoreFileError
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +50,26 @@ class ConsumeQueue:
         self.files: list[MappedFile] = []
         self.min_offset = 0
         """Smallest logical offset still readable."""
+        self.repaired = False
+        """Files were damaged at load: recovery must rebuild the queue's units from the CommitLog."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        self.files = mappedfile.load_segments(self.directory, self.file_size)
+        """Map the queue's files. A short last file is extended (whole units kept); files that
+        cannot be used are deleted: either way ``repaired`` asks recovery to rebuild the queue."""
+        try:
+            self.files = mappedfile.load_segments(self.directory, self.file_size, unit=UNIT_SIZE,
+                                                  setting="mappedFileSizeConsumeQueue")
+        except StoreFileError as exc:
+            log.warning("consumequeue %s/%d: %s; deleting its files, it is rebuilt from the commitlog",
+                        self.topic, self.queue_id, exc)
+            self.destroy()
+            self.repaired = True
+            return
         if self.files:
             self.min_offset = self.files[0].start // UNIT_SIZE
+            self.repaired = self.files[-1].repaired_from is not None
 
     def close(self) -> None:
         for f in self.files:

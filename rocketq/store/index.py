@@ -92,7 +92,8 @@ class IndexFile:
                 os.ftruncate(fd, self.size)
             actual = os.fstat(fd).st_size
             if actual != self.size:
-                raise StoreFileError(f"{path} is {actual} bytes; maxHashSlotNum/maxIndexNum give {self.size}")
+                raise StoreFileError(f"{path} is {actual} bytes, maxHashSlotNum={slot_num} and "
+                                     f"maxIndexNum={index_num} give {self.size}")
             self.reserved = 0
             """Bytes from the file start allocated on disk (page-aligned, or the whole file)."""
             if create:
@@ -190,12 +191,24 @@ class IndexService:
         self.index_num = index_num
         self._clock_ms = clock_ms
         self.files: list[IndexFile] = []
+        self.rebuild_from: int | None = None
+        """Set by ``load`` when damaged files were dropped: the CommitLog offset to re-index from."""
 
     def load(self) -> None:
+        """Map the index files. One of the wrong size is deleted with the files after it, and
+        ``rebuild_from`` tells recovery where re-indexing from the CommitLog must start."""
         self.directory.mkdir(parents=True, exist_ok=True)
         paths = sorted(p for p in self.directory.iterdir() if _NAME.match(p.name))
-        for path in paths:
-            self.files.append(IndexFile(path, self.slot_num, self.index_num, create=False))
+        for at, path in enumerate(paths):
+            try:
+                self.files.append(IndexFile(path, self.slot_num, self.index_num, create=False))
+            except StoreFileError as exc:
+                log.warning("index: %s; deleting it and %d newer files, they are rebuilt from the commitlog",
+                            exc, len(paths) - at - 1)
+                for damaged in paths[at:]:
+                    damaged.unlink()
+                self.rebuild_from = max(0, self.end_phy_offset)
+                return
 
     def close(self) -> None:
         for f in self.files:

@@ -67,6 +67,8 @@ class MappedFile:
         """Bytes written from the segment start (the next write position)."""
         self.flushed = 0
         """Bytes known to be on disk from the segment start."""
+        self.repaired_from: int | None = None
+        """Set by ``load_segments`` on a short last file it extended: the bytes it kept."""
         self.reserved = 0
         """Bytes from the segment start known to be allocated (fallocate) and requested into the
         page cache; page-aligned or the whole file. Below ``wrote`` bytes are allocated anyway."""
@@ -80,8 +82,7 @@ class MappedFile:
                 os.ftruncate(self._fd, size)
             actual = os.fstat(self._fd).st_size
             if actual != size:
-                raise StoreFileError(f"{path} is {actual} bytes, expected {size}: was the file size setting "
-                                     "changed? Restore it or move the old files away")
+                raise StoreFileError(f"{path} is {actual} bytes, expected {size}")
             self.buf = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self._fd)
@@ -210,20 +211,33 @@ def list_segments(directory: Path) -> list[Path]:
     return sorted(paths, key=lambda p: int(p.name))
 
 
-def load_segments(directory: Path, size: int) -> list[MappedFile]:
+def load_segments(directory: Path, size: int, *, unit: int = 1,
+                  setting: str = "the file size setting") -> list[MappedFile]:
     """Map a directory's segments; checks that they are contiguous and of the expected size.
 
-    A zero-length last file (a crash between creating and sizing it) holds nothing and is
-    removed; any other size mismatch or a gap between segments stops the store.
+    The last file may be short: a crash while it was being created, or a copy cut off. Its
+    bytes are kept (cut to whole ``unit``s) and it is extended back to ``size``; recovery then
+    finds where its valid data ends, and ``repaired_from`` on it says a repair happened. A
+    zero-length last file holds nothing and is removed. Any other size mismatch (an older
+    file, or a last file that is larger: ``setting`` was changed) or a gap stops the store.
     """
     paths = list_segments(directory)
     if paths and paths[-1].stat().st_size == 0:
         log.warning("removing empty segment %s left by an interrupted roll", paths[-1])
         paths.pop().unlink()
+    for path in paths[:-1]:  # before the last file is touched: a changed setting must not repair it
+        actual = path.stat().st_size
+        if actual != size:
+            raise StoreFileError(f"{path} is {actual} bytes, expected {size}: is {setting}={size} what "
+                                 "the store was written with?")
+    repaired = _extend_short_last(paths[-1], size, unit) if paths else None
     files: list[MappedFile] = []
     try:
         for path in paths:
-            mapped = MappedFile(path, size)
+            try:
+                mapped = MappedFile(path, size)
+            except StoreFileError as exc:
+                raise StoreFileError(f"{exc}: is {setting}={size} what the store was written with?") from None
             if files and files[-1].end != mapped.start:
                 mapped.close()
                 raise StoreFileError(f"{path}: expected a segment starting at {files[-1].end}; "
@@ -233,4 +247,23 @@ def load_segments(directory: Path, size: int) -> list[MappedFile]:
         for mapped in files:
             mapped.close()
         raise
+    if files:
+        files[-1].repaired_from = repaired
     return files
+
+
+def _extend_short_last(path: Path, size: int, unit: int) -> int | None:
+    """Extend a last segment shorter than ``size``; returns the bytes kept, None if whole."""
+    actual = path.stat().st_size
+    if actual >= size:
+        return None
+    kept = actual - actual % unit
+    log.warning("%s is %d bytes, expected %d: a crash while it was created or an incomplete copy; "
+                "extending it (its first %d bytes are kept, recovery finds where they end)",
+                path, actual, size, kept)
+    try:
+        os.truncate(path, kept)
+        os.truncate(path, size)
+    except OSError as exc:
+        raise StoreFileError(f"cannot extend the short segment {path}: {exc.strerror}") from None
+    return kept

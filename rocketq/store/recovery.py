@@ -159,6 +159,11 @@ def _dispatch_point(commitlog: CommitLog, queues: list[ConsumeQueue], index: Ind
                     checkpoint: CheckpointValues, validate_from: int, end: int, abnormal: bool) -> int:
     """Offset from which records are dispatched again."""
     point = validate_from if abnormal else max((cq.last_phys_end() for cq in queues), default=0)
+    for cq in queues:
+        if cq.repaired:  # its units after its own last one must come from the log again
+            point = min(point, cq.last_phys_end())
+    if index is not None and index.rebuild_from is not None:
+        point = min(point, index.rebuild_from)
     if index is not None:
         reliable_until = checkpoint.index_msg_timestamp if abnormal else 1 << 62
         rebuild = index.drop_unreliable(checkpoint_ts=reliable_until, phys_end=end)
