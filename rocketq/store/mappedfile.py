@@ -31,6 +31,10 @@ import re
 from pathlib import Path
 from typing import Final
 
+from rocketq.store.errors import StoreFileError
+
+__all__ = ["MappedFile", "StoreFileError", "allocate", "file_name", "fsync_dir", "load_segments"]
+
 log = logging.getLogger(__name__)
 
 PAGE_SIZE: Final = mmap.PAGESIZE
@@ -39,10 +43,6 @@ RESERVE_WINDOW: Final = 4 * 1024 * 1024
 that a new 1 GiB segment costs neither a 1 GiB allocation up front nor the memory to cache it."""
 NAME_DIGITS: Final = 20
 _NAME = re.compile(r"^\d{20}$")
-
-
-class StoreFileError(RuntimeError):
-    """A store file is missing, misnamed or of the wrong size; the store must not start on it."""
 
 
 def file_name(offset: int) -> str:

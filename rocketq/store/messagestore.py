@@ -37,8 +37,8 @@ from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfi
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
+from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
 from rocketq.store.index import IndexService
-from rocketq.store.mappedfile import StoreFileError
 from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
@@ -64,10 +64,6 @@ queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
-
-
-class StoreError(RuntimeError):
-    """The store cannot open (locked by another process, unreadable files, bad settings)."""
 
 
 class StoreState(enum.Enum):
@@ -132,24 +128,41 @@ class MessageStore:
         if self.state is not StoreState.NEW:
             raise StoreError(f"open() on a store that is {self.state.value}")
         root = self.settings.root_dir
-        root.mkdir(parents=True, exist_ok=True)
-        self.settings.config_dir.mkdir(parents=True, exist_ok=True)
-        self._lock()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            self.settings.config_dir.mkdir(parents=True, exist_ok=True)
+            self._lock()
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {root}: {describe(exc)}") from exc
         try:
             self._load_and_recover()
-        except BaseException:
+        except BaseException as exc:
             self._close_files()
             self._unlock()
+            if isinstance(exc, OSError):  # a disk error, or no space to rebuild what recovery must
+                raise StoreError(f"cannot recover the store at {root}: {describe(exc)}") from exc
+            if isinstance(exc, ValueError):
+                raise StoreError(f"cannot recover the store at {root}: {type(exc).__name__}: {exc}") from exc
             raise
         self.state = StoreState.OPEN
 
     def _lock(self) -> None:
+        """flock ``lock`` and write our pid into it, so that a second process can name us."""
         fd = os.open(self.settings.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise StoreError(f"{self.settings.root_dir} is in use by another process (lock file held)") from None
+            by = f"pid {holder}" if holder.isdigit() else "another process"
+            raise StoreLockedError(f"{self.settings.root_dir} is in use by {by} (it holds "
+                                   f"{self.settings.lock_path})") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            os.close(fd)
+            raise
         self._lock_fd = fd
 
     def _unlock(self) -> None:
