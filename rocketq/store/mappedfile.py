@@ -11,7 +11,7 @@ makes the kernel allocate a block at fault time; if the disk is full the only wa
 is SIGBUS, which kills the process without a log line. So writers ``reserve`` before they write:
 the range from the write position to a window beyond it is ``fallocate``d, which either backs
 it with blocks or fails with ENOSPC as an ordinary ``OSError`` before a single byte is written.
-One ``fallocate`` per ``RESERVE_WINDOW`` keeps appends free of syscalls, and the same call asks
+One ``fallocate`` per window keeps appends free of syscalls, and the same call asks
 for the pages in the page cache (``MADV_WILLNEED``), which makes the first write to each page
 cheap. This holds on filesystems that honour ``fallocate`` (ext4, XFS, tmpfs); copy-on-write
 filesystems (btrfs with snapshots, ZFS) may still need new blocks when a page is written.
@@ -39,8 +39,10 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE: Final = mmap.PAGESIZE
 RESERVE_WINDOW: Final = 4 * 1024 * 1024
-"""How far beyond the writer blocks are allocated and pages requested, in one step. Bounded so
-that a new 1 GiB segment costs neither a 1 GiB allocation up front nor the memory to cache it."""
+"""How far beyond the writer blocks are allocated and pages requested, in one step, by default
+(the CommitLog). Bounded so that a new 1 GiB segment costs neither a 1 GiB allocation up front
+nor the memory to cache it. Files of which many are written at once (one ConsumeQueue file per
+queue) pass a smaller window: what is reserved counts as used disk space."""
 NAME_DIGITS: Final = 20
 _NAME = re.compile(r"^\d{20}$")
 
@@ -56,7 +58,7 @@ def is_segment_name(name: str) -> bool:
 class MappedFile:
     """One segment file mapped in memory."""
 
-    def __init__(self, path: Path, size: int, *, create: bool = False) -> None:
+    def __init__(self, path: Path, size: int, *, create: bool = False, reserve_window: int = RESERVE_WINDOW) -> None:
         """Map an existing segment, or with ``create`` make a new one (which must not exist)."""
         if not is_segment_name(path.name):
             raise StoreFileError(f"{path}: a segment file name is 20 digits")
@@ -69,6 +71,7 @@ class MappedFile:
         """Bytes known to be on disk from the segment start."""
         self.repaired_from: int | None = None
         """Set by ``load_segments`` on a short last file it extended: the bytes it kept."""
+        self.reserve_window = reserve_window
         self.reserved = 0
         """Bytes from the segment start known to be allocated (fallocate) and requested into the
         page cache; page-aligned or the whole file. Below ``wrote`` bytes are allocated anyway."""
@@ -117,7 +120,7 @@ class MappedFile:
         start = max(self.reserved, self.wrote - self.wrote % PAGE_SIZE)
         if upto <= start:
             return
-        self.reserved = allocate(self._fd, start, upto, self.size)
+        self.reserved = allocate(self._fd, start, upto, self.size, self.reserve_window)
         self.buf.madvise(mmap.MADV_WILLNEED, start, self.reserved - start)
 
     def dirty_pages(self) -> int:
@@ -168,15 +171,15 @@ class MappedFile:
         return f"MappedFile({self.path.name}, wrote={self.wrote}, flushed={self.flushed})"
 
 
-def allocate(fd: int, start: int, upto: int, size: int) -> int:
-    """Allocate the file's blocks from ``start`` to ``upto`` plus ``RESERVE_WINDOW`` (within
-    ``size``); returns the end allocated: page-aligned, or ``size``.
+def allocate(fd: int, start: int, upto: int, size: int, window: int = RESERVE_WINDOW) -> int:
+    """Allocate the file's blocks from ``start`` to ``upto`` plus ``window`` (within ``size``);
+    returns the end allocated: page-aligned, or ``size``.
 
     When the window does not fit on the disk, only up to ``upto`` (rounded up to a page) is
     tried, so the last free blocks are still used; if that fails too the OSError is raised.
     """
     needed = min(size, upto + (-upto) % PAGE_SIZE)
-    wanted = min(size, upto + RESERVE_WINDOW)
+    wanted = min(size, upto + max(window, PAGE_SIZE))
     if wanted < size:
         wanted -= wanted % PAGE_SIZE
     try:
@@ -211,8 +214,8 @@ def list_segments(directory: Path) -> list[Path]:
     return sorted(paths, key=lambda p: int(p.name))
 
 
-def load_segments(directory: Path, size: int, *, unit: int = 1,
-                  setting: str = "the file size setting") -> list[MappedFile]:
+def load_segments(directory: Path, size: int, *, unit: int = 1, setting: str = "the file size setting",
+                  reserve_window: int = RESERVE_WINDOW) -> list[MappedFile]:
     """Map a directory's segments; checks that they are contiguous and of the expected size.
 
     The last file may be short: a crash while it was being created, or a copy cut off. Its
@@ -235,7 +238,7 @@ def load_segments(directory: Path, size: int, *, unit: int = 1,
     try:
         for path in paths:
             try:
-                mapped = MappedFile(path, size)
+                mapped = MappedFile(path, size, reserve_window=reserve_window)
             except StoreFileError as exc:
                 raise StoreFileError(f"{exc}: is {setting}={size} what the store was written with?") from None
             if files and files[-1].end != mapped.start:
