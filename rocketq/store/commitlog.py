@@ -8,8 +8,11 @@ record (TOTALSIZE = bytes left, MAGIC = BLANK_MAGIC) and the record goes to the 
 segment. A record therefore never straddles two files and a pull can return a single slice.
 
 There is one writer: ``append`` is synchronous and the store calls it from the event loop, so
-no two appends interleave. Each append copies a pre-encoded record into the map and stamps
-QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP in place. Flushing (``flush_range``) and deciding
+no two appends interleave. Each append reserves the bytes (``MappedFile.reserve``: a full disk
+is an OSError here, never a SIGBUS in the copy), copies a pre-encoded record into the map and
+stamps QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP in place. A put that fails half-way calls
+``rollback``: the next append starts where the last successful one ended, and the bytes of the
+failed one are gone from the file, so a restart cannot mistake them for records. Flushing (``flush_range``) and deciding
 what a record means (ConsumeQueue, index) belong to other modules.
 """
 
@@ -61,7 +64,8 @@ class CommitLog:
     def load(self) -> None:
         """Map the existing segments; positions are set afterwards by recovery."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.segments = mappedfile.load_segments(self.directory, self.segment_size)
+        self.segments = mappedfile.load_segments(self.directory, self.segment_size,
+                                                 setting="mappedFileSizeCommitLog")
 
     def close(self) -> None:
         for segment in self.segments:
@@ -101,8 +105,8 @@ class CommitLog:
         if tail is None or tail.size - tail.wrote < size + END_FILE_MIN_BLANK_LENGTH:
             tail = self._roll(tail)
         pos = tail.wrote
-        if pos + size > tail.prefetched:
-            tail.prefetch(pos + size)
+        if pos + size > tail.reserved:
+            tail.reserve(pos + size)
         phys = tail.start + pos
         buf = tail.buf
         buf[pos:pos + size] = record
@@ -118,6 +122,7 @@ class CommitLog:
             start = self.flushed_offset  # an empty log after cleanup keeps its offsets going
         else:
             if tail.wrote < tail.size:
+                tail.reserve(tail.wrote + END_FILE_MIN_BLANK_LENGTH)
                 _BLANK.pack_into(tail.buf, tail.wrote, tail.size - tail.wrote, message.BLANK_MAGIC)
                 tail.wrote = tail.size
             start = tail.end
@@ -190,21 +195,30 @@ class CommitLog:
     # --- recovery and cleanup -----------------------------------------------------------------
 
     def set_end(self, offset: int) -> None:
-        """Make ``offset`` the end of the log: truncate the segment there, delete later ones."""
+        """Make ``offset`` the end of the log (recovery): truncate the segment there, delete
+        later ones, and take everything below as on disk."""
+        self._cut(offset, "beyond the recovered end")
+        for segment in self.segments:
+            segment.flushed = segment.wrote
+        self.flushed_offset = offset
+
+    def rollback(self, offset: int) -> None:
+        """Forget what was appended from ``offset`` on (a put that failed half-way)."""
+        self._cut(offset, "of a failed append")
+
+    def _cut(self, offset: int, why: str) -> None:
         keep: list[MappedFile] = []
         for segment in self.segments:
             if segment.start > offset or (segment.start == offset and keep):
-                log.warning("commitlog: deleting segment %s beyond the recovered end %d",
-                            segment.path.name, offset)
+                log.warning("commitlog: deleting segment %s %s at %d", segment.path.name, why, offset)
                 segment.destroy()
                 continue
             keep.append(segment)
             pos = min(offset - segment.start, segment.size)
             if pos < segment.size:
                 segment.truncate_tail(pos)
-            segment.wrote = segment.flushed = pos
+            segment.wrote = pos
         self.segments = keep
-        self.flushed_offset = offset
 
     def remove_head(self, count: int) -> list[MappedFile]:
         """Detach the ``count`` oldest segments (never the last) and return them for deletion."""

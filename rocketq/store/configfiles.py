@@ -36,6 +36,9 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # on a full disk, a partial temp file holds blocks for nothing
+        raise
     finally:
         os.close(fd)
     if path.exists():

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.store import mappedfile
-from rocketq.store.mappedfile import MappedFile
+from rocketq.store.mappedfile import MappedFile, StoreFileError
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,9 @@ UNIT_SIZE: Final = 20
 BLANK_UNIT_SIZE: Final = 0x7FFFFFFF
 """RocketMQ's filler unit (offset 0, size Integer.MAX_VALUE, tag 0)."""
 _BLANK_UNIT: Final = UNIT.pack(0, BLANK_UNIT_SIZE, 0)
+RESERVE_WINDOW: Final = 64 * 1024
+"""Blocks allocated ahead of a queue's writer (3 276 units). Small, because every queue has a
+file being written and reserved blocks count as used: 8 000 queues reserve 512 MiB, not 32 GiB."""
 
 
 def unit_file_size(configured: int) -> int:
@@ -50,13 +53,26 @@ class ConsumeQueue:
         self.files: list[MappedFile] = []
         self.min_offset = 0
         """Smallest logical offset still readable."""
+        self.repaired = False
+        """Files were damaged at load: recovery must rebuild the queue's units from the CommitLog."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        self.files = mappedfile.load_segments(self.directory, self.file_size)
+        """Map the queue's files. A short last file is extended (whole units kept); files that
+        cannot be used are deleted: either way ``repaired`` asks recovery to rebuild the queue."""
+        try:
+            self.files = mappedfile.load_segments(self.directory, self.file_size, unit=UNIT_SIZE,
+                                                  setting="mappedFileSizeConsumeQueue", reserve_window=RESERVE_WINDOW)
+        except StoreFileError as exc:
+            log.warning("consumequeue %s/%d: %s; deleting its files, it is rebuilt from the commitlog",
+                        self.topic, self.queue_id, exc)
+            self.destroy()
+            self.repaired = True
+            return
         if self.files:
             self.min_offset = self.files[0].start // UNIT_SIZE
+            self.repaired = self.files[-1].repaired_from is not None
 
     def close(self) -> None:
         for f in self.files:
@@ -97,13 +113,22 @@ class ConsumeQueue:
         tail = files[-1] if files else None
         if tail is None or tail.wrote >= tail.size:
             tail = self._new_file(tail.end if tail else self.min_offset * UNIT_SIZE)
-        UNIT.pack_into(tail.buf, tail.wrote, phys, size, tag_code)
-        tail.wrote += UNIT_SIZE
+        pos = tail.wrote
+        if pos + UNIT_SIZE > tail.reserved:
+            tail.reserve(pos + UNIT_SIZE)  # a full disk raises here, before the map is touched
+        UNIT.pack_into(tail.buf, pos, phys, size, tag_code)
+        tail.wrote = pos + UNIT_SIZE
 
     def _new_file(self, byte_offset: int) -> MappedFile:
         start = byte_offset - byte_offset % self.file_size
         self.directory.mkdir(parents=True, exist_ok=True)
-        f = MappedFile(self.directory / mappedfile.file_name(start), self.file_size, create=True)
+        f = MappedFile(self.directory / mappedfile.file_name(start), self.file_size, create=True,
+                       reserve_window=RESERVE_WINDOW)
+        try:
+            f.reserve(byte_offset - start + UNIT_SIZE)
+        except OSError:
+            f.destroy()
+            raise
         if byte_offset > start:
             # A queue that starts mid-file (rebuilt after its head was cleaned up): the units
             # before its first message are placeholders, never messages.
@@ -133,6 +158,16 @@ class ConsumeQueue:
             for _ in range(offset - end):
                 self.append(0, BLANK_UNIT_SIZE, 0)
         self.append(phys, size, tag_code)
+
+    def rollback(self, offset: int) -> None:
+        """Drop the units from ``offset`` on (a put that failed half-way): files created for
+        them are deleted, and the bytes zeroed, so the next unit is written at ``offset``."""
+        byte = offset * UNIT_SIZE
+        while len(self.files) > 1 and self.files[-1].start >= byte:
+            self.files.pop().destroy()
+        if self.files:
+            tail = self.files[-1]
+            tail.truncate_tail(max(0, min(byte - tail.start, tail.wrote)))
 
     # --- reads --------------------------------------------------------------------------------
 

@@ -16,6 +16,12 @@ records they get. A full file rolls to a new one.
 
 Like the ConsumeQueue, the index is derived from the CommitLog and rebuilt from it after a
 crash. It stores offsets, not messages, and it does not read the CommitLog.
+
+Writes go through the map, so they only touch allocated blocks (see ``mappedfile``): a new file
+gets its header and hash slots (written anywhere) allocated at creation, and entries, which
+are written in order, are allocated a window ahead. A full disk raises OSError from ``add``
+before the entry is written; entries a failed put left behind point at offsets the CommitLog
+has not kept and are harmless, since every hit is checked against the record it points to.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.protocol import message
+from rocketq.store import mappedfile
 from rocketq.store.mappedfile import StoreFileError
 
 log = logging.getLogger(__name__)
@@ -85,10 +92,17 @@ class IndexFile:
                 os.ftruncate(fd, self.size)
             actual = os.fstat(fd).st_size
             if actual != self.size:
-                raise StoreFileError(f"{path} is {actual} bytes; maxHashSlotNum/maxIndexNum give {self.size}")
+                raise StoreFileError(f"{path} is {actual} bytes, maxHashSlotNum={slot_num} and "
+                                     f"maxIndexNum={index_num} give {self.size}")
+            self.reserved = 0
+            """Bytes from the file start allocated on disk (page-aligned, or the whole file)."""
+            if create:
+                self.reserved = mappedfile.allocate(fd, 0, self._entries_at + 2 * ENTRY_SIZE, self.size)
             self.buf = mmap.mmap(fd, self.size)
         except BaseException:
             os.close(fd)
+            if create:
+                path.unlink(missing_ok=True)
             raise
         self.fd = fd
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
@@ -107,6 +121,10 @@ class IndexFile:
         count = self.index_count
         if count >= self.index_num:
             return False
+        entry_end = self._entries_at + (count + 1) * ENTRY_SIZE
+        if entry_end > self.reserved:
+            # From 0 for a file written before this process: its slots may be sparse.
+            self.reserved = mappedfile.allocate(self.fd, self.reserved, entry_end, self.size)
         buf = self.buf
         slot_pos = HEADER_SIZE + (hash_code % self.slot_num) * SLOT_SIZE
         (prev,) = SLOT.unpack_from(buf, slot_pos)
@@ -128,6 +146,8 @@ class IndexFile:
         return True
 
     def write_header(self) -> None:
+        if self.reserved < HEADER_SIZE:
+            self.reserved = mappedfile.allocate(self.fd, 0, HEADER_SIZE, self.size)
         HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
                          self.end_phy_offset, self.hash_slot_count, self.index_count)
         self.header_dirty = False
@@ -171,12 +191,24 @@ class IndexService:
         self.index_num = index_num
         self._clock_ms = clock_ms
         self.files: list[IndexFile] = []
+        self.rebuild_from: int | None = None
+        """Set by ``load`` when damaged files were dropped: the CommitLog offset to re-index from."""
 
     def load(self) -> None:
+        """Map the index files. One of the wrong size is deleted with the files after it, and
+        ``rebuild_from`` tells recovery where re-indexing from the CommitLog must start."""
         self.directory.mkdir(parents=True, exist_ok=True)
         paths = sorted(p for p in self.directory.iterdir() if _NAME.match(p.name))
-        for path in paths:
-            self.files.append(IndexFile(path, self.slot_num, self.index_num, create=False))
+        for at, path in enumerate(paths):
+            try:
+                self.files.append(IndexFile(path, self.slot_num, self.index_num, create=False))
+            except StoreFileError as exc:
+                log.warning("index: %s; deleting it and %d newer files, they are rebuilt from the commitlog",
+                            exc, len(paths) - at - 1)
+                for damaged in paths[at:]:
+                    damaged.unlink()
+                self.rebuild_from = max(0, self.end_phy_offset)
+                return
 
     def close(self) -> None:
         for f in self.files:

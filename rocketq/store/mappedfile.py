@@ -6,6 +6,16 @@ byte (20 digits, zero-padded), and mapped read-write once. Writers copy bytes in
 advance ``wrote``; ``flush`` fsyncs the file descriptor (which writes back dirty mapped pages on
 Linux) and advances ``flushed``. Readers take memoryview slices of the map: no copies.
 
+**Writes through a map must land on allocated blocks.** Storing into a page of a sparse file
+makes the kernel allocate a block at fault time; if the disk is full the only way it can say so
+is SIGBUS, which kills the process without a log line. So writers ``reserve`` before they write:
+the range from the write position to a window beyond it is ``fallocate``d, which either backs
+it with blocks or fails with ENOSPC as an ordinary ``OSError`` before a single byte is written.
+One ``fallocate`` per window keeps appends free of syscalls, and the same call asks
+for the pages in the page cache (``MADV_WILLNEED``), which makes the first write to each page
+cheap. This holds on filesystems that honour ``fallocate`` (ext4, XFS, tmpfs); copy-on-write
+filesystems (btrfs with snapshots, ZFS) may still need new blocks when a page is written.
+
 It does not know what the bytes mean, and it is not thread-safe except for ``sync_fd``, which a
 flusher may run in a worker thread while the owner keeps appending.
 """
@@ -13,6 +23,7 @@ flusher may run in a worker thread while the owner keeps appending.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -20,19 +31,20 @@ import re
 from pathlib import Path
 from typing import Final
 
+from rocketq.store.errors import StoreFileError
+
+__all__ = ["MappedFile", "StoreFileError", "allocate", "file_name", "fsync_dir", "load_segments"]
+
 log = logging.getLogger(__name__)
 
 PAGE_SIZE: Final = mmap.PAGESIZE
-PREFETCH_WINDOW: Final = 4 * 1024 * 1024
-"""How far ahead of the writer pages are requested (MADV_WILLNEED). Writing into pages of a
-sparse file that are not in the page cache costs a slow fault per page; asking ahead makes
-appends several times cheaper, and a bounded window keeps memory use bounded."""
+RESERVE_WINDOW: Final = 4 * 1024 * 1024
+"""How far beyond the writer blocks are allocated and pages requested, in one step, by default
+(the CommitLog). Bounded so that a new 1 GiB segment costs neither a 1 GiB allocation up front
+nor the memory to cache it. Files of which many are written at once (one ConsumeQueue file per
+queue) pass a smaller window: what is reserved counts as used disk space."""
 NAME_DIGITS: Final = 20
 _NAME = re.compile(r"^\d{20}$")
-
-
-class StoreFileError(RuntimeError):
-    """A store file is missing, misnamed or of the wrong size; the store must not start on it."""
 
 
 def file_name(offset: int) -> str:
@@ -46,7 +58,7 @@ def is_segment_name(name: str) -> bool:
 class MappedFile:
     """One segment file mapped in memory."""
 
-    def __init__(self, path: Path, size: int, *, create: bool = False) -> None:
+    def __init__(self, path: Path, size: int, *, create: bool = False, reserve_window: int = RESERVE_WINDOW) -> None:
         """Map an existing segment, or with ``create`` make a new one (which must not exist)."""
         if not is_segment_name(path.name):
             raise StoreFileError(f"{path}: a segment file name is 20 digits")
@@ -57,8 +69,12 @@ class MappedFile:
         """Bytes written from the segment start (the next write position)."""
         self.flushed = 0
         """Bytes known to be on disk from the segment start."""
-        self.prefetched = 0
-        """Bytes from the segment start already requested into the page cache."""
+        self.repaired_from: int | None = None
+        """Set by ``load_segments`` on a short last file it extended: the bytes it kept."""
+        self.reserve_window = reserve_window
+        self.reserved = 0
+        """Bytes from the segment start known to be allocated (fallocate) and requested into the
+        page cache; page-aligned or the whole file. Below ``wrote`` bytes are allocated anyway."""
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             self._fd = os.open(path, flags, 0o644)
@@ -69,8 +85,7 @@ class MappedFile:
                 os.ftruncate(self._fd, size)
             actual = os.fstat(self._fd).st_size
             if actual != size:
-                raise StoreFileError(f"{path} is {actual} bytes, expected {size}: was the file size setting "
-                                     "changed? Restore it or move the old files away")
+                raise StoreFileError(f"{path} is {actual} bytes, expected {size}")
             self.buf = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self._fd)
@@ -96,14 +111,17 @@ class MappedFile:
     def is_full(self) -> bool:
         return self.wrote >= self.size
 
-    def prefetch(self, upto: int) -> None:
-        """Request pages up to ``upto`` plus the window into the page cache, ahead of writing."""
-        end = min(self.size, upto + PREFETCH_WINDOW)
-        if end < self.size:
-            end -= end % PAGE_SIZE
-        if end > self.prefetched:
-            self.buf.madvise(mmap.MADV_WILLNEED, self.prefetched, end - self.prefetched)
-            self.prefetched = end
+    def reserve(self, upto: int) -> None:
+        """Allocate blocks for the bytes from the write position to ``upto`` and a window beyond.
+
+        Raises OSError (ENOSPC when the disk is full) having written nothing; a later call can
+        try again. With little space left it settles for exactly ``upto``.
+        """
+        start = max(self.reserved, self.wrote - self.wrote % PAGE_SIZE)
+        if upto <= start:
+            return
+        self.reserved = allocate(self._fd, start, upto, self.size, self.reserve_window)
+        self.buf.madvise(mmap.MADV_WILLNEED, start, self.reserved - start)
 
     def dirty_pages(self) -> int:
         return (self.wrote // PAGE_SIZE) - (self.flushed // PAGE_SIZE)
@@ -128,6 +146,7 @@ class MappedFile:
         os.ftruncate(self._fd, self.size)
         self.wrote = min(self.wrote, position)
         self.flushed = min(self.flushed, position)
+        self.reserved = min(self.reserved, position - position % PAGE_SIZE)  # the tail's blocks are gone
 
     def close(self) -> None:
         """Unmap and close; idempotent. A reader still holding a slice keeps the map alive."""
@@ -152,6 +171,27 @@ class MappedFile:
         return f"MappedFile({self.path.name}, wrote={self.wrote}, flushed={self.flushed})"
 
 
+def allocate(fd: int, start: int, upto: int, size: int, window: int = RESERVE_WINDOW) -> int:
+    """Allocate the file's blocks from ``start`` to ``upto`` plus ``window`` (within ``size``);
+    returns the end allocated: page-aligned, or ``size``.
+
+    When the window does not fit on the disk, only up to ``upto`` (rounded up to a page) is
+    tried, so the last free blocks are still used; if that fails too the OSError is raised.
+    """
+    needed = min(size, upto + (-upto) % PAGE_SIZE)
+    wanted = min(size, upto + max(window, PAGE_SIZE))
+    if wanted < size:
+        wanted -= wanted % PAGE_SIZE
+    try:
+        os.posix_fallocate(fd, start, wanted - start)
+        return wanted
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or needed >= wanted:
+            raise
+    os.posix_fallocate(fd, start, needed - start)
+    return needed
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a directory's entries durable (a new or removed file survives a power loss)."""
     fd = os.open(directory, os.O_RDONLY)
@@ -174,20 +214,33 @@ def list_segments(directory: Path) -> list[Path]:
     return sorted(paths, key=lambda p: int(p.name))
 
 
-def load_segments(directory: Path, size: int) -> list[MappedFile]:
+def load_segments(directory: Path, size: int, *, unit: int = 1, setting: str = "the file size setting",
+                  reserve_window: int = RESERVE_WINDOW) -> list[MappedFile]:
     """Map a directory's segments; checks that they are contiguous and of the expected size.
 
-    A zero-length last file (a crash between creating and sizing it) holds nothing and is
-    removed; any other size mismatch or a gap between segments stops the store.
+    The last file may be short: a crash while it was being created, or a copy cut off. Its
+    bytes are kept (cut to whole ``unit``s) and it is extended back to ``size``; recovery then
+    finds where its valid data ends, and ``repaired_from`` on it says a repair happened. A
+    zero-length last file holds nothing and is removed. Any other size mismatch (an older
+    file, or a last file that is larger: ``setting`` was changed) or a gap stops the store.
     """
     paths = list_segments(directory)
     if paths and paths[-1].stat().st_size == 0:
         log.warning("removing empty segment %s left by an interrupted roll", paths[-1])
         paths.pop().unlink()
+    for path in paths[:-1]:  # before the last file is touched: a changed setting must not repair it
+        actual = path.stat().st_size
+        if actual != size:
+            raise StoreFileError(f"{path} is {actual} bytes, expected {size}: is {setting}={size} what "
+                                 "the store was written with?")
+    repaired = _extend_short_last(paths[-1], size, unit) if paths else None
     files: list[MappedFile] = []
     try:
         for path in paths:
-            mapped = MappedFile(path, size)
+            try:
+                mapped = MappedFile(path, size, reserve_window=reserve_window)
+            except StoreFileError as exc:
+                raise StoreFileError(f"{exc}: is {setting}={size} what the store was written with?") from None
             if files and files[-1].end != mapped.start:
                 mapped.close()
                 raise StoreFileError(f"{path}: expected a segment starting at {files[-1].end}; "
@@ -197,4 +250,23 @@ def load_segments(directory: Path, size: int) -> list[MappedFile]:
         for mapped in files:
             mapped.close()
         raise
+    if files:
+        files[-1].repaired_from = repaired
     return files
+
+
+def _extend_short_last(path: Path, size: int, unit: int) -> int | None:
+    """Extend a last segment shorter than ``size``; returns the bytes kept, None if whole."""
+    actual = path.stat().st_size
+    if actual >= size:
+        return None
+    kept = actual - actual % unit
+    log.warning("%s is %d bytes, expected %d: a crash while it was created or an incomplete copy; "
+                "extending it (its first %d bytes are kept, recovery finds where they end)",
+                path, actual, size, kept)
+    try:
+        os.truncate(path, kept)
+        os.truncate(path, size)
+    except OSError as exc:
+        raise StoreFileError(f"cannot extend the short segment {path}: {exc.strerror}") from None
+    return kept

@@ -20,22 +20,24 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import fcntl
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from rocketq.protocol import message, msgid
+from rocketq.protocol import message, msgid, names
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
+from rocketq.ratelimit import LogLimiter
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
+from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
 from rocketq.store.index import IndexService
 from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
 from rocketq.store.settings import FlushDiskType, StoreSettings
@@ -52,8 +54,9 @@ MAX_QUERY_MESSAGES: Final = 64
 """QUERY_MESSAGE answers at most this many messages (RocketMQ's maxMsgsNumBatch)."""
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
 """Percent of RAM: a consumer further behind than this is told to pull from a slave."""
-_TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_QUEUE_ID: Final = 1 << 20
+_WRITE_ERRORS = LogLimiter(log)
+"""Every put on a full disk fails the same way: one line per 10 s says so."""
 
 _Prepared = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
 """An encoded record and what dispatch needs: (record, STORETIMESTAMP position, queue, builds a
@@ -61,10 +64,6 @@ queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
-
-
-class StoreError(RuntimeError):
-    """The store cannot open (locked by another process, unreadable files, bad settings)."""
 
 
 class StoreState(enum.Enum):
@@ -112,10 +111,11 @@ class MessageStore:
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self.flusher = flushing.CommitLogFlusher(self.commitlog, settings, fsync)
         self.retention = retention.Retention(settings, self.commitlog, self._all_queues, self.index,
-                                             clock=clock, disk_usage=disk_usage)
+                                             clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
         self._busy_until = 0.0
+        self._write_failure: OSError | None = None
         self._lock_fd = -1
         self.state = StoreState.NEW
         self.stats = StoreStats()
@@ -128,24 +128,41 @@ class MessageStore:
         if self.state is not StoreState.NEW:
             raise StoreError(f"open() on a store that is {self.state.value}")
         root = self.settings.root_dir
-        root.mkdir(parents=True, exist_ok=True)
-        self.settings.config_dir.mkdir(parents=True, exist_ok=True)
-        self._lock()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            self.settings.config_dir.mkdir(parents=True, exist_ok=True)
+            self._lock()
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {root}: {describe(exc)}") from exc
         try:
             self._load_and_recover()
-        except BaseException:
+        except BaseException as exc:
             self._close_files()
             self._unlock()
+            if isinstance(exc, OSError):  # a disk error, or no space to rebuild what recovery must
+                raise StoreError(f"cannot recover the store at {root}: {describe(exc)}") from exc
+            if isinstance(exc, ValueError):
+                raise StoreError(f"cannot recover the store at {root}: {type(exc).__name__}: {exc}") from exc
             raise
         self.state = StoreState.OPEN
 
     def _lock(self) -> None:
+        """flock ``lock`` and write our pid into it, so that a second process can name us."""
         fd = os.open(self.settings.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise StoreError(f"{self.settings.root_dir} is in use by another process (lock file held)") from None
+            by = f"pid {holder}" if holder.isdigit() else "another process"
+            raise StoreLockedError(f"{self.settings.root_dir} is in use by {by} (it holds "
+                                   f"{self.settings.lock_path})") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            os.close(fd)
+            raise
         self._lock_fd = fd
 
     def _unlock(self) -> None:
@@ -167,7 +184,7 @@ class MessageStore:
         values = checkpoint.read(self.settings.checkpoint_path)
         self.recovery_report = recovery.recover(
             self.commitlog, self._all_queues(), self._queue_for, self.index, values, self._delay_levels,
-            abnormal=abnormal)
+            abnormal=abnormal, check_crc=self.settings.check_crc_on_recover)
         for cq in self._all_queues():
             cq.correct_min_offset(self.commitlog.min_offset)
         log.info("store recovered: %s", self.recovery_report)
@@ -237,8 +254,9 @@ class MessageStore:
         by_id = self._queues.get(topic)
         cq = by_id.get(queue_id) if by_id is not None else None
         if cq is None:
-            if not _TOPIC_NAME.match(topic) or len(topic) > message.MAX_TOPIC_LENGTH_V2:
-                raise MessageIllegalError(f"topic {topic!r} is not a valid topic name")
+            # Records are written with MAGIC_V1, whose one-byte TOPICLEN allows the same 127
+            # characters as a topic name.
+            names.check_topic(topic, MessageIllegalError)
             if not 0 <= queue_id < _MAX_QUEUE_ID:
                 raise MessageIllegalError(f"queue id {queue_id} out of range")
             directory = self.settings.consumequeue_dir / topic / str(queue_id)
@@ -287,10 +305,10 @@ class MessageStore:
     def _refusal(self) -> PutResult | None:
         if self.state is not StoreState.RUNNING:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is {self.state.value}")
-        if self.flusher.failure is not None:
-            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE,
-                             error=f"message store is not writeable: {self.flusher.failure}")
-        if self.retention.disk_full:
+        failure = self.flusher.failure or self._write_failure
+        if failure is not None:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is not writeable: {failure}")
+        if self.retention.disk_full and self.retention.refuses_writes():
             return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
         if self.is_os_page_cache_busy():
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
@@ -313,7 +331,9 @@ class MessageStore:
         sizes: list[int] = []
         queue_offsets: list[int] = []
         ids: list[str] = []
-        touched: dict[int, ConsumeQueue] = {}
+        start = commitlog.max_offset
+        touched: dict[int, tuple[ConsumeQueue, int]] = {}
+        """Queues this put adds units to, with their first new offset (where a rollback goes)."""
         try:
             for record, ts_pos, cq, unit, tag, uniq, keys, delay in prepared:
                 queue_offset = cq.max_offset if unit else 0
@@ -322,26 +342,48 @@ class MessageStore:
                 if unit:
                     if delay is not None:
                         tag = dispatch.delivery_time(delay, now, self._delay_levels)
+                    key = id(cq)
+                    if key not in touched:
+                        touched[key] = (cq, queue_offset)
                     cq.append(phys, size, tag)
-                    touched[id(cq)] = cq
                 if index is not None and (uniq or keys):
                     index.add(cq.topic, uniq, keys, phys, now)
                 offsets.append(phys)
                 sizes.append(size)
                 queue_offsets.append(queue_offset)
                 ids.append(f"{prefix}{phys:016X}")
-        except OSError as exc:
-            # Creating a segment failed (disk full, permissions): what was appended before the
-            # failure stays, consistent; the rest of the batch is not stored.
-            log.error("append failed: %s", exc)
-            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
+        except (OSError, StoreFileError) as exc:
+            # The disk is full, or a file could not be created: nothing of this put was
+            # acknowledged, so none of it stays (a batch is stored whole or not at all).
+            self._roll_back(start, touched.values())
+            return self._append_failed(exc)
         finally:
             if index is not None:
                 index.commit()
             self._note_hold_time(began)
-        for cq in touched.values():
+        for cq, _first in touched.values():
             self._notify(cq)
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _roll_back(self, start: int, touched: Iterable[tuple[ConsumeQueue, int]]) -> None:
+        """Undo a failed append: the CommitLog ends at ``start`` again, each queue at its first
+        new offset. Index entries already added stay (hits are checked against records)."""
+        try:
+            self.commitlog.rollback(start)
+            for cq, first in touched:
+                cq.rollback(first)
+        except OSError as exc:
+            # The files no longer match what was acknowledged: stop writing; a restart recovers.
+            self._write_failure = exc
+            log.error("cannot undo a failed append (%s): refusing writes until restart", exc)
+
+    def _append_failed(self, exc: OSError | StoreFileError) -> PutResult:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            self.retention.check_disk()
+            _WRITE_ERRORS.log(logging.ERROR, "enospc", "put refused: no space left on device (%s)", exc)
+            return PutResult(PutStatus.DISK_FULL, error=f"no space left on device: {exc}")
+        _WRITE_ERRORS.log(logging.ERROR, "other", "put refused: append failed: %s", exc)
+        return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
 
     def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[_Prepared]:
         """Validate and encode every request before the append (no store state changes)."""

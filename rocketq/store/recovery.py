@@ -5,7 +5,8 @@ Run once by ``MessageStore.open`` before anything is written:
 1. Every ConsumeQueue finds its end (the first empty unit of its last file).
 2. The CommitLog is walked record by record from a starting segment and every record checked:
    magic, TOTALSIZE within the segment, field lengths adding up to TOTALSIZE, its own
-   PHYSICALOFFSET, and after a crash its BODYCRC. After a clean shutdown the walk covers the
+   PHYSICALOFFSET, and (checkCRCOnRecover, on by default, after a crash and after a clean stop
+   alike, as RocketMQ does) its BODYCRC. After a clean shutdown the walk covers the
    last ``NORMAL_RECOVERY_SEGMENTS`` segments. After a crash (the ``abort`` file was left
    behind) it starts at the newest segment whose first record is older than the checkpoint's
    oldest timestamp minus ``CHECKPOINT_MARGIN_MS``. The first record that fails is the torn
@@ -65,6 +66,7 @@ def recover(
     delay_levels_ms: tuple[int, ...],
     *,
     abnormal: bool,
+    check_crc: bool = True,
 ) -> RecoveryReport:
     queues = list(queues)
     for cq in queues:
@@ -76,7 +78,7 @@ def recover(
         validate_from = segments[max(0, len(segments) - NORMAL_RECOVERY_SEGMENTS)].start
     else:
         validate_from = 0
-    end, checked, last_timestamp = _walk(commitlog, validate_from, check_crc=abnormal)
+    end, checked, last_timestamp = _walk(commitlog, validate_from, check_crc=check_crc)
     torn = _has_bytes_after(commitlog, end)
     if torn:
         log.warning("commitlog: torn or corrupt tail after offset %d, cutting it off", end)
@@ -123,6 +125,9 @@ def _walk(commitlog: CommitLog, start: int, *, check_crc: bool) -> tuple[int, in
                 break
             total = commitlog_mod.check_record(segment, pos, check_crc=check_crc)
             if total == 0:
+                if check_crc and commitlog_mod.check_record(segment, pos, check_crc=False):
+                    log.warning("commitlog: body CRC mismatch at offset %d: the log ends there",
+                                segment.start + pos)
                 return segment.start + pos, checked, last_timestamp
             last_timestamp = _store_timestamp(segment, pos)
             checked += 1
@@ -154,6 +159,11 @@ def _dispatch_point(commitlog: CommitLog, queues: list[ConsumeQueue], index: Ind
                     checkpoint: CheckpointValues, validate_from: int, end: int, abnormal: bool) -> int:
     """Offset from which records are dispatched again."""
     point = validate_from if abnormal else max((cq.last_phys_end() for cq in queues), default=0)
+    for cq in queues:
+        if cq.repaired:  # its units after its own last one must come from the log again
+            point = min(point, cq.last_phys_end())
+    if index is not None and index.rebuild_from is not None:
+        point = min(point, index.rebuild_from)
     if index is not None:
         reliable_until = checkpoint.index_msg_timestamp if abnormal else 1 << 62
         rebuild = index.drop_unreliable(checkpoint_ts=reliable_until, phys_end=end)

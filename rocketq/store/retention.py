@@ -3,7 +3,9 @@
 Every ``CLEAN_INTERVAL`` seconds the ``Retention`` task
 
 1. reads how full the CommitLog's disk is. At or above diskSpaceWarningLevelRatio it sets
-   ``disk_full`` and the store refuses puts with DISK_FULL until usage drops again.
+   ``disk_full`` and the store refuses puts with DISK_FULL until usage drops again (while
+   refusing, the store reads the disk again every ``DISK_FULL_RECHECK`` seconds, and a put that
+   meets ENOSPC reads it at once).
 2. deletes CommitLog segments, oldest first, at most ``DELETE_FILES_BATCH_MAX`` per round:
    those whose last write is older than fileReservedTime hours, during the hours listed in
    deleteWhen; or, when usage is above diskMaxUsedSpaceRatio, the oldest ones whatever their
@@ -37,6 +39,9 @@ log = logging.getLogger(__name__)
 
 CLEAN_INTERVAL: Final = 10.0
 """Seconds between retention rounds (RocketMQ's cleanResourceInterval)."""
+DISK_FULL_RECHECK: Final = 1.0
+"""Seconds between disk readings while writes are refused, so that they resume soon after space
+is freed rather than at the next round."""
 DELETE_FILES_BATCH_MAX: Final = 10
 """CommitLog segments deleted per round at most, to spread the I/O."""
 
@@ -61,6 +66,7 @@ class Retention:
         *,
         clock: Callable[[], float] = time.time,
         disk_usage: DiskUsage = disk_usage_ratio,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._commitlog = commitlog
@@ -68,6 +74,8 @@ class Retention:
         self._index = index
         self._clock = clock
         self._disk_usage = disk_usage
+        self._monotonic = monotonic
+        self._checked_at = 0.0
         self._delete_hours = settings.delete_hours
         self._task = OwnedTask("store-retention", self._run)
         self.disk_full = False
@@ -91,6 +99,7 @@ class Retention:
     def check_disk(self) -> float:
         """Read disk usage and update ``disk_full``; logs each change of state."""
         ratio = self._disk_usage(self._commitlog.directory)
+        self._checked_at = self._monotonic()
         self.disk_ratio = ratio
         full = ratio * 100 >= self._settings.disk_space_warning_level_ratio
         if full != self.disk_full:
@@ -102,6 +111,12 @@ class Retention:
                             ratio * 100)
         self.disk_full = full
         return ratio
+
+    def refuses_writes(self) -> bool:
+        """``disk_full``, read again at most every ``DISK_FULL_RECHECK`` seconds while it is set."""
+        if self.disk_full and self._monotonic() - self._checked_at >= DISK_FULL_RECHECK:
+            self.check_disk()
+        return self.disk_full
 
     async def run_once(self) -> int:
         """One round: check the disk, delete what is due. Returns segments deleted."""

@@ -12,9 +12,13 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from rocketq.protocol import message
 from rocketq.settings import SettingsError, setting
+
+MAX_I32: Final = 0x7FFFFFFF
+"""Largest segment size and index geometry the on-disk formats (i32 fields) can describe."""
 
 
 class FlushDiskType(enum.Enum):
@@ -81,6 +85,10 @@ class StoreSettings:
         "messageDelayLevel", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
         "Delay of each level (1-based). A message put to SCHEDULE_TOPIC_XXXX with DELAY=n gets its "
         "delivery time (store time + level n) as its ConsumeQueue tag code.")
+    check_crc_on_recover: bool = setting(
+        "checkCRCOnRecover", True,
+        "Check each record's body CRC when recovery walks the CommitLog, after a crash and after a "
+        "clean stop alike: the first record that fails ends the log.")
     os_page_cache_busy_timeout_mills: int = setting(
         "osPageCacheBusyTimeOutMills", 1000,
         "A put that holds the write path this long marks the page cache busy: the broker answers "
@@ -131,11 +139,18 @@ class StoreSettings:
         return parse_delay_levels(self.message_delay_level)
 
     def validate(self) -> None:
-        """Raise SettingsError for values the store cannot work with."""
+        """Raise SettingsError (one line) for values the store cannot work with. Cheap and free
+        of I/O: the broker's command line calls it when it loads the configuration."""
+        if not self.store_path_root_dir.strip():
+            raise SettingsError("storePathRootDir is empty")
         if self.max_message_size < message.MIN_RECORD_SIZE:
             raise SettingsError(f"maxMessageSize={self.max_message_size}: too small for any message")
         if self.mapped_file_size_commit_log < message.MIN_RECORD_SIZE + 8:
             raise SettingsError(f"mappedFileSizeCommitLog={self.mapped_file_size_commit_log}: too small")
+        for key, value in (("mappedFileSizeCommitLog", self.mapped_file_size_commit_log),
+                           ("maxHashSlotNum", self.max_hash_slot_num), ("maxIndexNum", self.max_index_num)):
+            if value > MAX_I32:  # record and blank TOTALSIZE, index entry numbers: i32 on disk
+                raise SettingsError(f"{key}={value}: at most {MAX_I32}")
         if self.mapped_file_size_consume_queue < 20:
             raise SettingsError(f"mappedFileSizeConsumeQueue={self.mapped_file_size_consume_queue}: "
                                 "must hold at least one 20-byte unit")
@@ -150,6 +165,10 @@ class StoreSettings:
         for key, value in positive.items():
             if value <= 0:
                 raise SettingsError(f"{key}={value}: must be positive")
+        for key, value in (("flushCommitLogLeastPages", self.flush_commit_log_least_pages),
+                           ("flushConsumeQueueLeastPages", self.flush_consume_queue_least_pages)):
+            if value < 0:
+                raise SettingsError(f"{key}={value}: must not be negative")
         for key, value in (("diskMaxUsedSpaceRatio", self.disk_max_used_space_ratio),
                            ("diskSpaceWarningLevelRatio", self.disk_space_warning_level_ratio)):
             if not 1 <= value <= 100:

@@ -1,4 +1,5 @@
-"""Starting and stopping real rocketq processes (name servers, brokers) for integration tests."""
+"""Starting and stopping real rocketq processes (name servers, brokers) for integration tests,
+and reading back everything a topic holds."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketq.client.pullconsumer import PullConsumer
 from rocketq.localcluster import free_port
 
 READY = " listening on "
@@ -117,3 +119,18 @@ class Processes:
     def stop_all(self) -> None:
         for proc in reversed(self.started):
             proc.stop()
+
+
+async def pull_bodies(namesrv: str, topic: str, group: str) -> list[bytes]:
+    """The bodies of every message in every queue of ``topic``, queue by queue."""
+    bodies: list[bytes] = []
+    async with PullConsumer(group, namesrv_addr=namesrv) as consumer:
+        for mq in await consumer.fetch_subscribe_queues(topic):
+            offset = 0
+            while True:
+                result = await consumer.pull(mq, "*", offset, max_nums=32)
+                bodies.extend(m.body for m in result.messages)
+                if not result.messages:
+                    break
+                offset = result.next_begin_offset
+    return bodies

@@ -7,11 +7,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from clusterprocs import Processes
+from clusterprocs import Processes, pull_bodies
 
 from rocketq.client.errors import ClientError
 from rocketq.client.producer import Producer
-from rocketq.client.pullconsumer import PullConsumer
 from rocketq.protocol import message
 from rocketq.protocol.message import Message
 from rocketq.remoting.errors import RemotingError
@@ -20,17 +19,7 @@ TOPIC = "CrashIT"
 
 
 async def _all_bodies(namesrv: str) -> list[bytes]:
-    bodies: list[bytes] = []
-    async with PullConsumer("crash-cg", namesrv_addr=namesrv) as consumer:
-        for mq in await consumer.fetch_subscribe_queues(TOPIC):
-            offset = 0
-            while True:
-                result = await consumer.pull(mq, "*", offset, max_nums=32)
-                bodies.extend(m.body for m in result.messages)
-                if not result.messages:
-                    break
-                offset = result.next_begin_offset
-    return bodies
+    return await pull_bodies(namesrv, TOPIC, "crash-cg")
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -47,3 +48,18 @@ def test_json_int_keys(tmp_path: Path) -> None:
     path = tmp_path / "consumerOffset.json"
     configfiles.write_json_atomic(path, {"offsetTable": {"T@g": {0: 5, 1: 7}}})
     assert configfiles.read_json(path) == {"offsetTable": {"T@g": {"0": 5, "1": 7}}}
+
+
+def test_json_write_on_a_full_disk_leaves_the_old_file_and_no_temp(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "topics.json"
+    configfiles.write_json_atomic(path, {"n": 1})
+
+    def no_space(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(configfiles.os, "write", no_space)
+    with pytest.raises(OSError, match="No space"):
+        configfiles.write_json_atomic(path, {"n": 2})
+    assert configfiles.read_json(path) == {"n": 1}
+    assert not path.with_name("topics.json.tmp").exists()  # its blocks are given back

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rocketq.store import consumequeue
@@ -102,3 +103,16 @@ def test_load_all(tmp_path: Path) -> None:
         q.close()
     assert consumequeue.load_all(tmp_path / "none", FILE) == []
     assert consumequeue.unit_file_size(1001) == 1000
+
+
+def test_reserves_a_small_window_ahead(tmp_path: Path) -> None:
+    """Every queue has a file being written: each reserves 64 KiB ahead, not megabytes."""
+    cq = ConsumeQueue(tmp_path / "T" / "0", "T", 0, 6_000_000)
+    cq.load()
+    cq.append(0, 100, 0)
+    allocated = os.stat(cq.files[0].path).st_blocks * 512
+    assert consumequeue.RESERVE_WINDOW <= allocated < 2 * consumequeue.RESERVE_WINDOW
+    for i in range(1, consumequeue.RESERVE_WINDOW // 20 + 2):  # past the window: the next one
+        cq.append(i * 100, 100, 0)
+    assert os.stat(cq.files[0].path).st_blocks * 512 >= 2 * consumequeue.RESERVE_WINDOW
+    cq.close()

@@ -79,13 +79,18 @@ def test_destroy_while_a_reader_holds_a_slice(tmp_path: Path) -> None:
     held.release()
 
 
-def test_prefetch_window(tmp_path: Path) -> None:
-    size = 3 * mappedfile.PREFETCH_WINDOW
+def test_reserve_allocates_a_window_ahead(tmp_path: Path) -> None:
+    size = 3 * mappedfile.RESERVE_WINDOW
     f = MappedFile(tmp_path / mappedfile.file_name(0), size, create=True)
-    f.prefetch(10)
-    assert f.prefetched == mappedfile.PREFETCH_WINDOW
-    f.prefetch(10)  # already requested: nothing more
-    assert f.prefetched == mappedfile.PREFETCH_WINDOW
-    f.prefetch(size)
-    assert f.prefetched == size
+    assert os.stat(f.path).st_blocks == 0  # created sparse
+    f.reserve(10)
+    assert f.reserved == mappedfile.RESERVE_WINDOW
+    assert os.stat(f.path).st_blocks * 512 >= mappedfile.RESERVE_WINDOW  # backed by blocks now
+    f.reserve(10)  # already reserved: nothing more
+    assert f.reserved == mappedfile.RESERVE_WINDOW
+    f.reserve(size)
+    assert f.reserved == size
+    f.wrote = 5000
+    f.truncate_tail(5000)  # the tail's blocks are freed: what is reserved shrinks with them
+    assert f.reserved == 4096 and os.stat(f.path).st_blocks * 512 < mappedfile.RESERVE_WINDOW
     f.close()

@@ -6,12 +6,13 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from store_helpers import StoreFactory, crash, put_many, request, small_settings
 
 from rocketq.protocol import message
 from rocketq.store import mappedfile
 from rocketq.store.consumequeue import UNIT
-from rocketq.store.messagestore import GetStatus, MessageStore
+from rocketq.store.messagestore import GetStatus, MessageStore, PutResult
 from rocketq.store.settings import StoreSettings
 
 
@@ -69,18 +70,42 @@ async def test_torn_last_record(tmp_path: Path, make_store: StoreFactory) -> Non
     assert (await again.put(request())).queue_offset == 9
 
 
-async def test_corrupt_body_cuts_the_log_there(tmp_path: Path, make_store: StoreFactory) -> None:
+def flip_body_byte(settings: StoreSettings, bad: PutResult, body_len: int) -> None:
+    """Overwrite the first body byte of the record ``bad`` (written by ``put_many``)."""
+    props = len("UNIQ_KEY\x01U6\x02TAGS\x01t\x02")
+    body_at = bad.wrote_offset + bad.wrote_bytes - body_len - 2 - props - 2
+    write_at(segment_path(settings, body_at), body_at % settings.mapped_file_size_commit_log, b"X")
+
+
+@pytest.mark.parametrize("clean_stop", [False, True], ids=["after-crash", "after-clean-stop"])
+async def test_corrupt_body_cuts_the_log_there(tmp_path: Path, make_store: StoreFactory, clean_stop: bool,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """checkCRCOnRecover applies to both recoveries, as in RocketMQ's recoverNormally."""
     settings = small_settings(tmp_path / "s")
     store = await make_store(settings)
     results = await put_many(store, 10, body=b"q" * 100)
-    await crash(store)
+    if clean_stop:
+        await store.close()
+        assert not settings.abort_path.exists()
+    else:
+        await crash(store)
     bad = results[6]
-    body_at = bad.wrote_offset + bad.wrote_bytes - 100 - 2 - len("UNIQ_KEY\x01U6\x02TAGS\x01t\x02") - 2
-    write_at(segment_path(settings, body_at), body_at % settings.mapped_file_size_commit_log, b"X")
+    flip_body_byte(settings, bad, 100)
     again = await make_store(settings)
     assert again.max_phy_offset == bad.wrote_offset
     assert again.get_max_offset("T", 0) == 6
     assert bodies(again) == [b"q" * 100] * 6
+    assert f"body CRC mismatch at offset {bad.wrote_offset}" in caplog.text
+
+
+async def test_crc_check_can_be_turned_off(tmp_path: Path, make_store: StoreFactory) -> None:
+    settings = small_settings(tmp_path / "s", check_crc_on_recover=False)
+    store = await make_store(settings)
+    results = await put_many(store, 10, body=b"q" * 100)
+    await store.close()
+    flip_body_byte(settings, results[6], 100)
+    again = await make_store(settings)
+    assert again.get_max_offset("T", 0) == 10
 
 
 async def test_rebuilds_consume_queues_and_index(tmp_path: Path, make_store: StoreFactory) -> None:

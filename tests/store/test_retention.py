@@ -93,6 +93,19 @@ async def test_disk_full_refuses_writes(tmp_path: Path, make_store: StoreFactory
     assert store.runtime_info()["commitLogDiskRatio"] == "0.5000"
 
 
+async def test_refusing_writes_reads_the_disk_again_within_a_second(tmp_path: Path, make_store: StoreFactory) -> None:
+    """While full, the store does not wait for the next 10 s round to accept writes again."""
+    disk = Disk(0.95)
+    now = [100.0]
+    store = await make_store(small_settings(tmp_path / "s"), disk_usage=disk, monotonic=lambda: now[0])
+    assert (await store.put(request())).status is PutStatus.DISK_FULL
+    disk.ratio = 0.5
+    now[0] += 0.5
+    assert (await store.put(request())).status is PutStatus.DISK_FULL  # read again at most once a second
+    now[0] += 0.6
+    assert (await store.put(request())).ok
+
+
 async def test_never_deletes_unflushed_or_last(tmp_path: Path, make_store: StoreFactory) -> None:
     settings = small_settings(tmp_path / "s", flush_interval_commit_log=60_000, flush_commit_log_least_pages=10_000)
     store = await make_store(settings, clock=lambda: at_hour(4, days_later=30), disk_usage=Disk(0.99))

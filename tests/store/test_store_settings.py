@@ -49,10 +49,13 @@ def test_build_from_broker_conf_keys(tmp_path: Path) -> None:
     {"sync_flush_timeout": 0}, {"disk_max_used_space_ratio": 0}, {"disk_space_warning_level_ratio": 101},
     {"delete_when": "25"}, {"delete_when": "x"}, {"delete_when": ";"}, {"file_reserved_time": -1},
     {"message_delay_level": "1s 5x"}, {"message_delay_level": ""}, {"max_index_num": 0},
+    {"store_path_root_dir": " "}, {"flush_commit_log_least_pages": -1}, {"flush_consume_queue_least_pages": -1},
+    {"mapped_file_size_commit_log": 1 << 31}, {"max_index_num": 1 << 31}, {"max_hash_slot_num": 1 << 31},
 ])
 def test_validation(overrides: dict[str, object]) -> None:
-    with pytest.raises(SettingsError):
+    with pytest.raises(SettingsError) as raised:
         StoreSettings(**overrides).validate()  # type: ignore[arg-type]
+    assert "\n" not in str(raised.value)
 
 
 def test_parsers() -> None:
