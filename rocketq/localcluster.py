@@ -3,9 +3,10 @@
 ``rocketq local up`` starts them detached (their own session, logs under the cluster
 directory), waits until each prints its ready line, and records their PIDs and addresses in
 ``cluster.json``; ``down`` stops exactly those PIDs (SIGTERM, then SIGKILL after a grace
-period); ``status`` reports which are alive. The same class backs ``make run`` and the tests.
-It starts processes with this interpreter (``python -m rocketq``), so it runs whatever rocketq is
-installed next to it.
+period); ``status`` reports which are alive. Metrics ports are the processes' own choice by
+default (any free port); each logs the port it got, and that is what is recorded and shown.
+The same class backs ``make run`` and the tests. It starts processes with this interpreter
+(``python -m rocketq``), so it runs whatever rocketq is installed next to it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
+
+from rocketq.metrics import announcing
 
 READY_MARK: Final = " listening on "
 START_TIMEOUT_S: Final = 30.0
@@ -42,7 +45,8 @@ class ProcessRecord:
     name: str
     pid: int
     address: str
-    metrics_port: int
+    metrics_port: int | None
+    """The HTTP /metrics and /health port the process announced; None if it has none."""
     log: str
 
 
@@ -67,7 +71,8 @@ class ClusterLayout:
     host: str = "127.0.0.1"
     namesrv_port: int = 9876
     broker_base_port: int = 10911
-    metrics_base_port: int = 5557
+    metrics_base_port: int = 0
+    """0: every process takes any free port; N: the name server N, brokers N+1, N+2, ..."""
     flush_disk_type: str = "ASYNC_FLUSH"
     extra_broker_config: tuple[tuple[str, str], ...] = ()
 
@@ -98,6 +103,10 @@ class LocalCluster:
     def _port(self, configured: int, offset: int) -> int:
         return free_port(self.layout.host) if configured == 0 else configured + offset
 
+    def _metrics_port(self, offset: int) -> int:
+        base = self.layout.metrics_base_port
+        return 0 if base == 0 else base + offset
+
     def up(self) -> ClusterState:
         if self.state_file.exists() and any(_alive(p.pid) for p in self.state().processes):
             raise LocalClusterError(
@@ -108,14 +117,14 @@ class LocalCluster:
         namesrv_addr = f"{self.layout.host}:{ns_port}"
         state = ClusterState(namesrv_addr)
         try:
-            metrics = self._port(self.layout.metrics_base_port, 0)
+            metrics = self._metrics_port(0)
             state.processes.append(
-                self._spawn("namesrv", ["namesrv", "-p", str(ns_port), "--metrics-port", str(metrics)], metrics)
+                self._spawn("namesrv", ["namesrv", "-p", str(ns_port), "--metrics-port", str(metrics)])
             )
             for i in range(self.layout.broker_groups):
                 name = f"broker-{chr(ord('a') + i)}" if i < 26 else f"broker-{i}"
                 port = self._port(self.layout.broker_base_port, i * 10)
-                metrics = self._port(self.layout.metrics_base_port, i + 1)
+                metrics = self._metrics_port(i + 1)
                 argv = [
                     "broker",
                     "-n",
@@ -137,14 +146,14 @@ class LocalCluster:
                 ]
                 for key, value in self.layout.extra_broker_config:
                     argv += ["--set", f"{key}={value}"]
-                state.processes.append(self._spawn(name, argv, metrics))
+                state.processes.append(self._spawn(name, argv))
         except BaseException:
             self._stop(state)
             raise
         self.state_file.write_text(state.to_json())
         return state
 
-    def _spawn(self, name: str, argv: list[str], metrics_port: int) -> ProcessRecord:
+    def _spawn(self, name: str, argv: list[str]) -> ProcessRecord:
         log_path = self.layout.base_dir / f"{name}.log"
         log_file = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
@@ -158,6 +167,7 @@ class LocalCluster:
         finally:
             log_file.close()
         address = self._wait_ready(proc, log_path, name)
+        metrics_port = announcing.find_port(log_path.read_text(errors="replace"))
         return ProcessRecord(name, proc.pid, address, metrics_port, str(log_path))
 
     @staticmethod

@@ -16,15 +16,45 @@ import os
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import jproperties
 
 T = TypeVar("T")
 
+MAX_PORT: Final = 65535
+PORT_ANY: Final = 0
+"""A listen port of 0: the kernel picks a free port; the process reports the one it got."""
+PORT_OFF: Final = -1
+"""metricsPort=-1: that listener is not started at all."""
+
 
 class SettingsError(ValueError):
     """A config value cannot be used; the message names the key, the value and what is expected."""
+
+
+def check_port(key: str, value: int, *, lowest: int = PORT_ANY) -> None:
+    """A port setting must be a TCP port; ``lowest`` is 1 where 0 means nothing, -1 where "off" is allowed.
+
+    Checked before anything binds: the kernel takes a port modulo 65536 on some paths, so
+    ``listenPort=70000`` would otherwise start a broker on port 4464.
+    """
+    if not lowest <= value <= MAX_PORT:
+        meaning = {PORT_OFF: " (-1 = off, 0 = any free port)", PORT_ANY: " (0 = any free port)"}.get(lowest, "")
+        raise SettingsError(f"{key}={value}: expected a port number {lowest}..{MAX_PORT}{meaning}")
+
+
+def split_addresses(text: str) -> list[str]:
+    """RocketMQ's address lists ("host:port;host:port", commas also accepted) as a list."""
+    return [a.strip() for a in text.replace(",", ";").split(";") if a.strip()]
+
+
+def check_addresses(key: str, text: str) -> None:
+    """Every entry of an address list must be ``host:port`` with a port 1..65535."""
+    for addr in split_addresses(text):
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+            raise SettingsError(f"{key}={text!r}: {addr!r} is not host:port with a port 1..{MAX_PORT}")
 
 
 def setting(key: str, default: Any, doc: str = "", *, env: str | None = None) -> Any:

@@ -45,7 +45,7 @@ IDENTITY_KEYS: Final = frozenset({"brokerClusterName", "brokerName", "brokerId",
 """broker.conf keys that say who a broker is; the operator derives them from the spec."""
 
 OPERATOR_KEYS: Final = frozenset({
-    "listenPort", "haListenPort", "storePathRootDir", "namesrvAddr", "brokerIP1",
+    "listenPort", "haListenPort", "metricsPort", "storePathRootDir", "namesrvAddr", "brokerIP1",
     "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
 })
 """broker.conf keys the rendered pods depend on (ports, paths, peers); overriding them would

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from rocketq import tasks
+from rocketq import settings, tasks
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -46,7 +46,7 @@ class BrokerRegistration:
 
 
 def parse_namesrv_addrs(text: str) -> list[str]:
-    return [a.strip() for a in text.replace(",", ";").split(";") if a.strip()]
+    return settings.split_addresses(text)
 
 
 class Registrar:

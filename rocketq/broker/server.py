@@ -1,18 +1,20 @@
 """A broker process: the store, the metadata managers, the handlers and every background task.
 
-``BrokerServer`` is the one owner: ``start`` opens the store (recovering after a crash),
-binds the remoting port, registers with the name servers and starts the periodic work
-(registration, client liveness, offset flushing); ``close`` undoes all of it in reverse and may
-be called twice. Handlers get only the parts they use; nothing reaches through this class.
+``BrokerServer`` is the one owner: ``start`` reserves the remoting port, opens the store
+(recovering after a crash), installs the handlers, and only then listens, registers with the
+name servers and starts the periodic work (registration, client liveness, offset flushing);
+``close`` undoes all of it in reverse, step by step (a failed step is logged and the rest still
+run, so the store is always flushed and closed), and may be called twice. Handlers get only
+the parts they use; nothing reaches through this class.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
@@ -31,6 +33,7 @@ from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
+from rocketq.metrics import http as metrics_http
 from rocketq.metrics.http import MetricsServer
 from rocketq.protocol import codes
 from rocketq.remoting.client import RemotingClient
@@ -39,6 +42,7 @@ from rocketq.remoting.server import RemotingServer
 from rocketq.settings import as_properties
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.settings import StoreSettings
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +65,11 @@ class BrokerServer:
             on_connection_closed=self._connection_closed,
         )
         self._client = RemotingClient(name="broker-out")
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = [
+            OwnedTask("broker-client-scan", self._scan_clients),
+            OwnedTask("broker-offset-flush", self._flush_offsets),
+            OwnedTask("broker-traffic-sampler", self._sample_traffic),
+        ]
         self._notify_tasks: set[asyncio.Task[None]] = set()
         self._metrics: MetricsServer | None = None
         self._closed = False
@@ -72,7 +80,15 @@ class BrokerServer:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self._remoting.start()
+        """Bind, recover the store, install every handler, then listen, register and serve.
+
+        The port is reserved first (its number is part of every message id the store writes)
+        but listens only once the store has recovered and every handler is installed: a client
+        connecting earlier is refused, which the SDK retries, instead of meeting a half-started
+        broker that answers REQUEST_CODE_NOT_SUPPORTED. Registration with the name servers comes
+        after the port listens, so no route points at a port that refuses.
+        """
+        await self._remoting.bind()
         self.port = self._remoting.port
         config_dir = self.store_settings.config_dir
         self.store = MessageStore(self.store_settings, store_host=(self.host, self.port))
@@ -105,29 +121,30 @@ class BrokerServer:
             self.behaviour.register_name_server_period,
         )
         self._install_handlers()
+        await self._remoting.start()
         self._serving = True
         await self.registrar.register_all()
         self.registrar.start()
-        loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._scan_clients(), name="broker-client-scan"))
-        self._tasks.append(loop.create_task(self._flush_offsets(), name="broker-offset-flush"))
-        self._tasks.append(loop.create_task(self._sample_traffic(), name="broker-traffic-sampler"))
-        if self.identity.metrics_port > 0:
-            await self._start_metrics(self.identity.metrics_port)
+        for task in self._tasks:
+            task.start()
+        await self._start_metrics()
         log.info(
-            "broker %s (%s, id %d) serving on %s, store %s",
+            "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
             self.identity.broker_name,
             self.identity.broker_role.value,
             self.identity.broker_id,
             self.address,
             self.store_settings.store_path_root_dir,
+            "off" if self.metrics_port is None else f"on port {self.metrics_port}",
         )
 
-    async def _start_metrics(self, port: int) -> None:
+    async def _start_metrics(self) -> None:
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self))
-        self._metrics = MetricsServer(registry, lambda: self._serving, host=self.identity.listen_host, port=port)
-        await self._metrics.start()
+        self._metrics = await metrics_http.start_beside(
+            f"broker {self.identity.broker_name}", registry, lambda: self._serving,
+            host=self.identity.listen_host, port=self.identity.metrics_port,
+        )
 
     @property
     def metrics_port(self) -> int | None:
@@ -138,29 +155,33 @@ class BrokerServer:
         return f"{self.host}:{self.port}"
 
     async def close(self) -> None:
-        """Unregister, stop serving, flush and close the store. Idempotent."""
+        """Unregister, stop serving, flush and close the store. Idempotent; never raises.
+
+        Every step runs whatever failed before it, and a failing step is logged: a dead
+        background loop or an unreachable name server must never leave the store unflushed.
+        """
         if self._closed:
             return
         self._closed = True
         self._serving = False
         if hasattr(self, "registrar"):
-            await self.registrar.close()
-            await self.registrar.unregister_all()
+            await _step("stopping registration", self.registrar.close())
+            await _step("unregistering from the name servers", self.registrar.unregister_all())
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await _step(f"stopping {task.name}", task.stop())
+        for notify in list(self._notify_tasks):
+            notify.cancel()
+        await asyncio.gather(*self._notify_tasks, return_exceptions=True)
         if hasattr(self, "pull"):
-            self.pull.close()
-        await self._remoting.close()
-        await self._client.close()
+            await _step("releasing held pulls", _call(self.pull.close))
+        await _step("closing the remoting port", self._remoting.close())
+        await _step("closing outgoing connections", self._client.close())
         if self._metrics is not None:
-            await self._metrics.close()
+            await _step("closing the metrics listener", self._metrics.close())
         if hasattr(self, "offsets"):
-            self.offsets.persist(force=True)
+            await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
-            await self.store.close()
+            await _step("flushing and closing the store", self.store.close())
         log.info("broker %s stopped", self.identity.broker_name)
 
     # --- wiring ---------------------------------------------------------------------------
@@ -265,11 +286,9 @@ class BrokerServer:
                 perm = int(perm_text)
             except ValueError:
                 raise ValueError(f"brokerPermission={perm_text!r} is not an integer") from None
-            if perm & ~7:
-                raise ValueError(f"brokerPermission={perm} is not a combination of 4 (read), 2 (write), 1 (inherit)")
+            self.behaviour = replace(self.behaviour, broker_permission=perm)  # SettingsError if invalid
             self.send.broker_permission = perm
             self.pull.broker_permission = perm
-            self.behaviour = replace(self.behaviour, broker_permission=perm)
             self.topics.bump_version()
             log.info("brokerPermission set to %d", perm)
 
@@ -287,3 +306,15 @@ class BrokerServer:
             "heldPullRequests": str(self.pull.held_count),
             "pid": str(os.getpid()),
         }
+
+
+async def _step(what: str, work: Awaitable[None]) -> None:
+    """One shutdown step: a failure is logged, never raised, so the steps after it still run."""
+    try:
+        await work
+    except Exception:
+        log.exception("broker shutdown: %s failed; continuing", what)
+
+
+async def _call(work: Callable[[], object]) -> None:
+    work()

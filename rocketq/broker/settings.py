@@ -1,12 +1,25 @@
-"""Broker settings: RocketMQ's broker.conf keys, grouped by what they control."""
+"""Broker settings: RocketMQ's broker.conf keys, grouped by what they control.
+
+Each group checks its values when it is built (``__post_init__``), so a bad broker.conf,
+environment variable or ``--set`` stops the process before it binds or opens anything, with the
+key named. Ports are range-checked (``listenPort=70000`` must not become port 4464), and so is
+every port inside ``namesrvAddr``. ``metricsPort`` defaults to 0, any free port: RocketMQ's
+brokers have no such port, so its config files start several brokers and a name server on one
+host without choosing one; -1 turns the HTTP listener off.
+"""
 
 from __future__ import annotations
 
 import enum
 import socket
 from dataclasses import dataclass
+from typing import Final
 
-from rocketq.settings import setting
+from rocketq import settings
+from rocketq.settings import SettingsError, setting
+
+MIN_FRAME_MAX_LENGTH: Final = 64 * 1024
+"""Smaller frames could not carry a registration or a pull answer of even a modest broker."""
 
 
 class BrokerRole(enum.Enum):
@@ -38,7 +51,19 @@ class BrokerIdentity:
     listen_host: str = setting("listenHost", "0.0.0.0", "address the remoting port binds to (rocketq)")
     namesrv_addr: str = setting("namesrvAddr", "", "name servers, host:port;host:port", env="NAMESRV_ADDR")
     ha_listen_port: int = setting("haListenPort", 10912, "port slaves replicate from (advertised to namesrv)")
-    metrics_port: int = setting("metricsPort", 5557, "HTTP /metrics and /health; 0 disables (rocketq)")
+    metrics_port: int = setting(
+        "metricsPort", settings.PORT_ANY, "HTTP /metrics and /health; 0 = any free port, -1 = off (rocketq)"
+    )
+
+    def __post_init__(self) -> None:
+        settings.check_port("listenPort", self.listen_port)
+        settings.check_port("haListenPort", self.ha_listen_port)
+        settings.check_port("metricsPort", self.metrics_port, lowest=settings.PORT_OFF)
+        settings.check_addresses("namesrvAddr", self.namesrv_addr)
+        if self.broker_id < 0:
+            raise SettingsError(f"brokerId={self.broker_id}: expected 0 (master) or a positive slave id")
+        if self.listen_port > 0 and self.listen_port == self.metrics_port:
+            raise SettingsError(f"listenPort and metricsPort are both {self.listen_port}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +84,6 @@ class BrokerBehaviour:
     flush_consumer_offset_interval: int = setting(
         "flushConsumerOffsetInterval", 5000, "ms between consumerOffset.json writes"
     )
-    wait_time_mills_in_send_queue: int = setting(
-        "waitTimeMillsInSendQueue", 200, "a send queued longer than this is answered SYSTEM_BUSY"
-    )
     max_sends_in_flight: int = setting(
         "sendThreadPoolQueueCapacity", 10000, "sends waiting for the store before SYSTEM_BUSY"
     )
@@ -72,4 +94,23 @@ class BrokerBehaviour:
     start_accept_send_request_time_stamp: int = setting(
         "startAcceptSendRequestTimeStamp", 0, "refuse sends before this epoch ms"
     )
-    reject_transaction_message: bool = setting("rejectTransactionMessage", False, "NO_PERMISSION for half messages")
+
+    def __post_init__(self) -> None:
+        positive = {
+            "defaultTopicQueueNums": self.default_topic_queue_nums,
+            "registerNameServerPeriod": self.register_name_server_period,
+            "shortPollingTimeMills": self.short_polling_time_mills,
+            "channelExpiredTimeout": self.client_channel_max_idle_time,
+            "clientScanInterval": self.client_scan_interval,
+            "flushConsumerOffsetInterval": self.flush_consumer_offset_interval,
+            "sendThreadPoolQueueCapacity": self.max_sends_in_flight,
+            "maxMessageSize": self.max_message_size,
+        }
+        for key, value in positive.items():
+            if value <= 0:
+                raise SettingsError(f"{key}={value}: must be positive")
+        if self.broker_permission & ~7:
+            raise SettingsError(f"brokerPermission={self.broker_permission}: expected a combination of "
+                                "4 (read), 2 (write), 1 (inherit)")
+        if self.server_max_frame_size < MIN_FRAME_MAX_LENGTH:
+            raise SettingsError(f"frameMaxLength={self.server_max_frame_size}: at least {MIN_FRAME_MAX_LENGTH}")

@@ -3,7 +3,9 @@
 The file uses Apache RocketMQ's key names, so a broker.conf written for RocketMQ works as it
 is. Keys rocketq does not implement are reported once and ignored. Environment variables
 NAMESRV_ADDR and BROKER_IP1 override the file (containers), and command-line flags override
-both (tests, laptops). ``--ordinal-from-hostname`` lets a StatefulSet pod derive its brokerId
+both (tests, laptops). Every value, the store's included, is checked here, before anything
+binds or opens; a bad one is one line on stderr and exit code 2 (``serving`` lists the codes).
+``--ordinal-from-hostname`` lets a StatefulSet pod derive its brokerId
 from its ordinal (``name-N``), with the master's ordinal read from ``masterOrdinal`` beside the config file.
 """
 
@@ -21,6 +23,8 @@ from rocketq import settings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
 from rocketq.settings import SettingsError
+from rocketq.store.configfiles import ConfigFileError
+from rocketq.store.mappedfile import StoreFileError
 from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
@@ -66,15 +70,22 @@ def load(
     identity = settings.build(BrokerIdentity, values, overrides=overrides)
     behaviour = settings.build(BrokerBehaviour, values, overrides=overrides)
     store = settings.build(StoreSettings, values, overrides=overrides)
+    store.validate()
     return identity, behaviour, store, unknown
+
+
+CONFIG_ERRORS = (StoreFileError, ConfigFileError)
+"""Start-up failures that retrying cannot fix: the store's files do not fit the settings (a
+changed mappedFileSizeCommitLog, segments missing from the middle) or its metadata is damaged."""
 
 
 @click.command("broker")
 @click.option("-c", "--config", "config", type=click.Path(dir_okay=False), help="broker.conf (RocketMQ keys)")
 @click.option("-n", "--namesrv-addr", help="name servers host:port;host:port (overrides the file)")
-@click.option("-p", "--listen-port", type=click.IntRange(0, 65535), help="remoting port (overrides listenPort)")
+@click.option("-p", "--listen-port", type=int, help="remoting port (overrides listenPort; 0 = any free port)")
 @click.option("--store-dir", type=click.Path(file_okay=False), help="storePathRootDir override")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), help="HTTP /metrics and /health port; 0 = off")
+@click.option("--metrics-port", type=int,
+              help="HTTP /metrics and /health port (overrides metricsPort; 0 = any free port, -1 = off)")
 @click.option("--ordinal-from-hostname", is_flag=True, help="derive brokerId from the pod's ordinal (StatefulSet)")
 @click.option(
     "--master-ordinal-file",
@@ -116,13 +127,13 @@ def command(
             overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
         identity, behaviour, store, unknown = load(config, overrides)
     except SettingsError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     for line in ignored_key_warnings(unknown):
         log.warning(line)
     code = serving.run(
         lambda: BrokerServer(identity, behaviour, store),
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
+        CONFIG_ERRORS,
     )
     sys.exit(code)
 
@@ -135,7 +146,10 @@ def _master_ordinal(path: str) -> int:
     file = Path(path)
     if not file.exists():
         return 0
-    text = file.read_text().strip() or "0"
+    try:
+        text = file.read_text().strip() or "0"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read the master ordinal from {path}: {exc}") from None
     if not text.isdigit():
         raise SettingsError(f"{path} holds {text!r}, expected a master ordinal (0, 1, ...)")
     return int(text)

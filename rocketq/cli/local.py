@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rocketq.localcluster import ClusterLayout, LocalCluster, LocalClusterError
+from rocketq.localcluster import ClusterLayout, LocalCluster, LocalClusterError, ProcessRecord
 
 DEFAULT_DIR = Path.home() / ".rocketq" / "local"
 
@@ -36,10 +36,10 @@ def command() -> None:
 )
 @click.option(
     "--metrics-port",
-    default=5557,
+    default=0,
     show_default=True,
     type=click.IntRange(0, 65535),
-    help="name server's /metrics port; brokers +1, +2, ...; 0 = free ports",
+    help="name server's /metrics port; brokers +1, +2, ...; 0 = each process takes a free port",
 )
 @click.option("--flush", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH", show_default=True)
 def up(directory: str, brokers: int, namesrv_port: int, broker_port: int, metrics_port: int, flush: str) -> None:
@@ -58,7 +58,7 @@ def up(directory: str, brokers: int, namesrv_port: int, broker_port: int, metric
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     for p in state.processes:
-        click.echo(f"{p.name:<10} pid {p.pid:<8} {p.address:<22} metrics :{p.metrics_port}  log {p.log}")
+        click.echo(f"{p.name:<10} pid {p.pid:<8} {p.address:<22} metrics {_metrics(p)}  log {p.log}")
     click.echo(f"export NAMESRV_ADDR={state.namesrv}")
 
 
@@ -85,9 +85,14 @@ def status(directory: str) -> None:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     for p, alive in rows:
-        click.echo(f"{p.name:<10} pid {p.pid:<8} {p.address:<22} {'running' if alive else 'stopped'}")
+        click.echo(f"{p.name:<10} pid {p.pid:<8} {p.address:<22} metrics {_metrics(p):<7} "
+                   f"{'running' if alive else 'stopped'}")
     if not all(alive for _p, alive in rows):
         sys.exit(3)
+
+
+def _metrics(record: ProcessRecord) -> str:
+    return "off" if record.metrics_port is None else f":{record.metrics_port}"
 
 
 @command.command("demo")

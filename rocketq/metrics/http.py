@@ -6,15 +6,25 @@ It serves two things: ``/metrics``, the Prometheus text exposition of one Collec
 Kubernetes probes. It knows nothing about what the metrics mean; the name server and the
 broker define their own collectors. ``MetricsServer`` owns its aiohttp runner: ``start`` binds
 (port 0 picks a free port, read back from ``port``), ``close`` stops it and may be called twice.
+
+The listener is secondary to the process's protocol port: ``start_beside`` starts it for a
+server and, when its port cannot be bound (taken by another process), logs one ERROR line and
+lets the server go on serving the protocol without it rather than die.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import prometheus_client
 from aiohttp import web
 from prometheus_client import CollectorRegistry
+
+from rocketq import settings
+from rocketq.metrics import announcing
+
+log = logging.getLogger(__name__)
 
 
 class MetricsServer:
@@ -68,6 +78,24 @@ class MetricsServer:
         if self._healthy():
             return web.Response(text="ok\n")
         return web.Response(status=503, text="unavailable\n")
+
+
+async def start_beside(
+    process: str, registry: CollectorRegistry, healthy: Callable[[], bool], *, host: str, port: int
+) -> MetricsServer | None:
+    """The running listener for ``process``, or None when it is off (-1) or its port is taken."""
+    if port == settings.PORT_OFF:
+        log.info("%s: /metrics and /health are off (metricsPort=-1)", process)
+        return None
+    server = MetricsServer(registry, healthy, host=host, port=port)
+    try:
+        await server.start()
+    except OSError as exc:
+        log.error("%s: cannot serve /metrics and /health on %s:%d (%s); serving without them",
+                  process, host, port, exc.strerror or exc)
+        return None
+    log.info("%s", announcing.line(process, server.port))
+    return server
 
 
 def _bound_port(runner: web.AppRunner, requested: int) -> int:

@@ -2,8 +2,9 @@
 
 ``NamesrvServer`` owns everything it starts. ``start`` loads the KV file, binds the remoting
 port with the handler table from ``processor``, starts the scan task and (unless metricsPort
-is 0) the HTTP listener for /metrics and /health. ``close`` stops them in reverse order, waits
-for each, and may be called any number of times.
+is -1) the HTTP listener for /metrics and /health; a metrics port that cannot be bound is logged
+and the name server serves without it. ``close`` stops them in reverse order, waits for each
+(a failing step is logged and the others still run), and may be called any number of times.
 
 Broker liveness, as in RocketMQ: every REGISTER_BROKER is a heartbeat. Every
 ``scanNotActiveBrokerInterval`` the scan drops brokers silent for longer than
@@ -15,12 +16,12 @@ Routes live only in memory: after a restart they come back as brokers re-registe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import time
 from collections.abc import Callable
 
+from rocketq.metrics import http as metrics_http
 from rocketq.metrics.http import MetricsServer
 from rocketq.namesrv import processor
 from rocketq.namesrv.kvconfig import KVConfig
@@ -29,6 +30,7 @@ from rocketq.namesrv.routes import RouteTable
 from rocketq.namesrv.settings import NamesrvSettings
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.server import RemotingServer
+from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ class NamesrvServer:
         self._clock = clock
         self._remoting: RemotingServer | None = None
         self._http: MetricsServer | None = None
-        self._scan_task: asyncio.Task[None] | None = None
+        self._scan_task = OwnedTask("namesrv-scan-not-active-broker", self._scan_loop)
 
     @property
     def port(self) -> int:
@@ -81,10 +83,9 @@ class NamesrvServer:
             host=s.bind_address, port=s.listen_port, max_frame_size=s.frame_max_length,
             name="namesrv", on_connection_closed=self._connection_closed)
         await self._remoting.start()
-        if s.metrics_port:
-            self._http = MetricsServer(self.metrics.registry, self.serving, host=s.bind_address, port=s.metrics_port)
-            await self._http.start()
-        self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan-not-active-broker")
+        self._http = await metrics_http.start_beside(
+            "namesrv", self.metrics.registry, self.serving, host=s.bind_address, port=s.metrics_port)
+        self._scan_task.start()
 
     def serving(self) -> bool:
         return self.state is State.RUNNING
@@ -94,16 +95,15 @@ class NamesrvServer:
         if self.state is State.CLOSED:
             return
         self.state = State.CLOSED
-        task, self._scan_task = self._scan_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._scan_task.stop()
         http, self._http = self._http, None
-        if http is not None:
-            await http.close()
-        if self._remoting is not None:
-            await self._remoting.close()
+        for what, closing in (("metrics listener", http), ("remoting port", self._remoting)):
+            if closing is None:
+                continue
+            try:
+                await closing.close()
+            except Exception:
+                log.exception("name server shutdown: closing the %s failed; continuing", what)
 
     # --- liveness -----------------------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 ``NamesrvSettings`` is one frozen group: where to listen, where the KV file lives, how often to
 look for silent brokers and how long silence may last. Values are checked when the object is
 built, so a bad namesrv.conf stops the process at startup with a message naming the key, never
-later. Keys RocketMQ's name server knows but rocketq does not use (``rocketmqHome``,
-``serverWorkerThreads``, ...) are reported by the caller as ignored, not rejected.
+later (every port is range-checked: 0..65535, metricsPort also -1 for off). Keys RocketMQ's
+name server knows but rocketq does not use (``rocketmqHome``, ``serverWorkerThreads``, ...) are
+reported by the caller as ignored, not rejected.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq import settings
 from rocketq.namesrv import kvconfig
 from rocketq.protocol import frames
 from rocketq.settings import SettingsError, setting
 
 DEFAULT_LISTEN_PORT: Final = 9876
-DEFAULT_METRICS_PORT: Final = 5557
+DEFAULT_METRICS_PORT: Final = settings.PORT_ANY
+"""Any free port: RocketMQ's name server has no metrics port, so none is assumed free on a host
+that also runs brokers; the chosen one is logged. Kubernetes pods are given a fixed one."""
 MIN_FRAME_MAX_LENGTH: Final = 64 * 1024
 """Smaller frames could not carry a registration of even a modest broker."""
 MAX_FRAME_MAX_LENGTH: Final = (1 << 31) - 1
@@ -41,7 +45,7 @@ class NamesrvSettings:
         "frameMaxLength", frames.DEFAULT_MAX_FRAME_SIZE,
         "Largest remoting frame accepted, in bytes (com.rocketmq.remoting.frameMaxLength).")
     metrics_port: int = setting("metricsPort", DEFAULT_METRICS_PORT,
-                                "HTTP port for /metrics and /health; 0 disables it.")
+                                "HTTP port for /metrics and /health; 0 = any free port, -1 = off.")
     order_message_enable: bool = setting(
         "orderMessageEnable", False,
         "Add the ORDER_TOPIC_CONFIG KV value of a topic to its route as orderTopicConf.")
@@ -50,8 +54,8 @@ class NamesrvSettings:
         "When a master's topic set changes, drop its queues of topics it no longer reports.")
 
     def __post_init__(self) -> None:
-        _port("listenPort", self.listen_port)
-        _port("metricsPort", self.metrics_port)
+        settings.check_port("listenPort", self.listen_port)
+        settings.check_port("metricsPort", self.metrics_port, lowest=settings.PORT_OFF)
         if not self.bind_address:
             raise SettingsError("bindAddress must not be empty")
         if not self.kv_config_path:
@@ -61,7 +65,7 @@ class NamesrvSettings:
         if not MIN_FRAME_MAX_LENGTH <= self.frame_max_length <= MAX_FRAME_MAX_LENGTH:
             raise SettingsError(f"frameMaxLength={self.frame_max_length}: expected "
                                 f"{MIN_FRAME_MAX_LENGTH}..{MAX_FRAME_MAX_LENGTH} bytes")
-        if self.listen_port and self.listen_port == self.metrics_port:
+        if self.listen_port > 0 and self.listen_port == self.metrics_port:
             raise SettingsError(f"listenPort and metricsPort are both {self.listen_port}")
 
     @property
@@ -71,11 +75,6 @@ class NamesrvSettings:
     @property
     def broker_timeout_s(self) -> float:
         return self.broker_channel_expired_time / 1000
-
-
-def _port(key: str, value: int) -> None:
-    if not 0 <= value <= 65535:
-        raise SettingsError(f"{key}={value}: expected a port number 0..65535")
 
 
 def _positive(key: str, value: int) -> None:

@@ -75,6 +75,47 @@ def test_bad_values_name_the_key(bad: dict[str, str], message: str) -> None:
         broker_cli.load(str(FIXTURES / "broker.conf"), bad)
 
 
+def test_the_metrics_port_defaults_to_any_free_port() -> None:
+    identity, *_ = broker_cli.load(str(FIXTURES / "broker.conf"), {})
+    assert identity.metrics_port == 0, "RocketMQ's brokers take no metrics port: one must not be assumed free"
+
+
+def test_settings_that_did_nothing_are_reported_as_ignored() -> None:
+    *_, unknown = broker_cli.load(str(FIXTURES / "broker.conf"),
+                                  {"waitTimeMillsInSendQueue": "200", "rejectTransactionMessage": "true"})
+    assert unknown == ["rejectTransactionMessage", "waitTimeMillsInSendQueue"]
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"listenPort": "70000"}, "listenPort=70000"),
+    ({"listenPort": "-1"}, "listenPort=-1"),
+    ({"haListenPort": "65536"}, "haListenPort=65536"),
+    ({"metricsPort": "-2"}, "metricsPort=-2"),
+    ({"namesrvAddr": "127.0.0.1:9876;127.0.0.1:70000"}, "namesrvAddr"),
+    ({"namesrvAddr": "127.0.0.1"}, "namesrvAddr"),
+    ({"namesrvAddr": "127.0.0.1:0"}, "namesrvAddr"),
+    ({"listenPort": "10911", "metricsPort": "10911"}, "both 10911"),
+    ({"deleteWhen": "25"}, "deleteWhen"),
+    ({"mappedFileSizeCommitLog": "10"}, "mappedFileSizeCommitLog"),
+    ({"brokerPermission": "8"}, "brokerPermission"),
+    ({"defaultTopicQueueNums": "0"}, "defaultTopicQueueNums"),
+])
+def test_bad_values_are_refused_when_the_config_is_loaded(bad: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        broker_cli.load(str(FIXTURES / "broker.conf"), bad)
+
+
+def test_a_port_from_the_environment_is_range_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:98760")
+    with pytest.raises(SettingsError, match="namesrvAddr"):
+        broker_cli.load(str(FIXTURES / "broker.conf"), {})
+
+
+def test_metrics_off_is_minus_one() -> None:
+    identity, *_ = broker_cli.load(str(FIXTURES / "broker.conf"), {"metricsPort": "-1"})
+    assert identity.metrics_port == -1
+
+
 def test_missing_file_is_a_clear_error() -> None:
     with pytest.raises(SettingsError, match="cannot read config file"):
         broker_cli.load("/nonexistent/broker.conf", {})

@@ -71,13 +71,15 @@ class Processes:
         self.tmp = tmp
         self.started: list[Proc] = []
 
-    def namesrv(self, *extra: str) -> Proc:
-        port = free_port()
-        proc = start_process(
-            ["namesrv", "-p", str(port), "--metrics-port", "0", *extra], self.tmp / f"namesrv-{port}.log"
-        )
+    def start(self, args: list[str], log_name: str) -> Proc:
+        """Any ``rocketq ARGS`` process, stopped with the others at the end."""
+        proc = start_process(args, self.tmp / f"{log_name}.log")
         self.started.append(proc)
         return proc
+
+    def namesrv(self, *extra: str) -> Proc:
+        port = free_port()
+        return self.start(["namesrv", "-p", str(port), "--metrics-port", "0", *extra], f"namesrv-{port}")
 
     def broker(
         self,
@@ -112,9 +114,7 @@ class Processes:
         ]
         for key, value in (config or {}).items():
             args += ["--set", f"{key}={value}"]
-        proc = start_process([*args, *extra], self.tmp / f"{name}-{port}.log")
-        self.started.append(proc)
-        return proc
+        return self.start([*args, *extra], f"{name}-{port}")
 
     def stop_all(self) -> None:
         for proc in reversed(self.started):

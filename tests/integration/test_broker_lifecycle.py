@@ -4,6 +4,7 @@ on SIGTERM, client liveness expiry with NOTIFY_CONSUMER_IDS_CHANGED, and `rocket
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,13 +83,16 @@ async def test_silent_clients_expire_and_the_rest_of_the_group_is_told(processes
 def test_local_up_status_down(tmp_path: Path) -> None:
     base = [sys.executable, "-m", "rocketq", "local"]
     directory = str(tmp_path / "cluster")
-    up = subprocess.run([*base, "up", "-d", directory, "-b", "2", "--namesrv-port", "0", "--broker-port", "0",
-                         "--metrics-port", "0"], capture_output=True, text=True, timeout=120)
+    up = subprocess.run([*base, "up", "-d", directory, "-b", "2", "--namesrv-port", "0", "--broker-port", "0"],
+                        capture_output=True, text=True, timeout=120)
     try:
         assert up.returncode == 0, up.stderr
         assert "export NAMESRV_ADDR=127.0.0.1:" in up.stdout
         status = subprocess.run([*base, "status", "-d", directory], capture_output=True, text=True, timeout=30)
         assert status.returncode == 0 and status.stdout.count("running") == 3, status.stdout
+        # no --metrics-port: each process took a free port of its own and `status` shows it
+        metrics_ports = re.findall(r"metrics :(\d+)", status.stdout)
+        assert len(set(metrics_ports)) == 3, status.stdout
         again = subprocess.run([*base, "up", "-d", directory], capture_output=True, text=True, timeout=30)
         assert again.returncode == 1 and "already running" in again.stderr
     finally:

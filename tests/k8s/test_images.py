@@ -46,9 +46,9 @@ class Image:
 
 IMAGES = [
     Image("broker-image/Dockerfile",
-          ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf", "--ordinal-from-hostname"],
+          ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf", "--ordinal-from-hostname", "--metrics-port", "5557"],
           {10911, 10912, 40911, 5557}, "."),
-    Image("namesrv-image/Dockerfile", ["rocketq", "namesrv"], {9876, 5557}, "."),
+    Image("namesrv-image/Dockerfile", ["rocketq", "namesrv", "--metrics-port", "5557"], {9876, 5557}, "."),
     Image("operator/Dockerfile",
           ["kopf", "run", "-m", "rocketq_operator.main", "--all-namespaces", "--standalone",
            "--liveness=http://0.0.0.0:8080/healthz", "--log-format=json"],

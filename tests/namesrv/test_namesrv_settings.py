@@ -17,7 +17,7 @@ def test_defaults_match_rocketmq() -> None:
     assert s.kv_config_path == "~/namesrv/kvConfig.json"
     assert s.scan_interval_s == 10 and s.broker_timeout_s == 120
     assert s.frame_max_length == 16 * 1024 * 1024
-    assert s.metrics_port == 5557
+    assert s.metrics_port == 0, "any free port: a name server must not take a port a broker may want"
     assert s.order_message_enable is False
 
 
@@ -35,7 +35,8 @@ def test_properties_file_with_rocketmq_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize("values, message", [
     ({"listenPort": "70000"}, "listenPort=70000"),
     ({"listenPort": "abc"}, "listenPort='abc': expected an integer"),
-    ({"metricsPort": "-1"}, "metricsPort=-1"),
+    ({"metricsPort": "-2"}, "metricsPort=-2"),
+    ({"metricsPort": "65536"}, "metricsPort=65536"),
     ({"scanNotActiveBrokerInterval": "0"}, "scanNotActiveBrokerInterval=0"),
     ({"brokerChannelExpiredTime": "-5"}, "brokerChannelExpiredTime=-5"),
     ({"frameMaxLength": "10"}, "frameMaxLength=10"),

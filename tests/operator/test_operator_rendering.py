@@ -85,7 +85,7 @@ def test_namesrv_statefulset_exactly() -> None:
             "terminationGracePeriodSeconds": 30,
             "containers": [{
                 "name": "namesrv", "image": "rocketq/rocketq:0.1.0", "imagePullPolicy": "IfNotPresent",
-                "command": ["rocketq", "namesrv"],
+                "command": ["rocketq", "namesrv", "--metrics-port", "5557"],
                 "ports": [{"name": "namesrv", "containerPort": 9876, "protocol": "TCP"},
                           {"name": "metrics", "containerPort": 5557, "protocol": "TCP"}],
                 **probes(60),
@@ -133,6 +133,7 @@ def test_master_slave_broker_conf_and_configmap_exactly() -> None:
         "storePathRootDir=/home/rocketq/store\n"
         "listenPort=10911\n"
         "haListenPort=10912\n"
+        "metricsPort=5557\n"
         "deleteWhen=04\n"
         "fileReservedTime=48\n"
     )
@@ -156,6 +157,7 @@ def test_dledger_broker_conf_lists_every_peer_and_no_master() -> None:
         "storePathRootDir=/home/rocketq/store\n"
         "listenPort=10911\n"
         "haListenPort=10912\n"
+        "metricsPort=5557\n"
         "enableDLegerCommitLog=true\n"
         "dLegerGroup=demo-broker-0\n"
         "dLegerPeers=n0-demo-broker-0-0.demo-broker-0.mq.svc:40911;n1-demo-broker-0-1.demo-broker-0.mq.svc:40911;"

@@ -36,6 +36,8 @@ def broker_settings(cluster: Cluster, index: int) -> dict[str, str]:
         "storePathRootDir": STORE_PATH,
         "listenPort": str(names.BROKER_PORT),
         "haListenPort": str(names.HA_PORT),
+        # rocketq's own default is any free port; the pods' probes and Service need this one
+        "metricsPort": str(names.METRICS_PORT),
     })
     if brokers.mode is BrokerMode.DLEDGER:
         values.update({

@@ -34,7 +34,8 @@ def render_namesrv_statefulset(cluster: Cluster) -> dict[str, Any]:
         "name": "namesrv",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy.value,
-        "command": ["rocketq", "namesrv"],
+        # rocketq's own default is any free port; the pod's probes and Service need this one
+        "command": ["rocketq", "namesrv", "--metrics-port", str(names.METRICS_PORT)],
         "ports": _ports(),
         **common.health_probes(NAMESRV_STARTUP_FAILURES),
         "securityContext": common.container_security_context(),
