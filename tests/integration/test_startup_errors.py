@@ -108,7 +108,7 @@ def test_store_locked_by_another_broker(processes: Processes, tmp_path: Path) ->
     store = tmp_path / "store"
     processes.broker("127.0.0.1:1", store=store)
     result = run(*broker_args(store))
-    assert_one_line_error(result, 1, "in use by another process")
+    assert_one_line_error(result, 1, "is in use by pid")
 
 
 async def test_changed_commitlog_file_size(processes: Processes, tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ async def test_changed_commitlog_file_size(processes: Processes, tmp_path: Path)
         await producer.send(Message("StartupErrors", b"makes a CommitLog segment"))
     assert broker.stop() == 0
     result = run(*broker_args(store, "--set", f"mappedFileSizeCommitLog={SEGMENT // 2}"))
-    assert_one_line_error(result, 2, "was the file size setting changed")
+    assert_one_line_error(result, 2, "is mappedFileSizeCommitLog=")
 
 
 def test_a_taken_listen_port_is_exit_1(taken_port: int, tmp_path: Path) -> None:
