@@ -43,9 +43,10 @@ import crdschema
 import jsonpatch
 import kmock
 import kopf
+import kubernetes
 import yaml
 from operator_fakes import FakeBrokerAdmin
-from rocketq_operator import handlers, identities, names
+from rocketq_operator import handlers, identities, kubeapi, names
 from rocketq_operator.rendering import common
 from rocketq_operator.runtime import OperatorConfig
 
@@ -329,7 +330,8 @@ class OperatorEnv:
         def login(**_: Any) -> kopf.ConnectionInfo:
             return kopf.ConnectionInfo(server=url)
 
-        handlers.register(registry, self.config, lambda _config: self.admin)
+        handlers.register(registry, self.config, lambda _config: self.admin,
+                          lambda: kubeapi.ClientApi(kubernetes.client.Configuration(host=url)))
         settings = kopf.OperatorSettings()
         settings.networking.error_backoffs = [0.1, 0.2, 0.5]
         settings.watching.reconnect_backoff = 0.1
@@ -388,7 +390,8 @@ class OperatorEnv:
         plural = RESOURCES[kind].rsplit("/", 1)[1]
         return [
             request.url.path for request in self.server
-            if request.method == method.upper() and request.headers.get("User-Agent", "").startswith("kopf")
+            if request.method == method.upper()
+            and request.headers.get("User-Agent", "").startswith(("kopf", kubeapi.USER_AGENT))
             and request.resource is not None and request.resource.plural == plural
         ]
 

@@ -454,3 +454,21 @@ async def test_a_restarted_operator_resumes_without_touching_a_healthy_cluster(e
     finally:
         await again.close()
 
+
+
+async def test_a_cluster_carries_no_finalizer_and_goes_while_the_operator_is_stopped(env: OperatorEnv) -> None:
+    """Periodic passes come from the operator's ticker, not a kopf timer (which adds kopf's
+    finalizer): deleting a cluster, or uninstalling a release that made one, never waits for
+    the operator. Its children go by owner reference."""
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    passes = len(env.operator_requests("PATCH", "RocketMQCluster"))
+    env.sts.unready.add("demo-broker-0-1")  # seen only by a periodic pass: nothing about demo changes
+    await env.wait_for(lambda: phase(env, "demo") == "Degraded", "a periodic pass to see the unready pod")
+    assert len(env.operator_requests("PATCH", "RocketMQCluster")) > passes
+    body = env.get("RocketMQCluster", "demo")
+    assert body is not None and not body["metadata"].get("finalizers")
+
+    await env.close()
+    await env.delete("RocketMQCluster", "demo")
+    assert env.get("RocketMQCluster", "demo") is None
