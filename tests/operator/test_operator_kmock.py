@@ -14,7 +14,7 @@ from typing import Any
 
 import kmock
 import pytest
-from operator_harness import ApiServer, OperatorEnv, fast_config, quiet_logs
+from operator_harness import PATHS, ApiServer, OperatorEnv, fast_config, quiet_logs
 from rocketq_operator import applying, names, spec
 from rocketq_operator.brokeradmin import GroupConfig, TopicConfig
 from rocketq_operator.rendering import broker, common, namesrv, pdb
@@ -472,3 +472,49 @@ async def test_a_cluster_carries_no_finalizer_and_goes_while_the_operator_is_sto
     await env.close()
     await env.delete("RocketMQCluster", "demo")
     assert env.get("RocketMQCluster", "demo") is None
+
+
+async def create_raw(env: OperatorEnv, kind: str, body: dict[str, Any]) -> None:
+    response = await env.server.post(PATHS[kind].format(ns="mq"), json=body)
+    assert response.status < 300, await response.text()
+
+
+async def test_a_strangers_objects_with_a_childs_name_are_refused_not_adopted(env: OperatorEnv) -> None:
+    """A StatefulSet nobody owns and a ConfigMap another owner holds, both named like children:
+    the operator reports them (condition and one Event each) and never patches or owns them, so
+    deleting the cluster cannot garbage-collect them."""
+    stranger = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "demo-namesrv", "namespace": "mq", "labels": {"app": "mine"}},
+                "spec": {"replicas": 0, "serviceName": "mine", "selector": {"matchLabels": {"app": "mine"}},
+                         "template": {"metadata": {"labels": {"app": "mine"}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    owned_elsewhere = {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "demo-broker-0-config", "namespace": "mq", "ownerReferences": [
+                           {"apiVersion": "v1", "kind": "ConfigMap", "name": "theirs", "uid": "u-1"}]},
+                       "data": {"theirs": "1"}}
+    await create_raw(env, "StatefulSet", stranger)
+    await create_raw(env, "ConfigMap", owned_elsewhere)
+    await env.create("RocketMQCluster", "demo", {})
+
+    def degraded() -> dict[str, Any] | None:
+        condition = env.condition("RocketMQCluster", "demo", "Degraded")
+        return condition if condition and condition["status"] == "True" else None
+
+    condition = await env.wait_for(degraded, "the name conflicts to be reported")
+    assert condition["reason"] == "NameConflict"
+    assert "StatefulSet mq/demo-namesrv already exists and has no owner" in condition["message"]
+    assert "ConfigMap mq/demo-broker-0-config already exists and belongs to ConfigMap 'theirs'" in condition["message"]
+    assert phase(env, "demo") == "Degraded"
+    ready = env.condition("RocketMQCluster", "demo", "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "NameConflict"
+    await asyncio.sleep(1.0)  # several periodic passes
+    messages = sorted(e["message"].split(" already")[0] for e in env.events("NameConflict"))
+    assert messages == ["ConfigMap mq/demo-broker-0-config", "StatefulSet mq/demo-namesrv"], "one Event each"
+
+    live = env.get("StatefulSet", "demo-namesrv")
+    assert live is not None and "ownerReferences" not in live["metadata"]
+    assert live["spec"]["serviceName"] == "mine" and live["metadata"]["labels"] == {"app": "mine"}
+    config = env.get("ConfigMap", "demo-broker-0-config")
+    assert config is not None and config["data"] == {"theirs": "1"}
+    assert [r["name"] for r in config["metadata"]["ownerReferences"]] == ["theirs"]
+    assert "demo-namesrv" not in [p.rsplit("/", 1)[1] for p in env.operator_requests("PATCH", "StatefulSet")]
