@@ -194,14 +194,22 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
         await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body),
                    stopped=lambda: bool(kwargs.get("stopped")))
 
-    async def entity_delete(body: kopf.Body, memo: Any, logger: Any, **_: Any) -> None:
+    async def entity_delete(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
         runtime = _runtime(memo)
+        ctx = _context(runtime, body, logger)
         try:
             async with runtime.lock(kind, *_key(body)):
-                logger.info(await entitysync.remove(_context(runtime, body, logger), kind, body))
+                logger.info(await entitysync.remove(ctx, kind, body))
         except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
             runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
+            # kopf writes the patch even though the handler fails: the reason reaches the status.
+            changes = conditions.status_patch(body.get("status"), entitysync.deletion_blocked(ctx, body, str(exc)))
+            for key, value in changes.items():
+                patch.status[key] = value
+            if "conditions" in changes:  # a new reason: tell it once, not on every retry
+                ctx.emit("Warning", entitysync.DELETION_BLOCKED, str(exc))
             raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+        runtime.forget(kind, *_key(body))
 
     for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
         decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)

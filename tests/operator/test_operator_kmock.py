@@ -12,6 +12,7 @@ import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
+import crdschema
 import kmock
 import pytest
 from operator_harness import PATHS, ApiServer, OperatorEnv, fast_config, quiet_logs
@@ -245,6 +246,19 @@ async def test_drain_that_never_empties_is_degraded_and_kept(env: OperatorEnv) -
     assert configmap is not None and "rocketq.io/draining-since" not in configmap["metadata"]["annotations"]
 
 
+def printer_columns(obj: dict[str, Any]) -> dict[str, Any]:
+    """What `kubectl get` shows for the object (the CRD's columns but Age; simple paths only)."""
+    (version,) = crdschema.load_crd(obj["kind"])["spec"]["versions"]
+    shown = {}
+    for column in version["additionalPrinterColumns"]:
+        if column["name"] != "Age":
+            value: Any = obj
+            for part in column["jsonPath"].lstrip(".").split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            shown[column["name"]] = value
+    return shown
+
+
 async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 2}})
     await running(env, "demo")
@@ -256,6 +270,8 @@ async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
         assert env.admin.topics[master]["orders"] == TopicConfig("orders")
     topic = env.get("RocketMQTopic", "orders")
     assert topic is not None and "rocketq.io/finalizer" in topic["metadata"]["finalizers"]
+    assert printer_columns(topic) == {"Cluster": "demo", "Topic": "orders", "Read": 8, "Write": 8, "Perm": 6,
+                                      "Phase": "Ready"}, "no empty column when the name defaults"
 
     await env.patch("RocketMQTopic", "orders", {"spec": {"perm": 4, "writeQueueNums": 2}})
     await env.wait_for(lambda: all(env.admin.topics[m]["orders"] == TopicConfig("orders", 8, 2, 4) for m in masters),
@@ -276,6 +292,9 @@ async def test_consumer_group_lifecycle_and_invalid_spec(env: OperatorEnv) -> No
     await env.create("RocketMQConsumerGroup", "billing", {"clusterRef": "demo", "consumeBroadcastEnable": True})
     await env.wait_for(lambda: env.admin.groups.get(master, {}).get("billing") == GroupConfig(
         "billing", consume_broadcast_enable=True), "the group on the master")
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "billing").get("phase") == "Ready", "Ready")
+    assert printer_columns(env.get("RocketMQConsumerGroup", "billing") or {}) == {
+        "Cluster": "demo", "Group": "billing", "Phase": "Ready"}
     await env.create("RocketMQConsumerGroup", "bad-group", {"clusterRef": "demo", "groupName": "has.dot"})
     await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "bad-group").get("phase") == "Failed",
                        "the invalid group to fail")
@@ -518,3 +537,27 @@ async def test_a_strangers_objects_with_a_childs_name_are_refused_not_adopted(en
     assert config is not None and config["data"] == {"theirs": "1"}
     assert [r["name"] for r in config["metadata"]["ownerReferences"]] == ["theirs"]
     assert "demo-namesrv" not in [p.rsplit("/", 1)[1] for p in env.operator_requests("PATCH", "StatefulSet")]
+
+
+async def test_a_topic_whose_brokers_are_unreachable_says_why_it_stays_and_can_be_released(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo"})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Ready", "the topic Ready")
+    master = names.broker_address("demo", "mq", 0, 0)
+    env.admin.down.add(master)
+
+    await env.delete("RocketMQTopic", "orders")
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Deleting", "phase Deleting")
+    ready = env.condition("RocketMQTopic", "orders", "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "DeletionBlocked"
+    assert f"{master} does not answer" in ready["message"] and "rocketq.io/skip-broker-cleanup=true" in ready["message"]
+    await asyncio.sleep(1.0)  # several retries
+    assert len(env.events("DeletionBlocked")) == 1, "told once, not on every retry"
+    assert env.get("RocketMQTopic", "orders") is not None
+
+    skip = {"rocketq.io/skip-broker-cleanup": "true"}
+    await env.patch("RocketMQTopic", "orders", {"metadata": {"annotations": skip}})
+    await env.wait_for(lambda: env.get("RocketMQTopic", "orders") is None, "the annotation to release the topic")
+    assert env.events("BrokerCleanupSkipped")
+    assert "orders" in env.admin.topics[master], "nothing was removed from the unreachable broker"
