@@ -61,7 +61,6 @@ KINDS: Final[Mapping[str, Kind]] = {
     "ConfigMap": Kind("v1", "configmaps"),
     "Service": Kind("v1", "services"),
     "Pod": Kind("v1", "pods"),
-    "PersistentVolumeClaim": Kind("v1", "persistentvolumeclaims"),
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
     "RocketMQCluster": Kind("rocketq.io/v1alpha1", "rocketmqclusters"),
