@@ -561,3 +561,11 @@ async def test_a_topic_whose_brokers_are_unreachable_says_why_it_stays_and_can_b
     await env.wait_for(lambda: env.get("RocketMQTopic", "orders") is None, "the annotation to release the topic")
     assert env.events("BrokerCleanupSkipped")
     assert "orders" in env.admin.topics[master], "nothing was removed from the unreachable broker"
+
+
+async def test_the_finalizer_an_older_operator_put_on_a_cluster_is_removed(env: OperatorEnv) -> None:
+    await create_raw(env, "RocketMQCluster", {
+        "apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+        "metadata": {"name": "demo", "namespace": "mq", "finalizers": ["rocketq.io/finalizer"]}, "spec": {}})
+    await env.wait_for(lambda: not (env.get("RocketMQCluster", "demo") or {})["metadata"].get("finalizers"),
+                       "kopf to drop the finalizer no handler needs any more")
