@@ -315,6 +315,25 @@ def test_service_monitor_selects_the_operator_metrics_service() -> None:
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
 
 
+@pytest.mark.parametrize("ports", [{}, {"healthPort": 8181, "metricsPort": 9191}])
+def test_probes_and_scrapes_reach_the_endpoints_the_operator_serves(ports: dict[str, int]) -> None:
+    """kopf's --liveness binds the health port, the operator's /metrics the port its environment
+    names; the probes, the Service and so the ServiceMonitor must each reach the right one."""
+    objs = objects(render({**VALUE_SETS["monitoring"], "operator": ports}))
+    main = container(objs)
+    by_name = {p["name"]: p["containerPort"] for p in main["ports"]}
+    (liveness,) = [a for a in main["args"] if a.startswith("--liveness=")]
+    assert liveness == f"--liveness=http://0.0.0.0:{by_name['health']}/healthz"
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["ROCKETQ_OPERATOR_METRICS_PORT"] == str(by_name["metrics"])
+    assert by_name["health"] != by_name["metrics"]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert main[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    (service_port,) = one(objs, "Service")["spec"]["ports"]
+    assert service_port["targetPort"] == "metrics"
+    assert one(objs, "ServiceMonitor")["spec"]["endpoints"][0]["port"] == service_port["name"]
+
+
 def test_pod_monitor_scrapes_rocketq_pods_and_labels_the_series() -> None:
     monitor = one(monitoring_objects(), "PodMonitor")
     assert monitor["spec"]["selector"] == {"matchExpressions": [{"key": "rocketq.io/cluster", "operator": "Exists"}]}
