@@ -286,6 +286,7 @@ INVALID = [
     ("RocketMQTopic", "t", {"clusterRef": "demo", "topicName": "x" * 128},
      "spec.topicName: Invalid value"),
     ("RocketMQTopic", "orders.created", {"clusterRef": "demo"}, "set spec.topicName"),
+    ("RocketMQTopic", "a" * 128, {"clusterRef": "demo"}, "metadata.name is longer than 127 characters"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "topicName": "RMQ_SYS_TRACE_TOPIC"},
      "this is a RocketMQ system topic name"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "topicName": "TBW102"}, "this is a RocketMQ system topic name"),
@@ -370,3 +371,20 @@ def test_topic_name_accepted_exactly_when_rocketmq_allows_it(name: str) -> None:
     errors = crdschema.validate("RocketMQTopic", cr("RocketMQTopic", "t", clusterRef="d", topicName=name))
     allowed = bool(NAME_RULE.fullmatch(name)) and len(name) <= 127 and not SYSTEM.search(name)
     assert (errors == []) == allowed, (name, errors)
+
+
+def test_every_cel_rule_is_seen_refusing_something() -> None:
+    """Each rule holds on the examples and defaults (above) and fails on at least one case of
+    INVALID or UPDATES here, so no rule is dead, inverted or unreachable."""
+    produced: list[str] = []
+    for kind, name, spec, _expected in INVALID:
+        produced += crdschema.validate(kind, cr(kind, name, **spec))
+    for kind, before, after, _expected in UPDATES:
+        produced += crdschema.validate(kind, cr(kind, **after), old=cr(kind, **before))
+    unseen = []
+    for kind in crdschema.KINDS:
+        for path, node in schema_nodes(version_of(kind)["schema"]["openAPIV3Schema"]):
+            for entry in node.get("x-kubernetes-validations", []):
+                if not any(entry["message"] in error for error in produced):
+                    unseen.append(f"{kind} {path}: {entry['rule']}")
+    assert unseen == []
