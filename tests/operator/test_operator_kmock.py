@@ -31,7 +31,8 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[OperatorEnv]:
     never mistaken for a lost master; failover tests ask for a short grace period."""
     quiet_logs()
     marker = request.node.get_closest_marker("operator_config")
-    async with ApiServer() as server, kmock.Server(server):
+    admission = request.node.get_closest_marker("without_admission") is None
+    async with ApiServer(admission=admission) as server, kmock.Server(server):
         operator = OperatorEnv(server, fast_config(**(marker.kwargs if marker else {})))
         await operator.start()
         try:
@@ -285,7 +286,7 @@ async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
     assert all("orders" not in env.admin.topics[m] for m in masters)
 
 
-async def test_consumer_group_lifecycle_and_invalid_spec(env: OperatorEnv) -> None:
+async def test_consumer_group_lifecycle(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
     master = names.broker_address("demo", "mq", 0, 0)
@@ -295,11 +296,6 @@ async def test_consumer_group_lifecycle_and_invalid_spec(env: OperatorEnv) -> No
     await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "billing").get("phase") == "Ready", "Ready")
     assert printer_columns(env.get("RocketMQConsumerGroup", "billing") or {}) == {
         "Cluster": "demo", "Group": "billing", "Phase": "Ready"}
-    await env.create("RocketMQConsumerGroup", "bad-group", {"clusterRef": "demo", "groupName": "has.dot"})
-    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "bad-group").get("phase") == "Failed",
-                       "the invalid group to fail")
-    ready = env.condition("RocketMQConsumerGroup", "bad-group", "Ready")
-    assert ready is not None and ready["reason"] == "InvalidSpec" and "has.dot" in ready["message"]
     await env.delete("RocketMQConsumerGroup", "billing")
     await env.wait_for(lambda: env.get("RocketMQConsumerGroup", "billing") is None, "the group to go")
     assert set(env.admin.called("delete_group")) == {(master, "billing")}
@@ -379,9 +375,10 @@ async def test_pause_annotation_stops_every_change(env: OperatorEnv) -> None:
     assert (env.condition("RocketMQCluster", "demo", "ReconciliationPaused") or {})["status"] == "False"
 
 
+@pytest.mark.without_admission
 async def test_invalid_spec_is_a_condition_not_a_crash(env: OperatorEnv) -> None:
-    # The CRD's CEL rule refuses this on a real API server; kmock runs no CEL, so the operator's
-    # own check is what stands here.
+    # The CRD's CEL rule refuses this on a real API server; on one without CEL the operator's
+    # own check is what stands (test_the_emulated_api_server_refuses_what_the_crd_refuses).
     await env.create("RocketMQCluster", "odd", {"brokers": {"mode": "DLedger", "replicasPerGroup": 2}})
     await env.wait_for(lambda: phase(env, "odd") == "Failed", "the Failed phase")
     ready = env.condition("RocketMQCluster", "odd", "Ready")
@@ -395,6 +392,7 @@ async def test_invalid_spec_is_a_condition_not_a_crash(env: OperatorEnv) -> None
     assert env.names("Pod") >= {"odd-broker-0-0", "odd-broker-0-1", "odd-broker-0-2"}
 
 
+@pytest.mark.without_admission
 async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
@@ -569,3 +567,27 @@ async def test_the_finalizer_an_older_operator_put_on_a_cluster_is_removed(env: 
         "metadata": {"name": "demo", "namespace": "mq", "finalizers": ["rocketq.io/finalizer"]}, "spec": {}})
     await env.wait_for(lambda: not (env.get("RocketMQCluster", "demo") or {})["metadata"].get("finalizers"),
                        "kopf to drop the finalizer no handler needs any more")
+
+
+async def test_the_emulated_api_server_refuses_what_the_crd_refuses(env: OperatorEnv) -> None:
+    """The harness admits rocketq.io writes as kube-apiserver does: schema and CEL on create,
+    transition rules on update; everything the other tests (and the operator) write passes."""
+    body = {"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+            "metadata": {"name": "odd", "namespace": "mq"},
+            "spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 2}}}
+    response = await env.server.post(PATHS["RocketMQCluster"].format(ns="mq"), json=body)
+    assert response.status == 422 and "DLedger needs an odd quorum" in await response.text()
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    response = await env.server.patch(f"{PATHS['RocketMQCluster'].format(ns='mq')}/demo",
+                                      json={"spec": {"storage": {"type": "EmptyDir"}}})
+    assert response.status == 422 and "storage.type is immutable" in await response.text()
+
+
+@pytest.mark.without_admission
+async def test_an_invalid_group_is_a_condition_where_the_api_server_lets_it_in(env: OperatorEnv) -> None:
+    await env.create("RocketMQConsumerGroup", "bad-group", {"clusterRef": "demo", "groupName": "has.dot"})
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "bad-group").get("phase") == "Failed",
+                       "the invalid group to fail")
+    ready = env.condition("RocketMQConsumerGroup", "bad-group", "Ready")
+    assert ready is not None and ready["reason"] == "InvalidSpec" and "has.dot" in ready["message"]
