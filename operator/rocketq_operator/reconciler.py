@@ -133,8 +133,8 @@ class ClusterPass:
                 changes.append("spec.brokers.mode")
             if changes:
                 self.refused[index] = changes
-                self.found.degraded.append((
-                    "ImmutableFieldChange",
+                self.refuse(applying.Refused(
+                    applying.IMMUTABLE_FIELD_CHANGE,
                     f"{group.name}: {', '.join(changes)} cannot change on a running group; "
                     "its pods keep their current settings until the spec is reverted",
                 ))
@@ -149,9 +149,12 @@ class ClusterPass:
         try:
             return await applying.apply(self.api, desired)
         except applying.Refused as refused:
-            self.found.degraded.append((refused.reason, refused.message))
-            self.found.refusals.append(refused)
+            self.refuse(refused)
             return None
+
+    def refuse(self, refused: applying.Refused) -> None:
+        self.found.degraded.append((refused.reason, refused.message))
+        self.found.refusals.append(refused)
 
     def announce_refusals(self) -> None:
         """A Warning Event per refusal, once: not again while the Degraded condition says it."""

@@ -402,6 +402,7 @@ async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> 
     await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
                        == "ImmutableFieldChange", "ImmutableFieldChange")
     assert "spec.brokers.mode" in (env.condition("RocketMQCluster", "demo", "Degraded") or {})["message"]
+    assert [e["type"] for e in env.events("ImmutableFieldChange")] == ["Warning"]
     assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"] == (configmap or {})["data"]
     assert (env.get("StatefulSet", "demo-broker-0") or {})["spec"]["replicas"] == 2
     assert env.get("StatefulSet", "demo-broker-1") is None  # no group starts in another mode
