@@ -42,7 +42,8 @@ CLUSTER_KIND: Final = "RocketMQCluster"
 
 AdminFactory = Callable[[OperatorConfig], brokeradmin.BrokerAdmin]
 ApiFactory = Callable[[], kubeapi.KubeApi]
-Pass = Callable[[Context], Awaitable[dict[str, Any]]]
+Pass = Callable[[Context, kopf.Body], Awaitable[dict[str, Any]]]
+"""One reconcile pass over the given body; returns the status it wants."""
 
 
 def _runtime(memo: Any) -> Runtime:
@@ -67,21 +68,24 @@ def _key(body: kopf.Body) -> tuple[str, str]:
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
-async def _measured(runtime: Runtime, kind: str, body: kopf.Body, logger: Any, work: Pass,
-                    stopped: Callable[[], bool]) -> dict[str, Any] | None:
-    """Run one pass under the object's lock and count it; None when it did not run.
+async def _measured(runtime: Runtime, kind: str, key: tuple[str, str], load: Callable[[], Awaitable[kopf.Body | None]],
+                    logger: Any, work: Pass, stopped: Callable[[], bool]) -> tuple[kopf.Body, dict[str, Any]] | None:
+    """Run one pass under the object's lock and count it: the body it ran on and the status it
+    wants, or None when it did not run.
 
-    ``stopped`` is checked once the lock is held: a timer that waited for a delete handler
-    must not bring back what that handler just removed."""
+    ``load`` gives the body once the lock is held, so a pass never starts from a spec older than
+    the one the pass before it applied. ``stopped`` is checked then too: a timer that waited for
+    a delete handler must not bring back what that handler just removed."""
     started = time.monotonic()
     result = Result.OK
     try:
-        async with runtime.lock(kind, *_key(body)):
-            if stopped() or _deleting(body):
+        async with runtime.lock(kind, *key):
+            body = await load()
+            if body is None or stopped() or _deleting(body):
                 return None
-            status = await work(_context(runtime, body, logger))
+            status = await work(_context(runtime, body, logger), body)
         result = _result_of(status)
-        return status
+        return body, status
     except Exception as exc:
         result = Result.ERROR
         runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
@@ -95,32 +99,36 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
                stopped: Callable[[], bool] = lambda: False) -> None:
     """A pass from a kopf handler: its status goes into kopf's patch, only if it changed."""
     runtime = _runtime(memo)
+
+    async def given() -> kopf.Body:  # kopf hands its handlers the body of the newest event
+        return body
+
     try:
-        status = await _measured(runtime, kind, body, logger, work, stopped)
+        done = await _measured(runtime, kind, _key(body), given, logger, work, stopped)
     except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
         raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
-    if status is None:
+    if done is None:
         return
-    changes = conditions.status_patch(body.get("status"), status)
+    changes = conditions.status_patch(body.get("status"), done[1])
     for key, value in changes.items():
         patch.status[key] = value
 
 
 async def _tick_cluster(runtime: Runtime, namespace: str, name: str) -> None:
     """A periodic pass over one cluster: read it, reconcile, write the status if it changed."""
-    raw = await runtime.api.get(CLUSTER_KIND, namespace, name)
-    if raw is None:
-        return
-    body = kopf.Body(cast(kopf.RawBody, raw))
+    async def read() -> kopf.Body | None:
+        raw = await runtime.api.get(CLUSTER_KIND, namespace, name)
+        return kopf.Body(cast(kopf.RawBody, raw)) if raw is not None else None
+
     logger = logging.LoggerAdapter(logging.getLogger("rocketq_operator.clusters"),
                                    {"object": f"{namespace}/{name}"})
     try:
-        status = await _measured(runtime, CLUSTER_KIND, body, logger,
-                                 lambda ctx: reconciler.reconcile(ctx, body), lambda: False)
+        done = await _measured(runtime, CLUSTER_KIND, (namespace, name), read, logger,
+                               reconciler.reconcile, lambda: False)
     except (kubeapi.ApiError, brokeradmin.BrokerAdminError) as exc:
         logger.warning(f"Periodic pass failed, the next one retries: {exc}")
         return
-    changes = conditions.status_patch(body.get("status"), status) if status is not None else {}
+    changes = conditions.status_patch(done[0].get("status"), done[1]) if done is not None else {}
     if changes:
         await runtime.api.patch(CLUSTER_KIND, namespace, name, {"status": changes}, subresource="status")
 
@@ -164,7 +172,7 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
 
 def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) -> None:
     async def cluster_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
-        await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body))
+        await _run(CLUSTER_KIND, body, patch, memo, logger, reconciler.reconcile)
 
     async def cluster_seen(body: kopf.Body, type: str | None, memo: Any, **_: Any) -> None:
         runtime = _runtime(memo)
@@ -188,10 +196,10 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
     prefix = plural.removeprefix("rocketmq").rstrip("s")
 
     async def entity_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
-        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body))
+        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current))
 
     async def entity_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
-        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body),
+        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current),
                    stopped=lambda: bool(kwargs.get("stopped")))
 
     async def entity_delete(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
