@@ -12,9 +12,13 @@ the desired one, so a key the operator stopped rendering is removed, while keys 
 (status, server defaults, other tools' annotations) are left alone. The cost: an owned field
 edited by hand is only put back on the next change of the spec.
 
-StatefulSets have fields the API server refuses to change (selector, serviceName,
-podManagementPolicy, volumeClaimTemplates); ``immutable_changes`` names them so a reconciler
-can report the change instead of failing on it.
+Ownership: a desired object names its owner (the cluster) in a controller owner reference. An
+object of the same name that this owner does not hold (a stranger's, or one nobody owns) is
+never patched, adopted or deleted: adopting it would let the garbage collector delete it with
+the cluster. ``apply`` raises ``Refused`` instead, as it does for a StatefulSet change the API
+server would refuse (selector, serviceName, podManagementPolicy, volumeClaimTemplates; see
+``immutable_changes``) and for any write the server answers 422 Invalid. A reconciler turns a
+``Refused`` into a condition and an Event and carries on with the other objects.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import copy
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final
 
 import orjson
@@ -51,6 +56,43 @@ class ApplyResult:
     @property
     def changed(self) -> bool:
         return self.action is not Action.NOOP
+
+
+class Refused(Exception):
+    """The live object cannot be brought to the desired one; nothing was written.
+
+    ``reason`` is a condition reason (CamelCase), the message says what to do."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+NAME_CONFLICT: Final = "NameConflict"
+IMMUTABLE_FIELD_CHANGE: Final = "ImmutableFieldChange"
+APPLY_INVALID: Final = "ApplyInvalid"
+
+
+def owner_uid(obj: Mapping[str, Any]) -> str | None:
+    """The uid of the object's controller (its first owner reference marked ``controller``)."""
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    refs = obj.get("metadata", {}).get("ownerReferences") or []
+    return any(isinstance(ref, Mapping) and ref.get("uid") == uid for ref in refs)
+
+
+def _holder(live: Mapping[str, Any]) -> str:
+    refs = [r for r in live.get("metadata", {}).get("ownerReferences") or [] if isinstance(r, Mapping)]
+    if not refs:
+        return "has no owner"
+    return "belongs to " + ", ".join(f"{r.get('kind')} {r.get('name')!r}" for r in refs)
 
 
 def _strip_last_applied(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,18 +147,46 @@ def _identity(desired: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(desired.get("kind")), str(meta.get("namespace")), str(meta.get("name"))
 
 
+def _check_live(live: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+    """Raise ``Refused`` when ``live`` is not ours to change, or cannot change as desired."""
+    kind, namespace, name = _identity(desired)
+    owner = owner_uid(desired)
+    if owner is not None and not owned_by(live, owner):
+        raise Refused(NAME_CONFLICT, (
+            f"{kind} {namespace}/{name} already exists and {_holder(live)}: the operator does not "
+            "take over objects it did not create; delete or rename it"))
+    if kind == "StatefulSet" and (changes := immutable_changes(live, desired)):
+        raise Refused(IMMUTABLE_FIELD_CHANGE, (
+            f"StatefulSet {name}: {', '.join(changes)} cannot change on a running StatefulSet; "
+            "it keeps its current settings until the spec is reverted"))
+
+
+async def _write(what: str, call: Any) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = await call
+    except kubeapi.ApiError as exc:
+        if exc.status == HTTPStatus.UNPROCESSABLE_ENTITY:
+            raise Refused(APPLY_INVALID, f"the API server refused {what}: {exc}") from exc
+        raise
+    return result
+
+
 async def apply(api: kubeapi.KubeApi, desired: Mapping[str, Any]) -> ApplyResult:
-    """Create ``desired`` or bring the live object to it; Noop when it is what was applied last."""
+    """Create ``desired`` or bring the live object to it; Noop when it is what was applied last.
+
+    Raises ``Refused`` (nothing written) for an object another owner holds, an immutable change
+    or a write the API server finds invalid; ``kubeapi.ApiError`` for anything else."""
     kind, namespace, name = _identity(desired)
     live = await api.get(kind, namespace, name)
     stamped = _stamped(desired)
     if live is None:
         try:
-            created = await api.create(stamped)
+            created = await _write(f"creating {kind} {name}", api.create(stamped))
         except kubeapi.Conflict:
-            # Someone created it between our read and write; the next pass patches it.
+            # Someone created it between our read and write; the next pass looks at it.
             return ApplyResult(Action.NOOP, kind, name, await api.get(kind, namespace, name))
         return ApplyResult(Action.CREATED, kind, name, created)
+    _check_live(live, desired)
     previous = last_applied(live)
     wanted = _strip_last_applied(desired)
     if previous == wanted:
@@ -125,12 +195,15 @@ async def apply(api: kubeapi.KubeApi, desired: Mapping[str, Any]) -> ApplyResult
     patch.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = (
         stamped["metadata"]["annotations"][LAST_APPLIED]
     )
-    patched = await api.patch(kind, namespace, name, patch)
+    patched = await _write(f"the patch of {kind} {name}", api.patch(kind, namespace, name, patch))
     return ApplyResult(Action.PATCHED, kind, name, patched)
 
 
-async def remove(api: kubeapi.KubeApi, kind: str, namespace: str, name: str) -> ApplyResult:
-    """Delete an object the spec no longer asks for; Noop when it is already gone."""
+async def remove(api: kubeapi.KubeApi, kind: str, namespace: str, name: str, owner: str) -> ApplyResult:
+    """Delete an object the spec no longer asks for; Noop when it is gone or not ``owner``'s."""
+    live = await api.get(kind, namespace, name)
+    if live is None or not owned_by(live, owner):
+        return ApplyResult(Action.NOOP, kind, name, live)
     deleted = await api.delete(kind, namespace, name)
     return ApplyResult(Action.DELETED if deleted else Action.NOOP, kind, name, None)
 

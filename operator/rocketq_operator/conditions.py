@@ -29,6 +29,8 @@ class Phase(enum.Enum):
     FAILED = "Failed"
     READY = "Ready"
     """Topics and consumer groups: present on every master."""
+    DELETING = "Deleting"
+    """Topics and consumer groups: deleted, waiting to be removed from the brokers."""
 
 
 class Type(enum.Enum):

@@ -8,7 +8,11 @@ still being seeded or being drained are left to the cluster reconciler (see ``sc
 
 Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a
 topic also from the name servers' routes. If the cluster itself is gone or being deleted there
-is nothing to clean up and the object is released at once.
+is nothing to clean up and the object is released at once. While a broker cannot be reached
+the object stays, and says why in its status (``Ready=False, reason=DeletionBlocked``, phase
+``Deleting``) and in a Warning Event. The way out, when those brokers are gone for good: the
+annotation ``rocketq.io/skip-broker-cleanup: "true"`` releases the object without touching the
+brokers (what was created there stays there).
 
 The RocketMQ name (``topicName``/``groupName``) cannot change: the first name applied is kept
 in the ``rocketq.io/applied-name`` annotation, and a different one later is refused with a
@@ -27,6 +31,10 @@ from rocketq_operator.runtime import Context
 from rocketq_operator.spec import BrokerMode
 
 APPLIED_NAME: Final = "rocketq.io/applied-name"
+SKIP_CLEANUP: Final = "rocketq.io/skip-broker-cleanup"
+DELETION_BLOCKED: Final = "DeletionBlocked"
+STATUS_NAME: Final = {entities.TOPIC_KIND: "topicName", entities.GROUP_KIND: "groupName"}
+"""The status field holding the RocketMQ name (the printer columns read it)."""
 
 
 class Retry(Exception):
@@ -102,7 +110,7 @@ def _applied_name(body: Mapping[str, Any]) -> str | None:
 async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """One pass for a topic or consumer group; returns the status it should have."""
     meta = body.get("metadata", {})
-    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    name = str(meta.get("name", ""))
     generation = meta.get("generation") if isinstance(meta.get("generation"), int) else None
     parsed = entities.parse(kind, body.get("spec"), name)
     if parsed.spec is None:
@@ -113,14 +121,25 @@ async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, An
         return _status(ctx, body, Phase.FAILED, "InvalidSpec",
                        f"the RocketMQ name cannot change (was {applied!r}, now {config.name!r}): "
                        "create a new object instead", [], generation)
-    view = await _cluster(ctx, namespace, parsed.spec.cluster_ref)
+    status = await _apply_everywhere(ctx, kind, body, parsed.spec, generation)
+    # The printer column shows the RocketMQ name, also when it defaults to metadata.name.
+    status[STATUS_NAME[kind]] = config.name
+    return status
+
+
+async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
+                            entity: entities.TopicSpec | entities.GroupSpec, generation: int | None) -> dict[str, Any]:
+    meta = body.get("metadata", {})
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    config = entity.config
+    view = await _cluster(ctx, namespace, entity.cluster_ref)
     if isinstance(view, str):
         return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
-    if applied is None:
+    if _applied_name(body) is None:
         await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
     done: list[str] = []
     problems: list[str] = []
-    wanted = targets(view, parsed.spec.cluster_ref, namespace, everywhere=False)
+    wanted = targets(view, entity.cluster_ref, namespace, everywhere=False)
     for target in wanted:
         if target.address is None:
             problems.append(f"{target.group} has no serving master")
@@ -132,7 +151,7 @@ async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, An
             continue
         done.append(target.group)
     if not wanted:
-        problems.append(f"RocketMQCluster {parsed.spec.cluster_ref!r} has no broker group ready for {kind}s yet")
+        problems.append(f"RocketMQCluster {entity.cluster_ref!r} has no broker group ready for {kind}s yet")
     if problems:
         return _status(ctx, body, Phase.PENDING, "BrokersPending", "; ".join(problems), done, generation)
     return _status(ctx, body, Phase.READY, "Applied", f"present on {len(done)} broker groups", done, generation)
@@ -150,10 +169,25 @@ def _status(ctx: Context, body: Mapping[str, Any], phase: Phase, reason: str, me
     }
 
 
+def deletion_blocked(ctx: Context, body: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """The status of an entity whose deletion waits for brokers, with the way out in the message."""
+    meta = body.get("metadata", {})
+    generation = meta.get("generation") if isinstance(meta.get("generation"), int) else None
+    brokers = (body.get("status") or {}).get("brokers")
+    message = (f"{why}. The object stays until every broker group is cleaned up; if those brokers are "
+               f"gone for good, annotate it {SKIP_CLEANUP}=true to release it without cleanup")
+    return _status(ctx, body, Phase.DELETING, DELETION_BLOCKED, message,
+                   list(brokers) if isinstance(brokers, list) else [], generation)
+
+
 async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     """Delete the entity from every broker group; raises ``Retry`` while a broker cannot be reached."""
     meta = body.get("metadata", {})
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    if (meta.get("annotations") or {}).get(SKIP_CLEANUP) == "true":
+        message = f"{SKIP_CLEANUP} is set: released without removing it from the brokers"
+        ctx.emit("Warning", "BrokerCleanupSkipped", message)
+        return message
     parsed = entities.parse(kind, body.get("spec"), name)
     if parsed.spec is None:
         return "nothing was applied from an invalid spec"

@@ -3,30 +3,32 @@
 ``register(registry, config, admin_factory)`` adds every handler to a kopf registry (the
 default one in ``main``, a fresh one per test), so nothing is registered on import:
 
-- startup/cleanup: build and close the ``Runtime`` (API client, BrokerAdmin, metrics endpoint).
-- RocketMQCluster: create, update and resume run one pass at once; a timer every
-  ``reconcile_interval`` seconds keeps it level-based (readiness, rolls, failover, drains). No
-  finalizer: Kubernetes' garbage collector removes the children through owner references.
+- startup/cleanup: build and close the ``Runtime`` (API client, BrokerAdmin, metrics endpoint,
+  cluster ticker).
+- RocketMQCluster: create, update and resume run one pass at once; the ``Ticker`` (see
+  ``ticking``) runs one every ``reconcile_interval`` seconds to stay level-based (readiness,
+  rolls, failover, drains), fed by an event handler. No finalizer, and no kopf timer (which
+  would add one): Kubernetes' garbage collector removes the children through owner
+  references, so a cluster can be deleted while the operator is stopped.
 - RocketMQTopic / RocketMQConsumerGroup: create, update, resume and a slower timer push the
   entity to every master; a delete handler (and with it kopf's finalizer) removes it from the
   brokers before the object goes.
 
-Passes over one object never overlap: the timer and the change handlers share an
-``asyncio.Lock`` in kopf's per-object memo. Kubernetes or broker errors become
+Passes over one object never overlap: the ticker, the timers and the change handlers share
+one ``asyncio.Lock`` per object (``Runtime.lock``). Kubernetes or broker errors become
 ``kopf.TemporaryError`` so kopf retries after ``retry_delay``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import kopf
 
-from rocketq_operator import brokeradmin, conditions, entities, entitysync, kubeapi, reconciler
+from rocketq_operator import brokeradmin, conditions, entities, entitysync, kubeapi, reconciler, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer, Result
 from rocketq_operator.runtime import Context, OperatorConfig, Runtime
 
@@ -39,7 +41,9 @@ FINALIZER_POLLING: Final = 1.0
 CLUSTER_KIND: Final = "RocketMQCluster"
 
 AdminFactory = Callable[[OperatorConfig], brokeradmin.BrokerAdmin]
-Pass = Callable[[Context], Awaitable[dict[str, Any]]]
+ApiFactory = Callable[[], kubeapi.KubeApi]
+Pass = Callable[[Context, kopf.Body], Awaitable[dict[str, Any]]]
+"""One reconcile pass over the given body; returns the status it wants."""
 
 
 def _runtime(memo: Any) -> Runtime:
@@ -51,7 +55,7 @@ def _runtime(memo: Any) -> Runtime:
 
 def _context(runtime: Runtime, body: kopf.Body, logger: Any) -> Context:
     def emit(kind: str, reason: str, message: str) -> None:
-        kopf.event(body, type=kind, reason=reason, message=message)
+        kopf.event(body, type=kind, reason=reason, message=message)  # queued; kopf posts it
     return Context(runtime=runtime, emit=emit, logger=logger, now=runtime.clock())
 
 
@@ -59,26 +63,29 @@ def _deleting(body: kopf.Body) -> bool:
     return bool(body.get("metadata", {}).get("deletionTimestamp"))
 
 
-async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass,
-               stopped: Callable[[], bool] = lambda: False) -> None:
-    """Run one pass under the object's lock; write the status only if it changed.
+def _key(body: kopf.Body) -> tuple[str, str]:
+    meta = body.get("metadata", {})
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
-    ``stopped`` is checked once the lock is held: a timer that waited for a delete handler
-    must not bring back what that handler just removed."""
-    runtime = _runtime(memo)
-    lock = memo.setdefault("lock", asyncio.Lock())
+
+async def _measured(runtime: Runtime, kind: str, key: tuple[str, str], load: Callable[[], Awaitable[kopf.Body | None]],
+                    logger: Any, work: Pass, stopped: Callable[[], bool]) -> tuple[kopf.Body, dict[str, Any]] | None:
+    """Run one pass under the object's lock and count it: the body it ran on and the status it
+    wants, or None when it did not run.
+
+    ``load`` gives the body once the lock is held, so a pass never starts from a spec older than
+    the one the pass before it applied. ``stopped`` is checked then too: a timer that waited for
+    a delete handler must not bring back what that handler just removed."""
     started = time.monotonic()
     result = Result.OK
     try:
-        async with lock:
-            if stopped() or _deleting(body):
-                return
-            status = await work(_context(runtime, body, logger))
+        async with runtime.lock(kind, *key):
+            body = await load()
+            if body is None or stopped() or _deleting(body):
+                return None
+            status = await work(_context(runtime, body, logger), body)
         result = _result_of(status)
-    except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
-        result = Result.ERROR
-        runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
-        raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+        return body, status
     except Exception as exc:
         result = Result.ERROR
         runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
@@ -86,9 +93,44 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
     finally:
         runtime.metrics.duration.labels(kind=kind).observe(time.monotonic() - started)
         runtime.metrics.reconciles.labels(kind=kind, result=result.value).inc()
-    changes = conditions.status_patch(body.get("status"), status)
+
+
+async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass,
+               stopped: Callable[[], bool] = lambda: False) -> None:
+    """A pass from a kopf handler: its status goes into kopf's patch, only if it changed."""
+    runtime = _runtime(memo)
+
+    async def given() -> kopf.Body:  # kopf hands its handlers the body of the newest event
+        return body
+
+    try:
+        done = await _measured(runtime, kind, _key(body), given, logger, work, stopped)
+    except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
+        raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+    if done is None:
+        return
+    changes = conditions.status_patch(body.get("status"), done[1])
     for key, value in changes.items():
         patch.status[key] = value
+
+
+async def _tick_cluster(runtime: Runtime, namespace: str, name: str) -> None:
+    """A periodic pass over one cluster: read it, reconcile, write the status if it changed."""
+    async def read() -> kopf.Body | None:
+        raw = await runtime.api.get(CLUSTER_KIND, namespace, name)
+        return kopf.Body(cast(kopf.RawBody, raw)) if raw is not None else None
+
+    logger = logging.LoggerAdapter(logging.getLogger("rocketq_operator.clusters"),
+                                   {"object": f"{namespace}/{name}"})
+    try:
+        done = await _measured(runtime, CLUSTER_KIND, (namespace, name), read, logger,
+                               reconciler.reconcile, lambda: False)
+    except (kubeapi.ApiError, brokeradmin.BrokerAdminError) as exc:
+        logger.warning(f"Periodic pass failed, the next one retries: {exc}")
+        return
+    changes = conditions.status_patch(done[0].get("status"), done[1]) if done is not None else {}
+    if changes:
+        await runtime.api.patch(CLUSTER_KIND, namespace, name, {"status": changes}, subresource="status")
 
 
 def _result_of(status: dict[str, Any]) -> Result:
@@ -99,7 +141,8 @@ def _result_of(status: dict[str, Any]) -> Result:
     return Result.PAUSED if paused else Result.OK
 
 
-def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:
+def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory,
+                      api_factory: ApiFactory) -> None:
     @kopf.on.startup(id="rocketq-runtime-start", registry=registry)
     async def start_runtime(settings: kopf.OperatorSettings, memo: Any, logger: Any, **_: Any) -> None:
         settings.peering.standalone = config.standalone
@@ -111,8 +154,10 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
         settings.background.cancellation_polling = FINALIZER_POLLING
         metrics = Metrics()
         server = MetricsServer(metrics, "0.0.0.0", config.metrics_port) if config.metrics_port else None
-        runtime = Runtime(api=kubeapi.KopfApi(settings), admin=admin_factory(config), config=config,
+        runtime = Runtime(api=api_factory(), admin=admin_factory(config), config=config,
                           metrics=metrics, server=server)
+        runtime.ticker = ticking.Ticker(config.reconcile_interval,
+                                        lambda namespace, name: _tick_cluster(runtime, namespace, name))
         memo["runtime"] = runtime
         if server is not None:
             await server.start()
@@ -127,17 +172,23 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
 
 def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) -> None:
     async def cluster_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
-        await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body))
+        await _run(CLUSTER_KIND, body, patch, memo, logger, reconciler.reconcile)
 
-    async def cluster_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
-        await _run(CLUSTER_KIND, body, patch, memo, logger, lambda ctx: reconciler.reconcile(ctx, body),
-                   stopped=lambda: bool(kwargs.get("stopped")))
+    async def cluster_seen(body: kopf.Body, type: str | None, memo: Any, **_: Any) -> None:
+        runtime = _runtime(memo)
+        gone = type == "DELETED" or _deleting(body)
+        if runtime.ticker is not None:
+            runtime.ticker.track(*_key(body), present=not gone)
+            # Started here, not at startup: a task inherits the context it is created in, and
+            # kopf.event() works only in the context kopf gives its resource handlers.
+            runtime.ticker.start()
+        if gone:
+            runtime.forget(CLUSTER_KIND, *_key(body))
 
     for decorator, handler_id in ((kopf.on.create, "cluster-create"), (kopf.on.update, "cluster-update"),
                                   (kopf.on.resume, "cluster-resume")):
         decorator(GROUP, VERSION, CLUSTERS, id=handler_id, registry=registry)(cluster_pass)
-    kopf.timer(GROUP, VERSION, CLUSTERS, id="cluster-timer", interval=config.reconcile_interval,
-               registry=registry)(cluster_timer)
+    kopf.on.event(GROUP, VERSION, CLUSTERS, id="cluster-seen", registry=registry)(cluster_seen)
 
 
 def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, kind: str) -> None:
@@ -145,21 +196,28 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
     prefix = plural.removeprefix("rocketmq").rstrip("s")
 
     async def entity_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
-        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body))
+        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current))
 
     async def entity_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
-        await _run(kind, body, patch, memo, logger, lambda ctx: entitysync.sync(ctx, kind, body),
+        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current),
                    stopped=lambda: bool(kwargs.get("stopped")))
 
-    async def entity_delete(body: kopf.Body, memo: Any, logger: Any, **_: Any) -> None:
+    async def entity_delete(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
         runtime = _runtime(memo)
-        lock = memo.setdefault("lock", asyncio.Lock())
+        ctx = _context(runtime, body, logger)
         try:
-            async with lock:
-                logger.info(await entitysync.remove(_context(runtime, body, logger), kind, body))
+            async with runtime.lock(kind, *_key(body)):
+                logger.info(await entitysync.remove(ctx, kind, body))
         except (kubeapi.ApiError, brokeradmin.BrokerAdminError, entitysync.Retry) as exc:
             runtime.metrics.errors.labels(kind=kind, error=type(exc).__name__).inc()
+            # kopf writes the patch even though the handler fails: the reason reaches the status.
+            changes = conditions.status_patch(body.get("status"), entitysync.deletion_blocked(ctx, body, str(exc)))
+            for key, value in changes.items():
+                patch.status[key] = value
+            if "conditions" in changes:  # a new reason: tell it once, not on every retry
+                ctx.emit("Warning", entitysync.DELETION_BLOCKED, str(exc))
             raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
+        runtime.forget(kind, *_key(body))
 
     for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
         decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)
@@ -168,9 +226,10 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
     kopf.on.delete(GROUP, VERSION, plural, id=f"{prefix}-delete", registry=registry)(entity_delete)
 
 
-def register(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory) -> None:
+def register(registry: kopf.OperatorRegistry, config: OperatorConfig, admin_factory: AdminFactory,
+             api_factory: ApiFactory = kubeapi.ClientApi.from_environment) -> None:
     """Add every rocketq handler to ``registry``."""
-    _register_runtime(registry, config, admin_factory)
+    _register_runtime(registry, config, admin_factory, api_factory)
     _register_clusters(registry, config)
     for kind in PLURALS:
         _register_entity(registry, config, kind)

@@ -1,10 +1,12 @@
 """Kubernetes API access for the reconcilers: five verbs, paths from a kind table, typed errors.
 
-The operator talks to the API server through kopf's own authenticated client
-(``kopf._cogs.clients.api``): the same credentials, TLS setup, re-login on 401 and retry on
-5xx/429 that kopf uses for its watches, with no second client library to configure. That
-module is internal to kopf, so this one is the only place that imports it; everything else
-uses the ``KubeApi`` protocol below, which a test may implement differently.
+kopf watches and patches the custom resources; the reconcilers' own calls (children, pods,
+status of other objects) go through the official ``kubernetes`` client, configured the same
+way kopf logs in (in-cluster service account, else kubeconfig). kopf's internal client is
+not used: its modules are private and change between releases. Everything else uses the
+``KubeApi`` protocol below, which a test may implement differently. A failed call is an
+``ApiError`` and the pass is retried by kopf after ``retry_delay``; there is no retry loop
+here.
 
 Objects are plain JSON dicts. Writes are merge patches (RFC 7386): a value of ``None``
 removes a key and a list replaces the whole list, which is what the apply step relies on.
@@ -16,18 +18,22 @@ What it does not do: watches (kopf does those), strategic-merge or server-side a
 
 from __future__ import annotations
 
-import logging
+import asyncio
+import json
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final, Protocol
 
-import aiohttp
-import kopf
-from kopf._cogs.clients import api as kopf_api
-from kopf._cogs.clients import errors as kopf_errors
+import kubernetes
+import urllib3
 
 MERGE_PATCH: Final = {"Content-Type": "application/merge-patch+json"}
+USER_AGENT: Final = "rocketq-operator"
+"""How the reconcilers' requests show in the API server's audit log (kopf's own say kopf)."""
+REQUEST_TIMEOUT: Final = 30.0
+"""Seconds one API call may take before the pass fails and is retried."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,6 @@ KINDS: Final[Mapping[str, Kind]] = {
     "ConfigMap": Kind("v1", "configmaps"),
     "Service": Kind("v1", "services"),
     "Pod": Kind("v1", "pods"),
-    "PersistentVolumeClaim": Kind("v1", "persistentvolumeclaims"),
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
     "RocketMQCluster": Kind("rocketq.io/v1alpha1", "rocketmqclusters"),
@@ -104,65 +109,107 @@ class KubeApi(Protocol):
 
     async def delete(self, kind: str, namespace: str, name: str, *, orphan: bool = False) -> bool: ...
 
+    async def close(self) -> None: ...
 
-class KopfApi:
-    """``KubeApi`` over kopf's authenticated client; usable only inside a running kopf operator."""
 
-    def __init__(self, settings: kopf.OperatorSettings, logger: logging.Logger | None = None) -> None:
-        self._settings = settings
-        self._logger = logger or logging.getLogger(__name__)
+class ClientApi:
+    """``KubeApi`` over the official ``kubernetes`` client (pinned in pyproject).
 
-    async def _call(self, method: str, path: str, payload: object | None = None,
-                    headers: Mapping[str, str] | None = None) -> Any:
+    The client does what an API client must get right: in-cluster service-account login (and
+    the token's rotation), kubeconfig contexts with exec plugins, TLS. Its calls block, so each
+    runs in a worker thread; a pass makes a handful of calls, so this costs nothing that
+    matters. Paths come from ``Kind`` and bodies are plain dicts: no generated model classes.
+    """
+
+    def __init__(self, configuration: kubernetes.client.Configuration) -> None:
+        self._client = kubernetes.client.ApiClient(configuration)
+        self._client.user_agent = USER_AGENT
+
+    @classmethod
+    def from_environment(cls) -> ClientApi:
+        """In a pod: its service account; elsewhere: the current kubeconfig context."""
+        configuration = kubernetes.client.Configuration()
         try:
-            response = await kopf_api.request(
-                method, path, payload=payload, headers=dict(headers) if headers else None,
-                settings=self._settings, logger=self._logger,
-            )
-            async with response:
-                return await response.json()
-        except kopf_errors.APINotFoundError as exc:
-            raise NotFound(f"{method.upper()} {path}: not found", 404) from exc
-        except kopf_errors.APIConflictError as exc:
-            raise Conflict(f"{method.upper()} {path}: {exc.message or 'conflict'}", 409) from exc
-        except kopf_errors.APIError as exc:
-            raise ApiError(f"{method.upper()} {path}: {exc.status} {exc.message or exc}", exc.status) from exc
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ApiError(f"{method.upper()} {path}: {exc!r}", 0) from exc
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=configuration)
+        return cls(configuration)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._client.close)
+
+    def _request(self, method: str, path: str, query: Mapping[str, str] | None, payload: object | None,
+                 headers: Mapping[str, str] | None) -> Any:
+        what = f"{method} {path}"
+        header_params = {"Accept": "application/json", **(headers or {})}
+        if payload is not None:
+            header_params.setdefault("Content-Type", "application/json")
+        try:
+            method, url, header_params, body, _ = self._client.param_serialize(
+                method, path, query_params=list((query or {}).items()), header_params=header_params,
+                body=payload, auth_settings=["BearerToken"])
+            response = self._client.call_api(method, url, header_params=header_params, body=body,
+                                             _request_timeout=REQUEST_TIMEOUT)
+            data = response.read()
+        except kubernetes.client.ApiException as exc:
+            raise ApiError(f"{what}: {exc.reason}", exc.status or 0) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiError(f"{what}: {exc!r}", 0) from exc
+        if response.status >= 300:
+            raise _error(what, response.status, data)
+        return json.loads(data) if data else None
+
+    async def _call(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
+                    payload: object | None = None, headers: Mapping[str, str] | None = None) -> Any:
+        return await asyncio.to_thread(self._request, method, path, query, payload, headers)
 
     async def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = await self._call("get", kind_of(kind).path(namespace, name))
+            result: dict[str, Any] = await self._call("GET", kind_of(kind).path(namespace, name))
         except NotFound:
             return None
         return result
 
     async def list(self, kind: str, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        path = kind_of(kind).path(namespace)
-        if labels:
-            selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-            path += "?" + urllib.parse.urlencode({"labelSelector": selector})
-        result = await self._call("get", path)
+        query = {"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(labels.items()))} if labels else None
+        result = await self._call("GET", kind_of(kind).path(namespace), query=query)
         items = result.get("items") or [] if isinstance(result, dict) else []
         return [item for item in items if isinstance(item, dict) and matches(item, labels)]
 
     async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata", {})
         path = kind_of(str(obj.get("kind"))).path(meta.get("namespace"))
-        result: dict[str, Any] = await self._call("post", path, payload=obj)
+        result: dict[str, Any] = await self._call("POST", path, payload=dict(obj))
         return result
 
     async def patch(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any],
                     subresource: str | None = None) -> dict[str, Any]:
         path = kind_of(kind).path(namespace, name, subresource)
-        result: dict[str, Any] = await self._call("patch", path, payload=patch, headers=MERGE_PATCH)
+        result: dict[str, Any] = await self._call("PATCH", path, payload=dict(patch), headers=MERGE_PATCH)
         return result
 
     async def delete(self, kind: str, namespace: str, name: str, *, orphan: bool = False) -> bool:
         options = {"apiVersion": "v1", "kind": "DeleteOptions",
                    "propagationPolicy": "Orphan" if orphan else "Background"}
         try:
-            await self._call("delete", kind_of(kind).path(namespace, name), payload=options)
+            await self._call("DELETE", kind_of(kind).path(namespace, name), payload=options)
         except NotFound:
             return False
         return True
+
+
+def _error(what: str, status: int, data: bytes | None) -> ApiError:
+    """The API server's Status message, as a typed error."""
+    message = ""
+    try:
+        decoded = json.loads(data) if data else None
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        message = str(decoded.get("message") or decoded.get("reason") or "")
+    text = f"{what}: {status} {message}".rstrip()
+    if status == HTTPStatus.NOT_FOUND:
+        return NotFound(text, status)
+    if status == HTTPStatus.CONFLICT:
+        return Conflict(text, status)
+    return ApiError(text, status)

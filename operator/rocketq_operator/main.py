@@ -6,9 +6,10 @@ variables (see ``runtime.OperatorConfig``; a bad value stops the operator at sta
 message naming the variable) and the BrokerAdmin that speaks RocketMQ's remoting protocol.
 
 Operational defaults: standalone (no kopf peering; the chart runs one replica with
-``strategy: Recreate``), JSON logs, /metrics and /healthz on port 8080. Finalizers are used
-only where deletion needs work (topics and consumer groups must be removed from the brokers);
-kopf also finalizes objects while their timers run, and releases them within a second.
+``strategy: Recreate``), JSON logs, /metrics on port 9090 (kopf's ``--liveness`` takes 8080 in
+the image and the chart). Finalizers are used only where deletion needs work: topics and
+consumer groups must be removed from the brokers. Clusters carry none (see ``ticking``), so
+they can be deleted while the operator is stopped.
 """
 
 from __future__ import annotations

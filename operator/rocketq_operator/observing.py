@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rocketq_operator import kubeapi, names
+from rocketq_operator import applying, kubeapi, names
 from rocketq_operator.rendering import broker, common
 
 DRAINING_SINCE: Final = "rocketq.io/draining-since"
@@ -133,11 +133,6 @@ class ClusterState:
         return self.groups.get(index)
 
 
-def _owned(obj: Mapping[str, Any], uid: str) -> bool:
-    refs = obj.get("metadata", {}).get("ownerReferences") or []
-    return any(isinstance(ref, dict) and ref.get("uid") == uid for ref in refs)
-
-
 def _pods_of(pods: list[dict[str, Any]], component: str, group: str | None) -> dict[int, PodState]:
     out: dict[int, PodState] = {}
     for pod in pods:
@@ -154,8 +149,8 @@ def _pods_of(pods: list[dict[str, Any]], component: str, group: str | None) -> d
 
 async def observe(api: kubeapi.KubeApi, cluster: str, namespace: str, uid: str) -> ClusterState:
     selector = {common.LABEL_CLUSTER: cluster}
-    statefulsets = [s for s in await api.list("StatefulSet", namespace, selector) if _owned(s, uid)]
-    configmaps = [c for c in await api.list("ConfigMap", namespace, selector) if _owned(c, uid)]
+    statefulsets = [s for s in await api.list("StatefulSet", namespace, selector) if applying.owned_by(s, uid)]
+    configmaps = [c for c in await api.list("ConfigMap", namespace, selector) if applying.owned_by(c, uid)]
     pods = await api.list("Pod", namespace, selector)
     by_name = {s["metadata"]["name"]: s for s in statefulsets}
     configs = {c["metadata"]["name"]: c for c in configmaps}

@@ -70,6 +70,7 @@ class Findings:
     scaling: bool = False
     seeding: bool = False
     rolling: bool = False
+    refusals: list[applying.Refused] = field(default_factory=list)
 
 
 class ClusterPass:
@@ -111,7 +112,9 @@ class ClusterPass:
             manual = await self.manual_roll(cluster, state)
             await self.roll(cluster, state, registry, hashes, manual)
         await self.scale_down(cluster, state, registry)
-        return self.status(cluster, state, registry)
+        status = self.status(cluster, state, registry)
+        self.announce_refusals()
+        return status
 
     async def observe(self) -> ClusterState:
         return await observing.observe(self.api, self.meta.name, self.meta.namespace, self.meta.uid)
@@ -130,8 +133,8 @@ class ClusterPass:
                 changes.append("spec.brokers.mode")
             if changes:
                 self.refused[index] = changes
-                self.found.degraded.append((
-                    "ImmutableFieldChange",
+                self.refuse(applying.Refused(
+                    applying.IMMUTABLE_FIELD_CHANGE,
                     f"{group.name}: {', '.join(changes)} cannot change on a running group; "
                     "its pods keep their current settings until the spec is reverted",
                 ))
@@ -140,10 +143,32 @@ class ClusterPass:
             for index in range(cluster.spec.brokers.groups):
                 self.refused.setdefault(index, ["spec.brokers.mode"])
 
+    async def apply_one(self, desired: Mapping[str, Any]) -> applying.ApplyResult | None:
+        """Apply one child; a refusal (another owner's object, an immutable change, 422) is
+        reported as ``Degraded`` with its reason, and the pass goes on with the other children."""
+        try:
+            return await applying.apply(self.api, desired)
+        except applying.Refused as refused:
+            self.refuse(refused)
+            return None
+
+    def refuse(self, refused: applying.Refused) -> None:
+        self.found.degraded.append((refused.reason, refused.message))
+        self.found.refusals.append(refused)
+
+    def announce_refusals(self) -> None:
+        """A Warning Event per refusal, once: not again while the Degraded condition says it."""
+        before = next((c for c in self.previous.get("conditions") or []
+                       if isinstance(c, Mapping) and c.get("type") == Type.DEGRADED.value), None)
+        told = str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+        for refused in self.found.refusals:
+            if refused.message not in told:
+                self.ctx.emit("Warning", refused.reason, refused.message)
+
     async def apply_namesrv(self, cluster: Cluster) -> None:
         for desired in (namesrv.render_namesrv_service(cluster), namesrv.render_namesrv_statefulset(cluster),
                         pdb.render_namesrv_pdb(cluster)):
-            await applying.apply(self.api, desired)
+            await self.apply_one(desired)
 
     async def apply_groups(self, cluster: Cluster, state: ClusterState) -> dict[int, str]:
         """Apply every wanted group; the template hash each applied StatefulSet asks for."""
@@ -154,10 +179,12 @@ class ClusterPass:
             group = state.group(index)
             master = group.master_ordinal if group is not None and group.configmap is not None else 0
             statefulset = broker.render_broker_statefulset(cluster, index)
-            await applying.apply(self.api, broker.render_broker_configmap(cluster, index, master))
-            await applying.apply(self.api, broker.render_broker_service(cluster, index))
-            result = await applying.apply(self.api, statefulset)
-            await applying.apply(self.api, pdb.render_broker_pdb(cluster, index))
+            await self.apply_one(broker.render_broker_configmap(cluster, index, master))
+            await self.apply_one(broker.render_broker_service(cluster, index))
+            result = await self.apply_one(statefulset)
+            await self.apply_one(pdb.render_broker_pdb(cluster, index))
+            if result is None:
+                continue
             added = result.action is applying.Action.CREATED and self.previous.get("phase") not in INITIAL_PHASES
             resized = group is not None and group.replicas != cluster.spec.brokers.replicas_per_group
             self.found.scaling = self.found.scaling or added or resized

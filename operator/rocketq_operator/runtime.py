@@ -13,6 +13,7 @@ post Kubernetes Events about it, a logger and the time the pass started.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import os
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rocketq_operator import brokeradmin, kubeapi
+from rocketq_operator import brokeradmin, kubeapi, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
@@ -46,8 +47,9 @@ class OperatorConfig:
     """A slave this close (CommitLog bytes) to its master counts as caught up for a roll."""
     admin_timeout: float = 5.0
     """Seconds to wait for a broker or name server to answer an admin request."""
-    metrics_port: int = 8080
-    """Port of /metrics and /healthz; 0 turns the endpoint off."""
+    metrics_port: int = 9090
+    """Port of /metrics (and a /healthz of its own); 0 turns the endpoint off. Not 8080: that is
+    where the image and the chart run kopf's --liveness endpoint."""
     standalone: bool = True
     """Run without kopf peering (one operator replica, as the chart deploys it)."""
     json_logs: bool = True
@@ -106,16 +108,29 @@ class Runtime:
     metrics: Metrics
     clock: Callable[[], datetime.datetime] = utc_now
     server: MetricsServer | None = None
+    ticker: ticking.Ticker | None = None
+    _locks: dict[tuple[str, str, str], asyncio.Lock] = field(default_factory=dict, init=False)
     _closed: bool = field(default=False, init=False)
 
+    def lock(self, kind: str, namespace: str, name: str) -> asyncio.Lock:
+        """The lock every pass over this object holds, so that passes never overlap."""
+        return self._locks.setdefault((kind, namespace, name), asyncio.Lock())
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """Drop a deleted object's lock (a pass holding it keeps its own reference)."""
+        self._locks.pop((kind, namespace, name), None)
+
     async def close(self) -> None:
-        """Stop the metrics endpoint and close broker connections; safe to call twice."""
+        """Stop the ticker and the metrics endpoint, close the clients; safe to call twice."""
         if self._closed:
             return
         self._closed = True
+        if self.ticker is not None:
+            await self.ticker.close()
         if self.server is not None:
             await self.server.close()
         await self.admin.close()
+        await self.api.close()
 
 
 EventFn = Callable[[str, str, str], None]

@@ -22,7 +22,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rocketq_operator import brokeradmin, entities, kubeapi, names, observing
+from rocketq_operator import applying, brokeradmin, entities, kubeapi, names, observing
 from rocketq_operator.brokeradmin import GroupConfig, TopicConfig
 from rocketq_operator.observing import GroupState
 from rocketq_operator.runtime import Context
@@ -121,7 +121,7 @@ async def _remove(ctx: Context, meta: ClusterMeta, group: GroupState) -> None:
     # The ConfigMap goes last: it holds the drain bookkeeping if anything below fails.
     for kind, name in (("StatefulSet", group.name), ("Service", group.name),
                        ("PodDisruptionBudget", group.name), ("ConfigMap", names.broker_config(meta.name, group.index))):
-        await api.delete(kind, meta.namespace, name)
+        await applying.remove(api, kind, meta.namespace, name, meta.uid)
 
 
 async def drain(ctx: Context, meta: ClusterMeta, group: GroupState, master: str | None) -> DrainOutcome:

@@ -17,12 +17,19 @@ module repeats them in pure Python so that tests need no cluster:
 Messages read like the API server's (``spec.perm: Unsupported value: 5: supported values:
 2, 4, 6``) so that tests can assert on the part that matters.
 
+4. **Defaults, when the CRD is created.** ``default_errors`` checks every ``default`` as the API
+   server checks a CRD: against its node's schema and the CEL rules of the node and every node
+   below, with ``self`` *and* ``oldSelf`` bound to the default value as written, with no nested
+   defaults filled in. A rule reading ``self.mode`` under ``default: {}`` fails there ("no such
+   key"), and the whole CRD is refused.
+
 What it does not do: pruning (unknown fields are errors here, never dropped), CEL cost
 estimation, Kubernetes' CEL extension libraries (``quantity()``, ``url()``; the rocketq CRDs do
 not use them), ``messageExpression``, and ``metadata`` checks beyond a required name.
 
 Public API: ``validate(kind, obj, old=None) -> list[str]`` (empty means accepted),
-``apply_defaults(kind, obj) -> dict``, ``load_crd(kind) -> dict``, ``KINDS``.
+``default_errors(kind) -> list[str]``, ``apply_defaults(kind, obj) -> dict``,
+``load_crd(kind) -> dict``, ``KINDS``.
 """
 
 from __future__ import annotations
@@ -289,3 +296,46 @@ def validate(kind: str, obj: Json, old: Json = None) -> list[str]:
         return errors
     previous = apply_defaults(kind, old) if isinstance(old, dict) else _ABSENT
     return _cel_errors(_schema(kind), defaulted, previous, [])
+
+
+# ---- 4. the CRD's own defaults --------------------------------------------------------------
+
+
+def _schema_nodes(node: dict[str, Json], path: list[Any]) -> Iterator[tuple[list[Any], dict[str, Json]]]:
+    yield path, node
+    for name, sub in node.get("properties", {}).items():
+        yield from _schema_nodes(sub, [*path, name])
+    if isinstance(node.get("items"), dict):
+        yield from _schema_nodes(node["items"], [*path, "items"])
+    # Defaults are forbidden under additionalProperties, so the server does not look there.
+
+
+def default_errors(kind: str, schema: dict[str, Json] | None = None) -> list[str]:
+    """Errors the API server gives for the CRD itself because of a ``default`` value.
+
+    ``schema`` replaces the kind's openAPIV3Schema from crds/ (tests use it to show what a bad
+    default looks like).
+
+    Each default is validated as written (nested defaults are *not* filled in first) against
+    its node's schema, then every CEL rule of the node and the nodes below it runs over it,
+    transition rules included, with ``oldSelf`` bound to the same default value.
+    """
+    errors: list[str] = []
+    source = _schema(kind) if schema is None else schema
+    closed = _json_schema(kind) if schema is None else _close_objects(copy.deepcopy(schema), at_root=True)
+    for path, node in _schema_nodes(source, []):
+        if "default" not in node:
+            continue
+        where = f"{_path(path)}.default"
+        value = node["default"]
+        strict = _node_at(closed, path)
+        errors += [f"{where}: {error.message}" for error in _Validator(strict).iter_errors(value)]
+        errors += [f"{where}: {error}" for error in _cel_errors(node, value, value, [])]
+    return errors
+
+
+def _node_at(root: dict[str, Json], path: list[Any]) -> dict[str, Json]:
+    node = root
+    for part in path:
+        node = node["items"] if part == "items" and "items" in node else node["properties"][part]
+    return node

@@ -217,10 +217,20 @@ WORKLOAD_RULES = {
     ("", "configmaps"): {"get", "list", "watch", "create", "patch", "delete"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch", "create", "patch", "delete"},
     ("", "pods"): {"get", "list", "watch", "delete"},
-    ("", "persistentvolumeclaims"): {"get", "list", "watch", "delete"},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
+
+
+def test_workload_rules_cover_only_kinds_the_operator_can_address() -> None:
+    """A grant for a kind the operator's API table lacks is a grant nothing uses (claims of
+    removed groups are kept on purpose, so persistentvolumeclaims are not granted at all)."""
+    kubeapi = pytest.importorskip("rocketq_operator.kubeapi")
+    addressable = {(kind.api_version.rpartition("/")[0], kind.plural) for kind in kubeapi.KINDS.values()}
+    addressable |= {(group, f"{plural}/status") for group, plural in addressable if group == "rocketq.io"}
+    addressable |= {("", "events"), ("events.k8s.io", "events")}  # kopf posts the Events
+    assert set(WORKLOAD_RULES) <= addressable
+    assert not any(plural == "persistentvolumeclaims" for _group, plural in addressable)
 
 
 def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
@@ -303,6 +313,25 @@ def test_service_monitor_selects_the_operator_metrics_service() -> None:
     assert selector.items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in service["spec"]["ports"]}
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+
+
+@pytest.mark.parametrize("ports", [{}, {"healthPort": 8181, "metricsPort": 9191}])
+def test_probes_and_scrapes_reach_the_endpoints_the_operator_serves(ports: dict[str, int]) -> None:
+    """kopf's --liveness binds the health port, the operator's /metrics the port its environment
+    names; the probes, the Service and so the ServiceMonitor must each reach the right one."""
+    objs = objects(render({**VALUE_SETS["monitoring"], "operator": ports}))
+    main = container(objs)
+    by_name = {p["name"]: p["containerPort"] for p in main["ports"]}
+    (liveness,) = [a for a in main["args"] if a.startswith("--liveness=")]
+    assert liveness == f"--liveness=http://0.0.0.0:{by_name['health']}/healthz"
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["ROCKETQ_OPERATOR_METRICS_PORT"] == str(by_name["metrics"])
+    assert by_name["health"] != by_name["metrics"]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert main[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    (service_port,) = one(objs, "Service")["spec"]["ports"]
+    assert service_port["targetPort"] == "metrics"
+    assert one(objs, "ServiceMonitor")["spec"]["endpoints"][0]["port"] == service_port["name"]
 
 
 def test_pod_monitor_scrapes_rocketq_pods_and_labels_the_series() -> None:

@@ -232,3 +232,28 @@ def test_the_chart_runs_the_operator_image_with_a_valid_kopf_command() -> None:
             check_command(container["command"] + container["args"])
             ports = {p["containerPort"] for p in container["ports"]}
             assert ports == IMAGES[2].ports, "the chart's ports are the ones the operator image exposes"
+
+
+def image_environment(dockerfile: str) -> dict[str, str]:
+    """The ENV of an image (``KEY=VALUE`` pairs, unquoted)."""
+    env: dict[str, str] = {}
+    for line in values_of(instructions(REPO / dockerfile), "ENV"):
+        for pair in line.split():
+            key, _, value = pair.partition("=")
+            env[key] = value.strip('"')
+    return env
+
+
+@OPERATOR_MODULE_MISSING
+def test_the_operator_image_serves_liveness_and_metrics_on_different_ports() -> None:
+    """kopf's --liveness endpoint and the operator's own /metrics each bind a port: on the same
+    one, the second bind fails and the operator does not start."""
+    from rocketq_operator.runtime import OperatorConfig
+
+    image = IMAGES[2]
+    (liveness,) = [arg for arg in image.command if arg.startswith("--liveness=")]
+    liveness_port = int(liveness.rsplit(":", 1)[1].split("/", 1)[0])
+    metrics_port = OperatorConfig.from_env(image_environment(image.dockerfile)).metrics_port
+    assert metrics_port != liveness_port
+    assert {liveness_port, metrics_port} == image.ports
+    assert metrics_port == OperatorConfig().metrics_port, "the image and a plain `kopf run` agree"

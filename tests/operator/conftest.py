@@ -17,3 +17,6 @@ for shared in ("k8s", "admin"):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "operator_config(**overrides): OperatorConfig fields for the operator the env fixture runs")
+    config.addinivalue_line(
+        "markers", "without_admission: the emulated API server skips the CRDs' schema and CEL checks, as one "
+                   "without CEL would (tests of the operator's own checks)")

@@ -9,8 +9,12 @@ filled in here, as narrowly as possible:
   ``spec`` changes, a name for ``generateName`` (kopf's Events use it), the CRD defaults of
   rocketq.io objects (via tests/k8s/crdschema.py, from the real crds/ files), and HTTP 422
   for a JSON patch whose ``test`` op fails (kmock answers 500, and kopf's finalizer removal
-  depends on the 422). It does not run CEL rules, filter by label selector, or
-  garbage-collect by owner reference.
+  depends on the 422). With ``admission`` (the default) it also refuses, with 422 as the API
+  server does, a rocketq.io object whose create or update fails the CRD's schema or CEL rules
+  (crdschema.validate, transition rules against the stored object): so every write the
+  operator makes to its own objects passes the rules a real server runs. Tests of the
+  operator's own checks (for API servers without CEL) turn it off. It does not filter by label
+  selector or garbage-collect by owner reference.
 - ``StatefulSetController`` plays the StatefulSet controller and kubelet: it creates pods
   ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
   ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
@@ -43,9 +47,10 @@ import crdschema
 import jsonpatch
 import kmock
 import kopf
+import kubernetes
 import yaml
 from operator_fakes import FakeBrokerAdmin
-from rocketq_operator import handlers, identities, names
+from rocketq_operator import handlers, identities, kubeapi, names
 from rocketq_operator.rendering import common
 from rocketq_operator.runtime import OperatorConfig
 
@@ -99,6 +104,7 @@ def _merge(base: Any, patch: Any) -> Any:
 
 @attrs.define(kw_only=True)
 class ApiServer(kmock.KubernetesEmulator):
+    admission: bool = True
     _versions: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
     async def _handle(self, request: kmock.Request) -> Any:
@@ -106,11 +112,33 @@ class ApiServer(kmock.KubernetesEmulator):
         if request.resource is not None and isinstance(data, dict):
             if request.action == kmock.action.CREATE:
                 self._stamp_create(request, data)
+                self._admit(request, data, None)
             elif request.action == kmock.action.UPDATE and request.name is not None:
                 self._stamp_update(request, data)
+                current = self._current(request)
+                self._admit(request, data if request.method == "PUT" else _merge(current, data), current)
         elif request.resource is not None and isinstance(data, list) and request.action == kmock.action.UPDATE:
             self._stamp_json_patch(request, data)
+            current = self._current(request)
+            if current is not None:
+                self._admit(request, jsonpatch.apply_patch(current, data), current)
         return await super()._handle(request)
+
+    def _current(self, request: kmock.Request) -> dict[str, Any] | None:
+        key = (request.resource, request.namespace, request.name)
+        if key[0] is None or key not in self.objects or self.objects[key].deleted:
+            return None
+        return copy.deepcopy(self.objects[key].raw)
+
+    def _admit(self, request: kmock.Request, result: Any, old: dict[str, Any] | None) -> None:
+        """422 for a rocketq.io object the CRD's schema or CEL rules refuse, as the server does."""
+        kind = ROCKETQ_KINDS.get(str(request.resource.plural)) if request.resource else None
+        if not self.admission or kind is None or not isinstance(result, dict):
+            return
+        errors = crdschema.validate(kind, crdschema.apply_defaults(kind, result), old=old)
+        if errors:
+            raise kmock.KubernetesError(status=422, reason="Invalid",
+                                        message=f"{kind} is invalid: {'; '.join(errors)}")
 
     def _stamp_json_patch(self, request: kmock.Request, ops: list[Any]) -> None:
         """JSON patches: a failed ``test`` op is 422 (kopf relies on it), and the version moves on."""
@@ -329,7 +357,8 @@ class OperatorEnv:
         def login(**_: Any) -> kopf.ConnectionInfo:
             return kopf.ConnectionInfo(server=url)
 
-        handlers.register(registry, self.config, lambda _config: self.admin)
+        handlers.register(registry, self.config, lambda _config: self.admin,
+                          lambda: kubeapi.ClientApi(kubernetes.client.Configuration(host=url)))
         settings = kopf.OperatorSettings()
         settings.networking.error_backoffs = [0.1, 0.2, 0.5]
         settings.watching.reconnect_backoff = 0.1
@@ -388,7 +417,8 @@ class OperatorEnv:
         plural = RESOURCES[kind].rsplit("/", 1)[1]
         return [
             request.url.path for request in self.server
-            if request.method == method.upper() and request.headers.get("User-Agent", "").startswith("kopf")
+            if request.method == method.upper()
+            and request.headers.get("User-Agent", "").startswith(("kopf", kubeapi.USER_AGENT))
             and request.resource is not None and request.resource.plural == plural
         ]
 

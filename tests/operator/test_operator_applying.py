@@ -62,10 +62,13 @@ def merge(base: Any, patch: Any) -> Any:
     return out
 
 
-def configmap(data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+def configmap(data: dict[str, str], labels: dict[str, str] | None = None, owner: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": "cm", "namespace": "mq"}
     if labels is not None:
         meta["labels"] = labels
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+                                    "name": owner, "uid": f"uid-{owner}", "controller": True}]
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
@@ -90,20 +93,55 @@ async def test_apply_creates_then_noops_then_patches_with_removals() -> None:
     assert patch["metadata"]["labels"] is None
 
 
-async def test_apply_adopts_an_object_without_last_applied() -> None:
+async def test_apply_takes_over_its_own_object_without_last_applied() -> None:
     api = MemoryApi()
-    api.objects[("ConfigMap", "mq", "cm")] = configmap({"old": "x"})
-    result = await applying.apply(api, configmap({"a": "1"}))
+    api.objects[("ConfigMap", "mq", "cm")] = configmap({"old": "x"}, owner="demo")
+    result = await applying.apply(api, configmap({"a": "1"}, owner="demo"))
     assert result.action is applying.Action.PATCHED
     assert api.objects[("ConfigMap", "mq", "cm")]["data"] == {"old": "x", "a": "1"}
-    assert (await applying.apply(api, configmap({"a": "1"}))).action is applying.Action.NOOP
+    assert (await applying.apply(api, configmap({"a": "1"}, owner="demo"))).action is applying.Action.NOOP
+
+
+@pytest.mark.parametrize(("holder", "expected"),
+                         [(None, "has no owner"), ("other", "belongs to RocketMQCluster 'other'")])
+async def test_apply_never_adopts_an_object_it_does_not_own(holder: str | None, expected: str) -> None:
+    """Adopting a stranger's object would let the garbage collector delete it with the cluster."""
+    api = MemoryApi()
+    api.objects[("ConfigMap", "mq", "cm")] = configmap({"theirs": "1"}, owner=holder)
+    with pytest.raises(applying.Refused) as refused:
+        await applying.apply(api, configmap({"a": "1"}, owner="demo"))
+    assert refused.value.reason == applying.NAME_CONFLICT
+    assert f"ConfigMap mq/cm already exists and {expected}" in refused.value.message
+    assert api.writes == []
+    assert (await applying.remove(api, "ConfigMap", "mq", "cm", "uid-demo")).action is applying.Action.NOOP
+    assert api.objects[("ConfigMap", "mq", "cm")]["data"] == {"theirs": "1"}
+
+
+async def test_an_invalid_write_or_an_immutable_change_is_refused_not_raised() -> None:
+    class InvalidApi(MemoryApi):
+        async def patch(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any],
+                        subresource: str | None = None) -> dict[str, Any]:
+            raise kubeapi.ApiError("PATCH /x: 422 spec.selector: field is immutable", 422)
+
+    api = InvalidApi()
+    await applying.apply(api, configmap({"a": "1"}, owner="demo"))
+    with pytest.raises(applying.Refused) as refused:
+        await applying.apply(api, configmap({"a": "2"}, owner="demo"))
+    assert refused.value.reason == applying.APPLY_INVALID and "field is immutable" in refused.value.message
+
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": configmap({}, owner="demo")["metadata"],
+           **statefulset()}
+    api.objects[("StatefulSet", "mq", "cm")] = copy.deepcopy(sts)
+    with pytest.raises(applying.Refused) as refused:
+        await applying.apply(api, {**sts, "spec": {**sts["spec"], "serviceName": "other"}})
+    assert refused.value.reason == applying.IMMUTABLE_FIELD_CHANGE and "spec.serviceName" in refused.value.message
 
 
 async def test_remove_is_deleted_then_noop() -> None:
     api = MemoryApi()
-    await applying.apply(api, configmap({}))
-    assert (await applying.remove(api, "ConfigMap", "mq", "cm")).action is applying.Action.DELETED
-    assert (await applying.remove(api, "ConfigMap", "mq", "cm")).action is applying.Action.NOOP
+    await applying.apply(api, configmap({}, owner="demo"))
+    assert (await applying.remove(api, "ConfigMap", "mq", "cm", "uid-demo")).action is applying.Action.DELETED
+    assert (await applying.remove(api, "ConfigMap", "mq", "cm", "uid-demo")).action is applying.Action.NOOP
 
 
 def test_unparsable_last_applied_is_ignored() -> None:

@@ -12,9 +12,10 @@ import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
+import crdschema
 import kmock
 import pytest
-from operator_harness import ApiServer, OperatorEnv, fast_config, quiet_logs
+from operator_harness import PATHS, ApiServer, OperatorEnv, fast_config, quiet_logs
 from rocketq_operator import applying, names, spec
 from rocketq_operator.brokeradmin import GroupConfig, TopicConfig
 from rocketq_operator.rendering import broker, common, namesrv, pdb
@@ -30,7 +31,8 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[OperatorEnv]:
     never mistaken for a lost master; failover tests ask for a short grace period."""
     quiet_logs()
     marker = request.node.get_closest_marker("operator_config")
-    async with ApiServer() as server, kmock.Server(server):
+    admission = request.node.get_closest_marker("without_admission") is None
+    async with ApiServer(admission=admission) as server, kmock.Server(server):
         operator = OperatorEnv(server, fast_config(**(marker.kwargs if marker else {})))
         await operator.start()
         try:
@@ -245,6 +247,19 @@ async def test_drain_that_never_empties_is_degraded_and_kept(env: OperatorEnv) -
     assert configmap is not None and "rocketq.io/draining-since" not in configmap["metadata"]["annotations"]
 
 
+def printer_columns(obj: dict[str, Any]) -> dict[str, Any]:
+    """What `kubectl get` shows for the object (the CRD's columns but Age; simple paths only)."""
+    (version,) = crdschema.load_crd(obj["kind"])["spec"]["versions"]
+    shown = {}
+    for column in version["additionalPrinterColumns"]:
+        if column["name"] != "Age":
+            value: Any = obj
+            for part in column["jsonPath"].lstrip(".").split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            shown[column["name"]] = value
+    return shown
+
+
 async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 2}})
     await running(env, "demo")
@@ -256,6 +271,8 @@ async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
         assert env.admin.topics[master]["orders"] == TopicConfig("orders")
     topic = env.get("RocketMQTopic", "orders")
     assert topic is not None and "rocketq.io/finalizer" in topic["metadata"]["finalizers"]
+    assert printer_columns(topic) == {"Cluster": "demo", "Topic": "orders", "Read": 8, "Write": 8, "Perm": 6,
+                                      "Phase": "Ready"}, "no empty column when the name defaults"
 
     await env.patch("RocketMQTopic", "orders", {"spec": {"perm": 4, "writeQueueNums": 2}})
     await env.wait_for(lambda: all(env.admin.topics[m]["orders"] == TopicConfig("orders", 8, 2, 4) for m in masters),
@@ -269,18 +286,16 @@ async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
     assert all("orders" not in env.admin.topics[m] for m in masters)
 
 
-async def test_consumer_group_lifecycle_and_invalid_spec(env: OperatorEnv) -> None:
+async def test_consumer_group_lifecycle(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
     master = names.broker_address("demo", "mq", 0, 0)
     await env.create("RocketMQConsumerGroup", "billing", {"clusterRef": "demo", "consumeBroadcastEnable": True})
     await env.wait_for(lambda: env.admin.groups.get(master, {}).get("billing") == GroupConfig(
         "billing", consume_broadcast_enable=True), "the group on the master")
-    await env.create("RocketMQConsumerGroup", "bad-group", {"clusterRef": "demo", "groupName": "has.dot"})
-    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "bad-group").get("phase") == "Failed",
-                       "the invalid group to fail")
-    ready = env.condition("RocketMQConsumerGroup", "bad-group", "Ready")
-    assert ready is not None and ready["reason"] == "InvalidSpec" and "has.dot" in ready["message"]
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "billing").get("phase") == "Ready", "Ready")
+    assert printer_columns(env.get("RocketMQConsumerGroup", "billing") or {}) == {
+        "Cluster": "demo", "Group": "billing", "Phase": "Ready"}
     await env.delete("RocketMQConsumerGroup", "billing")
     await env.wait_for(lambda: env.get("RocketMQConsumerGroup", "billing") is None, "the group to go")
     assert set(env.admin.called("delete_group")) == {(master, "billing")}
@@ -360,9 +375,10 @@ async def test_pause_annotation_stops_every_change(env: OperatorEnv) -> None:
     assert (env.condition("RocketMQCluster", "demo", "ReconciliationPaused") or {})["status"] == "False"
 
 
+@pytest.mark.without_admission
 async def test_invalid_spec_is_a_condition_not_a_crash(env: OperatorEnv) -> None:
-    # The CRD's CEL rule refuses this on a real API server; kmock runs no CEL, so the operator's
-    # own check is what stands here.
+    # The CRD's CEL rule refuses this on a real API server; on one without CEL the operator's
+    # own check is what stands (test_the_emulated_api_server_refuses_what_the_crd_refuses).
     await env.create("RocketMQCluster", "odd", {"brokers": {"mode": "DLedger", "replicasPerGroup": 2}})
     await env.wait_for(lambda: phase(env, "odd") == "Failed", "the Failed phase")
     ready = env.condition("RocketMQCluster", "odd", "Ready")
@@ -376,6 +392,7 @@ async def test_invalid_spec_is_a_condition_not_a_crash(env: OperatorEnv) -> None
     assert env.names("Pod") >= {"odd-broker-0-0", "odd-broker-0-1", "odd-broker-0-2"}
 
 
+@pytest.mark.without_admission
 async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
@@ -385,6 +402,7 @@ async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> 
     await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
                        == "ImmutableFieldChange", "ImmutableFieldChange")
     assert "spec.brokers.mode" in (env.condition("RocketMQCluster", "demo", "Degraded") or {})["message"]
+    assert [e["type"] for e in env.events("ImmutableFieldChange")] == ["Warning"]
     assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"] == (configmap or {})["data"]
     assert (env.get("StatefulSet", "demo-broker-0") or {})["spec"]["replicas"] == 2
     assert env.get("StatefulSet", "demo-broker-1") is None  # no group starts in another mode
@@ -454,3 +472,123 @@ async def test_a_restarted_operator_resumes_without_touching_a_healthy_cluster(e
     finally:
         await again.close()
 
+
+
+async def test_a_cluster_carries_no_finalizer_and_goes_while_the_operator_is_stopped(env: OperatorEnv) -> None:
+    """Periodic passes come from the operator's ticker, not a kopf timer (which adds kopf's
+    finalizer): deleting a cluster, or uninstalling a release that made one, never waits for
+    the operator. Its children go by owner reference."""
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    passes = len(env.operator_requests("PATCH", "RocketMQCluster"))
+    env.sts.unready.add("demo-broker-0-1")  # seen only by a periodic pass: nothing about demo changes
+    await env.wait_for(lambda: phase(env, "demo") == "Degraded", "a periodic pass to see the unready pod")
+    assert len(env.operator_requests("PATCH", "RocketMQCluster")) > passes
+    body = env.get("RocketMQCluster", "demo")
+    assert body is not None and not body["metadata"].get("finalizers")
+
+    await env.close()
+    await env.delete("RocketMQCluster", "demo")
+    assert env.get("RocketMQCluster", "demo") is None
+
+
+async def create_raw(env: OperatorEnv, kind: str, body: dict[str, Any]) -> None:
+    response = await env.server.post(PATHS[kind].format(ns="mq"), json=body)
+    assert response.status < 300, await response.text()
+
+
+async def test_a_strangers_objects_with_a_childs_name_are_refused_not_adopted(env: OperatorEnv) -> None:
+    """A StatefulSet nobody owns and a ConfigMap another owner holds, both named like children:
+    the operator reports them (condition and one Event each) and never patches or owns them, so
+    deleting the cluster cannot garbage-collect them."""
+    stranger = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "demo-namesrv", "namespace": "mq", "labels": {"app": "mine"}},
+                "spec": {"replicas": 0, "serviceName": "mine", "selector": {"matchLabels": {"app": "mine"}},
+                         "template": {"metadata": {"labels": {"app": "mine"}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    owned_elsewhere = {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "demo-broker-0-config", "namespace": "mq", "ownerReferences": [
+                           {"apiVersion": "v1", "kind": "ConfigMap", "name": "theirs", "uid": "u-1"}]},
+                       "data": {"theirs": "1"}}
+    await create_raw(env, "StatefulSet", stranger)
+    await create_raw(env, "ConfigMap", owned_elsewhere)
+    await env.create("RocketMQCluster", "demo", {})
+
+    def degraded() -> dict[str, Any] | None:
+        condition = env.condition("RocketMQCluster", "demo", "Degraded")
+        return condition if condition and condition["status"] == "True" else None
+
+    condition = await env.wait_for(degraded, "the name conflicts to be reported")
+    assert condition["reason"] == "NameConflict"
+    assert "StatefulSet mq/demo-namesrv already exists and has no owner" in condition["message"]
+    assert "ConfigMap mq/demo-broker-0-config already exists and belongs to ConfigMap 'theirs'" in condition["message"]
+    assert phase(env, "demo") == "Degraded"
+    ready = env.condition("RocketMQCluster", "demo", "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "NameConflict"
+    await asyncio.sleep(1.0)  # several periodic passes
+    messages = sorted(e["message"].split(" already")[0] for e in env.events("NameConflict"))
+    assert messages == ["ConfigMap mq/demo-broker-0-config", "StatefulSet mq/demo-namesrv"], "one Event each"
+
+    live = env.get("StatefulSet", "demo-namesrv")
+    assert live is not None and "ownerReferences" not in live["metadata"]
+    assert live["spec"]["serviceName"] == "mine" and live["metadata"]["labels"] == {"app": "mine"}
+    config = env.get("ConfigMap", "demo-broker-0-config")
+    assert config is not None and config["data"] == {"theirs": "1"}
+    assert [r["name"] for r in config["metadata"]["ownerReferences"]] == ["theirs"]
+    assert "demo-namesrv" not in [p.rsplit("/", 1)[1] for p in env.operator_requests("PATCH", "StatefulSet")]
+
+
+async def test_a_topic_whose_brokers_are_unreachable_says_why_it_stays_and_can_be_released(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo"})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Ready", "the topic Ready")
+    master = names.broker_address("demo", "mq", 0, 0)
+    env.admin.down.add(master)
+
+    await env.delete("RocketMQTopic", "orders")
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Deleting", "phase Deleting")
+    ready = env.condition("RocketMQTopic", "orders", "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "DeletionBlocked"
+    assert f"{master} does not answer" in ready["message"] and "rocketq.io/skip-broker-cleanup=true" in ready["message"]
+    await asyncio.sleep(1.0)  # several retries
+    assert len(env.events("DeletionBlocked")) == 1, "told once, not on every retry"
+    assert env.get("RocketMQTopic", "orders") is not None
+
+    skip = {"rocketq.io/skip-broker-cleanup": "true"}
+    await env.patch("RocketMQTopic", "orders", {"metadata": {"annotations": skip}})
+    await env.wait_for(lambda: env.get("RocketMQTopic", "orders") is None, "the annotation to release the topic")
+    assert env.events("BrokerCleanupSkipped")
+    assert "orders" in env.admin.topics[master], "nothing was removed from the unreachable broker"
+
+
+async def test_the_finalizer_an_older_operator_put_on_a_cluster_is_removed(env: OperatorEnv) -> None:
+    await create_raw(env, "RocketMQCluster", {
+        "apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+        "metadata": {"name": "demo", "namespace": "mq", "finalizers": ["rocketq.io/finalizer"]}, "spec": {}})
+    await env.wait_for(lambda: not (env.get("RocketMQCluster", "demo") or {})["metadata"].get("finalizers"),
+                       "kopf to drop the finalizer no handler needs any more")
+
+
+async def test_the_emulated_api_server_refuses_what_the_crd_refuses(env: OperatorEnv) -> None:
+    """The harness admits rocketq.io writes as kube-apiserver does: schema and CEL on create,
+    transition rules on update; everything the other tests (and the operator) write passes."""
+    body = {"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+            "metadata": {"name": "odd", "namespace": "mq"},
+            "spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 2}}}
+    response = await env.server.post(PATHS["RocketMQCluster"].format(ns="mq"), json=body)
+    assert response.status == 422 and "DLedger needs an odd quorum" in await response.text()
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    response = await env.server.patch(f"{PATHS['RocketMQCluster'].format(ns='mq')}/demo",
+                                      json={"spec": {"storage": {"type": "EmptyDir"}}})
+    assert response.status == 422 and "storage.type is immutable" in await response.text()
+
+
+@pytest.mark.without_admission
+async def test_an_invalid_group_is_a_condition_where_the_api_server_lets_it_in(env: OperatorEnv) -> None:
+    await env.create("RocketMQConsumerGroup", "bad-group", {"clusterRef": "demo", "groupName": "has.dot"})
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "bad-group").get("phase") == "Failed",
+                       "the invalid group to fail")
+    ready = env.condition("RocketMQConsumerGroup", "bad-group", "Ready")
+    assert ready is not None and ready["reason"] == "InvalidSpec" and "has.dot" in ready["message"]
