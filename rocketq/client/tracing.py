@@ -18,7 +18,6 @@ producer); the codec reads and writes them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import os
@@ -67,19 +66,25 @@ class TraceDispatcher:
         self._queue: asyncio.Queue[TraceRecord] = asyncio.Queue(max_pending)
         self._producer: Producer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        """Set by submit and close: the shipping task has something to do."""
+        self._closing = False
         self.dropped = 0
         """Records dropped because the queue was full."""
         self.failed = 0
         """Records whose trace message could not be sent."""
         self.shipped = 0
 
-    async def start(self) -> None:
-        # imported here: the producer module imports this one for its hook
-        from rocketq.client.producer import Producer
+    async def start(self, producer: Producer | None = None) -> None:
+        """Start shipping through ``producer`` (tests), else a producer of its own."""
+        if producer is None:
+            # imported here: the producer module imports this one for its hook
+            from rocketq.client.producer import Producer
 
-        self._producer = Producer(traces.TRACE_PRODUCER_GROUP, namesrv_addr=self._namesrv_addr,
-                                  instance_name=f"trace-{os.getpid()}-{id(self)}")
-        await self._producer.start()
+            producer = Producer(traces.TRACE_PRODUCER_GROUP, namesrv_addr=self._namesrv_addr,
+                                instance_name=f"trace-{os.getpid()}-{id(self)}")
+            await producer.start()
+        self._producer = producer
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"trace dispatcher {self.topic}")
 
     def submit(self, records: Sequence[TraceRecord]) -> None:
@@ -89,38 +94,43 @@ class TraceDispatcher:
                 self._queue.put_nowait(record)
             except asyncio.QueueFull:
                 self.dropped += 1
+        self._wake.set()
 
     async def close(self) -> None:
-        """Ship what is queued (bounded by CLOSE_FLUSH_TIMEOUT), stop the task and the producer. Idempotent."""
+        """Ship what is queued or on its way (bounded by CLOSE_FLUSH_TIMEOUT), stop. Idempotent.
+
+        The shipping task is asked to finish, not cancelled: cancelling it in the middle of a send
+        would lose the batch it holds.
+        """
+        self._closing = True
+        self._wake.set()
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._drain(), CLOSE_FLUSH_TIMEOUT)
+            try:
+                await asyncio.wait_for(task, CLOSE_FLUSH_TIMEOUT)
+            except TimeoutError:
+                _limited.log(logging.WARNING, self.topic, "closing with %d trace record(s) unsent to %s",
+                             self._queue.qsize(), self.topic)
+            except Exception:  # a bug in shipping must not fail the traced client's close
+                log.exception("trace dispatcher of %s failed", self.topic)
         producer, self._producer = self._producer, None
         if producer is not None:
             await producer.close()
 
-    async def _drain(self) -> None:
-        while not self._queue.empty():
-            await self._ship(self._take_batch([]))
-
     async def _run(self) -> None:
         while True:
-            batch = [await self._queue.get()]
-            deadline = asyncio.get_running_loop().time() + FLUSH_INTERVAL
-            while len(batch) < MAX_BATCH_RECORDS:
-                remaining = deadline - asyncio.get_running_loop().time()
-                if remaining <= 0:
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
-                except TimeoutError:
-                    break
-            await self._ship(self._take_batch(batch))
+            if self._queue.empty():
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if not self._closing and self._queue.qsize() < MAX_BATCH_RECORDS:
+                await asyncio.sleep(FLUSH_INTERVAL)  # let a partial batch fill up a little
+            await self._ship(self._take_batch())
 
-    def _take_batch(self, batch: list[TraceRecord]) -> list[TraceRecord]:
+    def _take_batch(self) -> list[TraceRecord]:
+        batch: list[TraceRecord] = []
         while len(batch) < MAX_BATCH_RECORDS and not self._queue.empty():
             batch.append(self._queue.get_nowait())
         return batch
