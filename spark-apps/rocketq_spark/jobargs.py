@@ -110,9 +110,14 @@ def main(argv: Sequence[str] | None, spark: Any, *, app_name: str, parse: Callab
         check(args)
     except JobError as exc:
         return fail(exc)
-    if spark is None:
+    own = spark is None
+    if own:
         from rocketq_spark.session import spark_session  # pyspark is needed only from here on
 
         spark = spark_session(app_name, args.master)
-    print(run(args, spark))
+    try:
+        print(run(args, spark), flush=True)
+    finally:
+        if own:
+            spark.stop()
     return 0

@@ -23,6 +23,7 @@ LOCAL_CONF: Final = {
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
+    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
 }
 
 
@@ -39,6 +40,8 @@ def spark_session(app_name: str, master: str | None = None) -> SparkSession:
         for key, value in LOCAL_CONF.items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if master or not under_spark_submit():
+        spark.sparkContext.setLogLevel("ERROR")  # a laptop run prints the report, not Spark's chatter
     register(spark)
     return spark
 
