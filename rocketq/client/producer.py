@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -198,6 +199,8 @@ class Producer:
     async def _attempt(self, instance: ClientInstance, out: Outgoing, mq: MessageQueue, timeout: float) -> SendResult:
         """One send to one queue; records the broker's latency or failure."""
         started = (self._loop or asyncio.get_running_loop()).time()
+        # a trace's send time is wall-clock ms, taken before the send as RocketMQ does
+        started_ms = time.time_ns() // 1_000_000 if self.tracer is not None else 0
         try:
             addr = await instance.find_master(mq)
             reply = await wire.send(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
@@ -211,8 +214,8 @@ class Producer:
         self._record(mq.broker_name, started, isolation=False)
         result = sending.to_result(reply, out, mq)
         if self.tracer is not None and not out.batch:
-            cost_ms = int(((self._loop or asyncio.get_running_loop()).time() - started) * 1000)
-            self.tracer.submit([tracing.pub_record(out, result, group=self.group, store_host=addr, cost_ms=cost_ms,
+            self.tracer.submit([tracing.pub_record(out, result, group=self.group, store_host=addr,
+                                                   started_ms=started_ms,
                                                    client_host=instance.client_id.split("@")[0])])
         return result
 

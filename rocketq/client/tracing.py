@@ -165,9 +165,9 @@ class TraceDispatcher:
 # --- the producer's hook ----------------------------------------------------------------------
 
 
-def pub_record(out: Outgoing, result: SendResult, *, group: str, store_host: str, cost_ms: int,
+def pub_record(out: Outgoing, result: SendResult, *, group: str, store_host: str, started_ms: int,
                client_host: str) -> TraceRecord:
-    """The Pub record of one answered send attempt."""
+    """The Pub record of one answered send attempt that started at ``started_ms`` (wall clock)."""
     props = message.decode_properties(out.properties) if out.properties else {}
     if props.get(message.TRAN_MSG) == "true":
         msg_type = MessageType.TRANS_HALF
@@ -176,9 +176,10 @@ def pub_record(out: Outgoing, result: SendResult, *, group: str, store_host: str
     else:
         msg_type = MessageType.NORMAL
     return TraceRecord(
-        type=TraceType.PUB, timestamp=_now_ms() - cost_ms, region_id=result.region_id or traces.DEFAULT_REGION,
+        type=TraceType.PUB, timestamp=started_ms, region_id=result.region_id or traces.DEFAULT_REGION,
         group=group, topic=out.topic, msg_id=out.msg_id, tags=props.get(message.TAGS, ""),
-        keys=props.get(message.KEYS, ""), store_host=store_host, body_length=len(out.body), cost_time=cost_ms,
+        keys=props.get(message.KEYS, ""), store_host=store_host, body_length=len(out.body),
+        cost_time=_now_ms() - started_ms,
         msg_type=msg_type, offset_msg_id=result.offset_msg_id, success=result.status.value == "SEND_OK",
         client_host=client_host)
 

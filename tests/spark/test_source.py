@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import DATA_TOPIC, LAG_GROUP, STREAM_TOPIC, Workload
+from sparkcluster import DATA_TOPIC, LAG_GROUP, STREAM_TOPIC, Workload
 
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
