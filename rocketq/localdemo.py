@@ -12,6 +12,7 @@ in local mode on the cluster and prints its report, and finally stops the cluste
 from __future__ import annotations
 
 import asyncio
+import importlib
 import importlib.util
 import tempfile
 import time
@@ -82,7 +83,8 @@ def _lag_report(namesrv: str, work_dir: Path) -> None:
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("rocketq_spark") is None:
         _say("\n(no Spark lag report: pip install -e '.[analytics]' adds it)")
         return
-    from rocketq_spark.jobs import consumer_lag  # optional: the engine itself never needs Spark
+    # optional, found at run time: the engine itself never needs Spark
+    consumer_lag = importlib.import_module("rocketq_spark.jobs.consumer_lag")
 
     _say("\nSpark consumer_lag job (local mode) on this cluster:")
     consumer_lag.main(["--namesrv", namesrv, "--history", str(work_dir / "lag-history"),
