@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from test_sdk_push import FAST, wait_until
 
@@ -116,3 +117,20 @@ async def test_an_unreachable_trace_topic_never_fails_the_send(processes: Any) -
         tracer = producer.tracer
         assert tracer is not None
         await wait_until(lambda: tracer.failed >= 1)
+
+
+async def test_the_broker_creates_the_trace_topic_when_told(processes: Any) -> None:
+    ns = processes.namesrv()
+    processes.broker(ns.address, config={"traceTopicEnable": "true", "msgTraceTopicName": "OurTraces",
+                                         "autoCreateTopicEnable": "false"})
+    async with AdminClient(ns.address) as admin:
+        route = None
+        for _ in range(100):  # registration with the name server follows the broker's start
+            try:
+                route = await admin.topic_route("OurTraces")
+                break
+            except AdminError:
+                await asyncio.sleep(0.1)
+        assert route is not None and route.queue_datas
+        with pytest.raises(AdminError):
+            await admin.topic_route(traces.DEFAULT_TRACE_TOPIC)  # only the configured name
