@@ -10,7 +10,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics]'
 	touch $(STAMP)
 
 ## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results
@@ -25,8 +25,8 @@ test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
 
 lint: venv
-	$(VENV)/bin/ruff check rocketq operator tests e2e bench
-	$(VENV)/bin/mypy rocketq operator/rocketq_operator
+	$(VENV)/bin/ruff check rocketq operator tests e2e bench spark-apps
+	$(VENV)/bin/mypy rocketq operator/rocketq_operator spark-apps/rocketq_spark
 
 ## bench: the benchmark matrix of docs/benchmarks.md (throughput and latency, both flush modes)
 bench: venv

@@ -4,12 +4,16 @@ Starts one name server and two broker groups as processes (``LocalCluster``), cr
 with 8 queues on both masters, starts a clustering PushConsumer, then sends the requested number
 of 1 KiB messages with batched and with plain sync sends across both brokers. It waits until the
 consumer has seen every message, then prints counts (sent, failed, received, duplicates, missing),
-throughput of each phase, and send and end-to-end latency percentiles, and stops the cluster.
+throughput of each phase, and send and end-to-end latency percentiles. When PySpark and
+``rocketq_spark`` are installed (the ``analytics`` extra), it then runs the consumer_lag Spark job
+in local mode on the cluster and prints its report, and finally stops the cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import tempfile
 import time
 from dataclasses import dataclass
@@ -74,6 +78,19 @@ async def _workload(namesrv: str, plan: DemoPlan) -> bool:
     return failed == 0 and missing == 0
 
 
+def _lag_report(namesrv: str, work_dir: Path) -> None:
+    """The consumer_lag job (spark-apps/) over this cluster, in Spark local mode, if installed."""
+    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("rocketq_spark") is None:
+        _say("\n(no Spark lag report: pip install -e '.[analytics]' adds it)")
+        return
+    # optional, found at run time: the engine itself never needs Spark
+    consumer_lag = importlib.import_module("rocketq_spark.jobs.consumer_lag")
+
+    _say("\nSpark consumer_lag job (local mode) on this cluster:")
+    consumer_lag.main(["--namesrv", namesrv, "--history", str(work_dir / "lag-history"),
+                       "--output", str(work_dir / "lag-report")])
+
+
 def run(plan: DemoPlan, base_dir: Path | None = None) -> bool:
     with tempfile.TemporaryDirectory(prefix="rocketq-demo-") as tmp:
         layout = ClusterLayout.with_free_ports(base_dir or Path(tmp))
@@ -84,6 +101,7 @@ def run(plan: DemoPlan, base_dir: Path | None = None) -> bool:
             _say(f"  {p.name:<9} pid {p.pid:<7} {p.address}")
         try:
             ok = asyncio.run(_workload(state.namesrv, plan))
+            _lag_report(state.namesrv, layout.base_dir)
         finally:
             cluster.down()
             _say("cluster stopped")

@@ -197,13 +197,29 @@ async def group_summaries(admin: AdminClient) -> list[GroupSummary]:
     first heartbeat).
     """
     masters = await all_masters(admin)
+    groups = await known_groups(admin, masters)
+    return list(await _each(_summary(admin, group, masters) for group in groups))
+
+
+async def known_groups(admin: AdminClient, masters: list[str]) -> list[str]:
+    """Every group the masters hold config or offsets of, or with a ``%RETRY%`` topic; sorted."""
     tables = await _each(admin.all_groups(addr) for addr in masters)
     groups = {name for table in tables for name in table}
     for offsets in await _each(admin.all_consumer_offsets(addr) for addr in masters):
         groups.update(group for _, group in offsets)
     prefix = codes.RETRY_GROUP_TOPIC_PREFIX
     groups.update(t[len(prefix):] for t in await admin.all_topics() if t.startswith(prefix) and len(t) > len(prefix))
-    return list(await _each(_summary(admin, group, masters) for group in sorted(groups)))
+    return sorted(groups)
+
+
+async def online_clients(admin: AdminClient, group: str, *, masters: list[str] | None = None) -> int:
+    """How many clients of a group are connected (0 when none is online)."""
+    try:
+        return len((await consumer_connection(admin, group, masters=masters)).connections)
+    except AdminError as exc:
+        if not _not_online(exc):
+            raise
+        return 0
 
 
 async def _summary(admin: AdminClient, group: str, masters: list[str]) -> GroupSummary:

@@ -8,6 +8,8 @@
   are filtered out here by comparing the key itself.
 * By scanning (``printMsg``): every readable queue of the topic is pulled from its start offset to
   its end offset (or the offsets nearest a time range) with the tools group, which never commits.
+* A message's trace (``queryMsgTraceById``): the trace topic is queried by key for the msgId (trace
+  messages are indexed under the msgIds they trace), and the records about that msgId decoded.
 * Sending (``sendMessage``): one SEND_MESSAGE_V2 to a writable queue of the topic's route, or of
   TBW102's route when the topic does not exist yet and brokers may create it on first send, as a
   RocketMQ producer does.
@@ -26,7 +28,7 @@ from rocketq.admin.client import AdminClient, SendResult
 from rocketq.admin.errors import AdminError, ArgumentError, UnavailableError
 from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import MessageQueue
-from rocketq.protocol import codes, msgid
+from rocketq.protocol import codes, msgid, traces
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.message import Message, MessageExt
 
@@ -91,6 +93,15 @@ async def query_by_unique_key(admin: AdminClient, topic: str, key: str) -> list[
         return []
     record = await admin.view_message(addr, offset)
     return [record] if record.topic == topic else []
+
+
+async def query_trace(admin: AdminClient, msg_id: str, trace_topic: str = traces.DEFAULT_TRACE_TOPIC,
+                      *, max_num: int = 64) -> list[traces.TraceRecord]:
+    """Every trace record about ``msg_id`` in the trace topic, in time order (Pub first on ties)."""
+    found = await query_by_key(admin, trace_topic, msg_id, max_num=max_num)
+    records = [r for m in found for r in traces.decode(m.body, strict=False) if r.msg_id == msg_id]
+    order = {t: i for i, t in enumerate(traces.TraceType)}
+    return sorted(records, key=lambda r: (r.timestamp, order[r.type]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ objects that carry the queue's fields, since JSON keys are strings. Pure functio
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 from rocketq.admin import tables, timestamps
@@ -17,6 +18,7 @@ from rocketq.admin.cluster import GroupSummary
 from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
 from rocketq.protocol.message import MessageExt
+from rocketq.protocol.traces import TraceRecord, TraceType
 
 
 def host(value: tuple[str, int]) -> str:
@@ -183,3 +185,24 @@ def offsets_table(offsets: dict[MessageQueue, int]) -> str:
 
 def offsets_json(offsets: dict[MessageQueue, int]) -> list[dict[str, Any]]:
     return [{**mq.to_json(), "offset": offset} for mq, offset in offsets.items()]
+
+
+def trace_table(records: list[TraceRecord]) -> str:
+    """``queryMsgTraceById``: one row per trace record, as mqadmin lists a message's trace."""
+    before = {r.request_id: r for r in records if r.type is TraceType.SUB_BEFORE}
+    rows = []
+    for r in records:
+        group = r.group or (before[r.request_id].group if r.request_id in before else "")
+        when = timestamps.human(r.timestamp) if r.timestamp else ""
+        status = "success" if r.success else "failed"
+        if r.type is TraceType.SUB_BEFORE:
+            status, cost = f"retry {r.retry_times}", ""
+        else:
+            cost = f"{r.cost_time}ms"
+        rows.append([r.type.value, group, r.client_host or r.store_host, when, cost, status])
+    return tables.table(["Type", "Group", "Host", "Time", "CostTimes", "Status"], rows)
+
+
+def trace_json(records: list[TraceRecord]) -> list[dict[str, Any]]:
+    return [{k: (v.value if isinstance(v, TraceType) else v) for k, v in dataclasses.asdict(r).items()}
+            for r in records]

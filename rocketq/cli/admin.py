@@ -29,7 +29,7 @@ from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.bodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
-from rocketq.protocol import codes
+from rocketq.protocol import codes, traces
 from rocketq.protocol.message import Message
 from rocketq.remoting.client import split_addr
 from rocketq.remoting.errors import RemotingError
@@ -570,6 +570,21 @@ def query_msg_by_unique_key(s: Session, msg_id: str, topic: str) -> None:
         if not records:
             raise NotFoundError(f"no message of topic {topic} has the unique key {msg_id}")
         return Output("\n\n".join(views.message_block(r) for r in records), [views.message_json(r) for r in records])
+
+    s.run(work)
+
+
+@mqadmin_command("queryMsgTraceById")
+@opt("-i", "--msgId", "msg_id", required=True, help="the traced message's id (UNIQ_KEY)")
+@opt("-t", "--traceTopic", "trace_topic", type=TOPIC, default=traces.DEFAULT_TRACE_TOPIC, show_default=True)
+def query_msg_trace_by_id(s: Session, msg_id: str, trace_topic: str) -> None:
+    """Show a message's trace: its Pub, SubBefore and SubAfter records."""
+
+    async def work(admin: AdminClient) -> Output:
+        records = await messages.query_trace(admin, msg_id.strip(), trace_topic)
+        if not records:
+            raise NotFoundError(f"no trace of message {msg_id} in {trace_topic}")
+        return Output(views.trace_table(records), views.trace_json(records))
 
     s.run(work)
 

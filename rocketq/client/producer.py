@@ -19,18 +19,20 @@ Four ways to send:
 
 ``send_batch`` sends several messages of one topic in one SEND_BATCH_MESSAGE frame.
 A topic the name servers do not know is sent on the auto-create topic's (TBW102) route, and
-the broker creates it. What this producer does not do: transactions (half messages, check-back)
-and request/reply.
+the broker creates it. ``enable_msg_trace=True`` records a Pub trace of every answered send
+attempt to ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
+What this producer does not do: transactions (half messages, check-back) and request/reply.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rocketq.client import names, sending, wire
+from rocketq.client import names, sending, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
@@ -41,6 +43,7 @@ from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
 from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
 from rocketq.protocol.message import Message
+from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
@@ -53,9 +56,12 @@ SendCallback = Callable[[SendResult | None, BaseException | None], object]
 
 
 class Producer:
-    def __init__(self, group: str = DEFAULT_PRODUCER_GROUP, namesrv_addr: str | None = None, **options: Any) -> None:
+    def __init__(self, group: str = DEFAULT_PRODUCER_GROUP, namesrv_addr: str | None = None, *,
+                 enable_msg_trace: bool = False, custom_trace_topic: str | None = None, **options: Any) -> None:
         self.group = names.check_group(group)
         self.settings = configure(ProducerSettings, {"namesrv_addr": namesrv_addr, **options})
+        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC)
+                       if enable_msg_trace else None)
         self._faults = LatencyFaultTolerance()
         self._round_robin = RoundRobin(self._faults)
         self._instance: ClientInstance | None = None
@@ -84,6 +90,8 @@ class Producer:
         self._instance.start()
         self._loop = asyncio.get_running_loop()
         self._state = ServiceState.RUNNING
+        if self.tracer is not None:
+            await self.tracer.start()
 
     async def close(self) -> None:
         """Finish async sends in flight, unregister from the brokers, close. Idempotent."""
@@ -94,6 +102,8 @@ class Producer:
         if self._async_sends:
             # Each send has its own deadline (sendMsgTimeout), so this wait is bounded.
             await asyncio.gather(*self._async_sends, return_exceptions=True)
+        if self.tracer is not None:
+            await self.tracer.close()
         assert self._instance is not None
         await self._instance.unregister(producer_group=self.group)
         await self._instance.close()
@@ -189,6 +199,8 @@ class Producer:
     async def _attempt(self, instance: ClientInstance, out: Outgoing, mq: MessageQueue, timeout: float) -> SendResult:
         """One send to one queue; records the broker's latency or failure."""
         started = (self._loop or asyncio.get_running_loop()).time()
+        # a trace's send time is wall-clock ms, taken before the send as RocketMQ does
+        started_ms = time.time_ns() // 1_000_000 if self.tracer is not None else 0
         try:
             addr = await instance.find_master(mq)
             reply = await wire.send(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
@@ -200,7 +212,12 @@ class Producer:
             self._record(mq.broker_name, started, isolation=True)
             raise
         self._record(mq.broker_name, started, isolation=False)
-        return sending.to_result(reply, out, mq)
+        result = sending.to_result(reply, out, mq)
+        if self.tracer is not None and not out.batch:
+            self.tracer.submit([tracing.pub_record(out, result, group=self.group, store_host=addr,
+                                                   started_ms=started_ms,
+                                                   client_host=instance.client_id.split("@")[0])])
+        return result
 
     async def _send_selected(
         self, instance: ClientInstance, out: Outgoing, selector: QueueSelector, timeout: float

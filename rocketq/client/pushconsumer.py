@@ -17,7 +17,10 @@ In CLUSTERING the consumer also subscribes to its group's retry topic ``%RETRY%g
 messages the listener asked to RECONSUME_LATER come back. Delivery is at-least-once: a message
 can be delivered again after a rebalance, a crash or a close, never skipped.
 
-Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), SQL92 filters, message traces.
+``enable_msg_trace=True`` records SubBefore/SubAfter traces around every listener call to
+``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
+
+Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), SQL92 filters.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import names, periodic
+from rocketq.client import names, periodic, tracing
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
@@ -44,6 +47,7 @@ from rocketq.protocol import subscription
 from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RETRY_GROUP_TOPIC_PREFIX, RequestCode, retry_topic
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.errors import RemotingError
 
@@ -65,9 +69,12 @@ def parse_consume_timestamp(text: str, now: datetime.datetime | None = None) -> 
 
 class PushConsumer:
     def __init__(self, group: str = DEFAULT_CONSUMER_GROUP, namesrv_addr: str | None = None, *,
-                 allocate: AllocateStrategy = allocate_averagely, **options: Any) -> None:
+                 allocate: AllocateStrategy = allocate_averagely, enable_msg_trace: bool = False,
+                 custom_trace_topic: str | None = None, **options: Any) -> None:
         self.group = names.check_group(group)
         self.settings = configure(PushConsumerSettings, {"namesrv_addr": namesrv_addr, **options})
+        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC)
+                       if enable_msg_trace else None)
         self._timestamp_ms = parse_consume_timestamp(self.settings.consume_timestamp)
         self._allocate = allocate
         self._subscriptions: dict[str, SubscriptionData] = {}
@@ -150,6 +157,9 @@ class PushConsumer:
         for topic in list(self._subscriptions):
             await self._update_route(topic)
         await instance.heartbeat()
+        if self.tracer is not None:
+            await self.tracer.start()
+            listener = tracing.traced_listener(listener, self.tracer, self.group)
         self._consume = ConcurrentConsumeService(self.group, self.settings, listener, instance, self._offsets)
         self._rebalancer = Rebalancer(
             instance, self.group, model=self.settings.message_model, strategy=self._allocate,
@@ -184,6 +194,8 @@ class PushConsumer:
             await self._instance.unregister(consumer_group=self.group)
         await asyncio.gather(*(p.stop() for p in pulls))
         self._pull_tasks.clear()
+        if self.tracer is not None:
+            await self.tracer.close()
         if self._instance is not None:
             await self._instance.close()
 

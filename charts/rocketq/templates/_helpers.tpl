@@ -99,3 +99,16 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
   verbs: [get, list, watch, patch]
 {{- end }}
 {{- end }}
+
+{{/*
+Labels of the analytics objects: (list <root context> <component>).
+*/}}
+{{- define "rocketq.analyticsLabels" -}}
+{{- $root := index . 0 }}
+helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: rocketq-analytics
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+app.kubernetes.io/part-of: rocketq
+{{- end }}
