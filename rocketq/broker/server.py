@@ -59,6 +59,7 @@ class BrokerServer:
             max_frame_size=behaviour.server_max_frame_size,
             name="broker",
             on_connection_closed=self._connection_closed,
+            limits=behaviour.connection_limits,
         )
         self._client = RemotingClient(name="broker-out")
         self._tasks: list[asyncio.Task[None]] = []
@@ -126,6 +127,7 @@ class BrokerServer:
     async def _start_metrics(self, port: int) -> None:
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self))
+        registry.register(self._remoting.collector())
         self._metrics = MetricsServer(registry, lambda: self._serving, host=self.identity.listen_host, port=port)
         await self._metrics.start()
 

@@ -6,6 +6,7 @@ import enum
 import socket
 from dataclasses import dataclass
 
+from rocketq.remoting import limits
 from rocketq.settings import setting
 
 
@@ -73,3 +74,14 @@ class BrokerBehaviour:
         "startAcceptSendRequestTimeStamp", 0, "refuse sends before this epoch ms"
     )
     reject_transaction_message: bool = setting("rejectTransactionMessage", False, "NO_PERMISSION for half messages")
+    server_channel_max_idle_time_seconds: int = setting(
+        "serverChannelMaxIdleTimeSeconds", limits.DEFAULT_IDLE_SECONDS,
+        "seconds without traffic after which a client connection is closed; 0 never"
+    )
+    server_max_connections: int = setting(
+        "serverMaxConnections", 0, "client connections open at once; 0 = open-file limit less a reserve (rocketq)"
+    )
+
+    @property
+    def connection_limits(self) -> limits.ConnectionLimits:
+        return limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)

@@ -79,7 +79,8 @@ class NamesrvServer:
         self._remoting = RemotingServer(
             processor.handlers(ctx, self.metrics.count_request),
             host=s.bind_address, port=s.listen_port, max_frame_size=s.frame_max_length,
-            name="namesrv", on_connection_closed=self._connection_closed)
+            name="namesrv", on_connection_closed=self._connection_closed, limits=s.connection_limits)
+        self.metrics.registry.register(self._remoting.collector())
         await self._remoting.start()
         if s.metrics_port:
             self._http = MetricsServer(self.metrics.registry, self.serving, host=s.bind_address, port=s.metrics_port)

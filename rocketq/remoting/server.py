@@ -1,16 +1,30 @@
-"""A TCP server that hands every accepted connection the same table of request handlers."""
+"""A TCP server that hands every accepted connection the same table of request handlers.
+
+It also owns what bounds a server's connections (``limits``): it refuses connections over the
+cap or inside the descriptor reserve (closed at once, one rate-limited log line), closes those
+silent for ``idle_seconds`` (``idle``), and counts both in ``stats`` for its metrics
+(``collector``). Its connections guard their backlog: they stop reading from a peer that does
+not read its answers (``connection``).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from collections.abc import Callable, Mapping
 
+from rocketq import ratelimit
 from rocketq.protocol import frames
+from rocketq.remoting import idle, limits
 from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.limits import ConnectionLimits
+from rocketq.remoting.metrics import RemotingCollector
+from rocketq.remoting.stats import RemotingStats
 
 log = logging.getLogger(__name__)
+_limit_log = ratelimit.LogLimiter(log)
 
 
 class RemotingServer:
@@ -23,6 +37,7 @@ class RemotingServer:
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
         name: str = "remoting",
         on_connection_closed: Callable[[Connection], None] | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self._handlers = handlers
         self._host = host
@@ -30,8 +45,14 @@ class RemotingServer:
         self._max_frame_size = max_frame_size
         self._name = name
         self._on_closed = on_connection_closed
+        self._limits = limits or ConnectionLimits()
         self._server: asyncio.Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
         self.connections: set[Connection] = set()
+        self.stats = RemotingStats()
+        self.max_connections = self._limits.max_connections
+        """Set at ``start`` when the limits leave it to the descriptor limit."""
+        self._first_reserved_fd = 1 << 62
 
     @property
     def port(self) -> int:
@@ -40,26 +61,65 @@ class RemotingServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
+        soft_limit = limits.raise_nofile_limit()
+        self._first_reserved_fd = limits.first_reserved_descriptor(soft_limit)
+        if not self.max_connections:
+            self.max_connections = limits.derived_max_connections(soft_limit)
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             self._new_connection, self._host, self._requested_port, reuse_address=True, backlog=1024
         )
         for sock in self._server.sockets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._limits.idle_seconds:
+            self._sweeper = loop.create_task(self._close_idle(), name=f"{self._name}-idle-sweep")
 
     def _new_connection(self) -> Connection:
-        conn = Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name)
+        conn = Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name,
+                          guard_backlog=True, stats=self.stats, admit=self._admit)
         self.connections.add(conn)
         conn.add_close_callback(self._forget)
         return conn
+
+    def _admit(self, transport: asyncio.BaseTransport) -> bool:
+        sock = transport.get_extra_info("socket")
+        fd = sock.fileno() if sock is not None else -1
+        if len(self.connections) <= self.max_connections and fd < self._first_reserved_fd:
+            return True
+        self.stats.refused += 1
+        _limit_log.warning("refused", "%s: refusing connection from %s: %d connections open (cap %d), "
+                           "descriptor %d (reserve from %d)", self._name,
+                           transport.get_extra_info("peername"), len(self.connections) - 1,
+                           self.max_connections, fd, self._first_reserved_fd)
+        return False
 
     def _forget(self, conn: Connection) -> None:
         self.connections.discard(conn)
         if self._on_closed is not None:
             self._on_closed(conn)
 
+    async def _close_idle(self) -> None:
+        idle_seconds = self._limits.idle_seconds
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(idle.sweep_interval(idle_seconds))
+            for conn in idle.sweep(self.connections, loop.time(), idle_seconds):
+                self.stats.idle_closed += 1
+                _limit_log.log(logging.INFO, "idle", "%s: closing connection %s: no traffic for %g s",
+                               self._name, conn.remote_addr, idle_seconds)
+                conn.begin_close()
+
+    def collector(self) -> RemotingCollector:
+        """A Prometheus collector of this server's counters, for its process's registry."""
+        return RemotingCollector(self.stats, lambda: len(self.connections), self._name)
+
     async def close(self) -> None:
         """Stop accepting, close every connection, wait for them. Idempotent."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
         server, self._server = self._server, None
         if server is None:
             return
