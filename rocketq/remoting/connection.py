@@ -349,6 +349,10 @@ class Connection(asyncio.Protocol):
     async def close(self) -> None:
         """Flush what is queued, close, and wait until the connection is gone. Idempotent."""
         self.begin_close()
+        await self.wait_closed()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is gone, whichever side closed it."""
         await asyncio.shield(self._closed_future)
 
 

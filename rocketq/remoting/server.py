@@ -14,6 +14,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from rocketq import ratelimit
 from rocketq.protocol import frames
@@ -24,6 +25,8 @@ from rocketq.remoting.metrics import RemotingCollector
 from rocketq.remoting.stats import RemotingStats
 
 log = logging.getLogger(__name__)
+CLOSE_GRACE_SECONDS: Final = 5.0
+"""How long ``close`` lets connections write what is queued before it aborts them."""
 _limit_log = ratelimit.LogLimiter(log)
 
 
@@ -124,5 +127,12 @@ class RemotingServer:
         if server is None:
             return
         server.close()
-        await asyncio.gather(*(conn.close() for conn in list(self.connections)), return_exceptions=True)
+        conns = list(self.connections)
+        try:
+            async with asyncio.timeout(CLOSE_GRACE_SECONDS):
+                await asyncio.gather(*(conn.close() for conn in conns), return_exceptions=True)
+        except TimeoutError:  # peers that read nothing would keep their answers, and us, forever
+            for conn in conns:
+                conn.abort()
+            await asyncio.gather(*(conn.wait_closed() for conn in conns), return_exceptions=True)
         await server.wait_closed()

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from rocketq.protocol.codes import ResponseCode, SerializeType
 from rocketq.protocol.frames import FrameDecoder, RemotingCommand
 from rocketq.remoting import connection as connection_mod
+from rocketq.remoting import server as server_mod
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.server import RemotingServer
 
@@ -72,22 +73,40 @@ async def test_a_peer_that_does_not_read_is_not_read_until_it_does(server) -> No
     srv, handled = server
     loop = asyncio.get_running_loop()
     transport, peer = await loop.create_connection(Peer, "127.0.0.1", srv.port)
-    transport.write(b"".join(RemotingCommand(code=BIG, opaque=i).encode() for i in range(PIPELINED)))
-    (conn,) = srv.connections
-    await _until(lambda: handled)
-    await asyncio.sleep(0.5)  # whatever the server would still do, it does now
-    assert len(handled) < PIPELINED // 4
-    assert conn.reading_paused
-    buffered = conn._transport.get_write_buffer_size()  # type: ignore[union-attr]
-    assert buffered <= connection_mod.WRITE_HIGH_WATER + connection_mod.FLUSH_AFTER_FRAMES * (ANSWER_SIZE + 200)
-    assert srv.stats.reads_paused >= 1
+    try:
+        transport.write(b"".join(RemotingCommand(code=BIG, opaque=i).encode() for i in range(PIPELINED)))
+        (conn,) = srv.connections
+        await _until(lambda: handled)
+        await asyncio.sleep(0.5)  # whatever the server would still do, it does now
+        assert len(handled) < PIPELINED // 4
+        assert conn.reading_paused
+        buffered = conn._transport.get_write_buffer_size()  # type: ignore[union-attr]
+        assert buffered <= connection_mod.WRITE_HIGH_WATER + connection_mod.FLUSH_AFTER_FRAMES * (ANSWER_SIZE + 200)
+        assert srv.stats.reads_paused >= 1
 
-    transport.resume_reading()
-    async with asyncio.timeout(20):
-        await peer.all_answered
-    assert sorted(peer.answers) == list(range(PIPELINED))
-    assert all(len(a.body) == ANSWER_SIZE for a in peer.answers.values())
-    transport.close()
+        transport.resume_reading()
+        async with asyncio.timeout(20):
+            await peer.all_answered
+        assert sorted(peer.answers) == list(range(PIPELINED))
+        assert all(len(a.body) == ANSWER_SIZE for a in peer.answers.values())
+    finally:
+        transport.abort()
+
+
+async def test_closing_the_server_does_not_wait_forever_for_a_peer_that_reads_nothing(
+    server, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_mod, "CLOSE_GRACE_SECONDS", 0.2)
+    srv, handled = server
+    transport, _peer = await asyncio.get_running_loop().create_connection(Peer, "127.0.0.1", srv.port)
+    try:
+        transport.write(b"".join(RemotingCommand(code=BIG, opaque=i).encode() for i in range(PIPELINED)))
+        await _until(lambda: handled)
+        async with asyncio.timeout(5):
+            await srv.close()
+        assert not srv.connections
+    finally:
+        transport.abort()
 
 
 async def test_body_parts_go_out_as_views_and_arrive_as_the_same_bytes(server) -> None:
