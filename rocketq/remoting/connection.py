@@ -142,14 +142,13 @@ class Connection(asyncio.Protocol):
                 else:
                     self._dispatch(cmd)
                     if self.reading_paused:
-                        break  # closing ``feed`` keeps the rest of the read in the decoder
+                        feed.close()  # the decoder keeps the rest of the read for later
+                        break
         except FrameError as exc:
             self._stats.bad_frames += 1
             _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
                               self._name, self.remote_addr, exc)
             self.abort()
-        finally:
-            feed.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -191,34 +190,29 @@ class Connection(asyncio.Protocol):
 
     # --- sending --------------------------------------------------------------------------
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         if self._transport is None:
             return
         self.active = True
+        if self.reading_paused:
+            self._check_backlog()
         outbox = self._outbox
         outbox.append(data)
-        self._queued()
+        if len(outbox) >= FLUSH_AFTER_FRAMES:
+            # A long burst (a read full of requests) is answered in slices: the peer starts on
+            # the first answers while the rest are still being worked out here.
+            self._transport.writelines(outbox)
+            self._outbox = []
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
 
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
         if self._transport is None:
             return
-        self.active = True
-        self._outbox.extend(buffers)
-        self._queued()
-
-    def _queued(self) -> None:
-        outbox = self._outbox
-        if self.reading_paused:
-            self._check_backlog()
-        if len(outbox) >= FLUSH_AFTER_FRAMES:
-            # A long burst (a read full of requests) is answered in slices: the peer starts on
-            # the first answers while the rest are still being worked out here.
-            self._transport.writelines(outbox)  # type: ignore[union-attr]  # _write checked it
-            self._outbox = []
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+        self._outbox.extend(buffers[:-1])
+        self._write(buffers[-1])
 
     def _flush(self) -> None:
         self._flush_scheduled = False
