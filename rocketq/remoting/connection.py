@@ -56,7 +56,9 @@ Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | 
 """A request handler: the response to send, or None (oneway, or answered later)."""
 
 MAX_REQUESTS_IN_FLIGHT: Final = 8192
-"""Requests from one peer being handled at once; more are refused with SYSTEM_BUSY."""
+"""Requests from one peer not answered yet — handlers that wait, and handlers that returned
+None to answer later (held long-poll pulls); more are refused with SYSTEM_BUSY. A handler that
+answers in its first step is never in flight: its answer is queued before the next frame."""
 MAX_PENDING_INVOKES: Final = 65536
 """Outgoing requests awaiting responses on one connection."""
 FLUSH_AFTER_FRAMES: Final = 4
