@@ -190,6 +190,11 @@ class Connection(asyncio.Protocol):
         if not self.reading_paused and self._transport is not None and self._decoder.buffered:
             self.data_received(b"")
 
+    @property
+    def busy(self) -> bool:
+        """Requests are under way on it, either direction: not idle, however long they take."""
+        return bool(self._pending or self._tasks or self._deferred)
+
     # --- sending --------------------------------------------------------------------------
 
     def _write(self, data: bytes | memoryview) -> None:

@@ -10,7 +10,6 @@ not read its answers (``connection``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 from collections.abc import Callable, Mapping
@@ -50,9 +49,9 @@ class RemotingServer:
         self._on_closed = on_connection_closed
         self._limits = limits or ConnectionLimits()
         self._server: asyncio.Server | None = None
-        self._sweeper: asyncio.Task[None] | None = None
         self.connections: set[Connection] = set()
         self.stats = RemotingStats()
+        self._idle = idle.IdleCloser(lambda: self.connections, self._limits.idle_seconds, name, self._closing_idle)
         self.max_connections = self._limits.max_connections
         """Set at ``start`` when the limits leave it to the descriptor limit."""
         self._first_reserved_fd = 1 << 62
@@ -74,8 +73,7 @@ class RemotingServer:
         )
         for sock in self._server.sockets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self._limits.idle_seconds:
-            self._sweeper = loop.create_task(self._close_idle(), name=f"{self._name}-idle-sweep")
+        self._idle.start()
 
     def _new_connection(self) -> Connection:
         conn = Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name,
@@ -101,16 +99,10 @@ class RemotingServer:
         if self._on_closed is not None:
             self._on_closed(conn)
 
-    async def _close_idle(self) -> None:
-        idle_seconds = self._limits.idle_seconds
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(idle.sweep_interval(idle_seconds))
-            for conn in idle.sweep(self.connections, loop.time(), idle_seconds):
-                self.stats.idle_closed += 1
-                _limit_log.log(logging.INFO, "idle", "%s: closing connection %s: no traffic for %g s",
-                               self._name, conn.remote_addr, idle_seconds)
-                conn.begin_close()
+    def _closing_idle(self, conn: Connection) -> None:
+        self.stats.idle_closed += 1
+        _limit_log.log(logging.INFO, "idle", "%s: closing connection %s: no traffic for %g s",
+                       self._name, conn.remote_addr, self._limits.idle_seconds)
 
     def collector(self) -> RemotingCollector:
         """A Prometheus collector of this server's counters, for its process's registry."""
@@ -118,11 +110,7 @@ class RemotingServer:
 
     async def close(self) -> None:
         """Stop accepting, close every connection, wait for them. Idempotent."""
-        sweeper, self._sweeper = self._sweeper, None
-        if sweeper is not None:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+        await self._idle.close()
         server, self._server = self._server, None
         if server is None:
             return

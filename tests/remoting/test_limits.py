@@ -26,7 +26,7 @@ from rocketq.remoting.connection import Connection
 from rocketq.remoting.limits import ConnectionLimits
 from rocketq.remoting.server import RemotingServer
 
-ECHO = 1
+ECHO, SLOW = 1, 2
 IDLE = 0.3
 
 
@@ -80,6 +80,33 @@ async def test_a_busy_connection_stays_and_a_client_reconnects_after_an_idle_clo
         assert idle_server.stats.idle_closed == 1
     finally:
         await client.close()
+
+
+async def test_a_client_closes_its_idle_connections_but_not_one_waiting_for_an_answer() -> None:
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def slow(conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        await gate
+        return req.response(ResponseCode.SUCCESS)
+
+    server = RemotingServer({ECHO: _echo, SLOW: slow}, host="127.0.0.1", limits=ConnectionLimits(idle_seconds=0))
+    await server.start()
+    addr = f"127.0.0.1:{server.port}"
+    client = RemotingClient(idle_seconds=IDLE)
+    try:
+        first = await client.connection(addr)
+        waiting = asyncio.ensure_future(client.invoke(addr, RemotingCommand(code=SLOW), 10))
+        await asyncio.sleep(IDLE * 4)  # silent all along, but a request is under way
+        assert not first.closed
+        gate.set_result(None)
+        await waiting
+        async with asyncio.timeout(IDLE * 10):
+            await first.wait_closed()
+        assert (await client.invoke(addr, RemotingCommand(code=ECHO, body=b"b"), 2)).body == b"b"
+        assert (await client.connection(addr)) is not first
+    finally:
+        await client.close()
+        await server.close()
 
 
 async def test_connections_over_the_cap_are_closed_at_once(caplog: pytest.LogCaptureFixture) -> None:
