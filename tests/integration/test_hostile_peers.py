@@ -30,7 +30,7 @@ PIPELINED = 40_000
 MAX_RSS_MB = 300
 """Far above a broker's ~70 MB at rest, far below the gigabytes an unbounded backlog reached."""
 FILE_LIMIT = 256
-IDLE_SECONDS = 2
+IDLE_SECONDS = 3
 FLOOD = 300
 """Idle connections opened against a broker limited to FILE_LIMIT descriptors."""
 GARBAGE_CONNECTIONS = 200
@@ -127,19 +127,17 @@ async def test_idle_connections_close_and_a_low_file_limit_starves_no_client(pro
         try:
             # within the idle time, on the producer's open connection: a new topic means new store files
             await producer.send(Message("IdleDuringIT", b"during"))
-            await asyncio.sleep(0.5)
-            refused = sum(reader.at_eof() for reader, _ in flood)
-            print(f"{len(os.listdir(f'/proc/{broker.popen.pid}/fd'))} descriptors open in the broker; "
-                  f"{refused} of {FLOOD} connections refused")
-            assert 0 < refused < FLOOD
-            async with asyncio.timeout(IDLE_SECONDS * 5):
+            print(f"{len(os.listdir(f'/proc/{broker.popen.pid}/fd'))} descriptors open in the broker "
+                  f"during a flood of {FLOOD} connections")
+            async with asyncio.timeout(IDLE_SECONDS * 5):  # refused at once, or closed when idle
                 while not all(reader.at_eof() for reader, _ in flood):
                     await asyncio.sleep(0.1)
         finally:
             for _, writer in flood:
                 writer.close()
-        assert _remoting_metric(metrics_port, "rocketmq_remoting_idle_closed_total") >= FLOOD - refused
-        assert _remoting_metric(metrics_port, "rocketmq_remoting_connections_refused_total") >= refused
+        refused = _remoting_metric(metrics_port, "rocketmq_remoting_connections_refused_total")
+        idle_closed = _remoting_metric(metrics_port, "rocketmq_remoting_idle_closed_total")
+        assert refused >= 1 and idle_closed >= 1 and refused + idle_closed >= FLOOD
         # the producer's own connection went idle too: its next send reconnects by itself
         await producer.send(Message("IdleAfterIT", b"after"))
     for topic, body in (("IdleBeforeIT", b"before"), ("IdleDuringIT", b"during")):
