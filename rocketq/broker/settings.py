@@ -82,6 +82,9 @@ class BrokerBehaviour:
         "serverMaxConnections", 0, "client connections open at once; 0 = open-file limit less a reserve (rocketq)"
     )
 
+    def __post_init__(self) -> None:
+        limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)  # checks
+
     @property
     def connection_limits(self) -> limits.ConnectionLimits:
         return limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)

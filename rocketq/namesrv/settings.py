@@ -64,6 +64,7 @@ class NamesrvSettings:
                                 f"{MIN_FRAME_MAX_LENGTH}..{MAX_FRAME_MAX_LENGTH} bytes")
         if self.listen_port and self.listen_port == self.metrics_port:
             raise SettingsError(f"listenPort and metricsPort are both {self.listen_port}")
+        limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)  # checks
 
     @property
     def scan_interval_s(self) -> float:

@@ -23,6 +23,8 @@ import resource
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq.settings import SettingsError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_SECONDS: Final = 120
@@ -45,9 +47,9 @@ class ConnectionLimits:
 
     def __post_init__(self) -> None:
         if self.idle_seconds < 0:
-            raise ValueError(f"serverChannelMaxIdleTimeSeconds={self.idle_seconds}: expected 0 (never) or more")
+            raise SettingsError(f"serverChannelMaxIdleTimeSeconds={self.idle_seconds}: expected 0 (never) or more")
         if self.max_connections < 0:
-            raise ValueError(f"serverMaxConnections={self.max_connections}: expected 0 (derived) or more")
+            raise SettingsError(f"serverMaxConnections={self.max_connections}: expected 0 (derived) or more")
 
 
 def raise_nofile_limit() -> int:

@@ -16,7 +16,9 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from rocketq import ratelimit
+from rocketq import ratelimit, settings
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.namesrv.settings import NamesrvSettings
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import connection as connection_mod
@@ -25,6 +27,7 @@ from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.limits import ConnectionLimits
 from rocketq.remoting.server import RemotingServer
+from rocketq.settings import SettingsError
 
 ECHO, SLOW = 1, 2
 IDLE = 0.3
@@ -152,8 +155,17 @@ def test_the_reserve_keeps_descriptors_for_the_store_at_any_limit() -> None:
     assert limits.first_reserved_descriptor(256) == 256 - limits.MIN_DESCRIPTOR_RESERVE
     assert limits.first_reserved_descriptor(1 << 20) == (1 << 20) - (1 << 20) // limits.DESCRIPTOR_RESERVE_FRACTION
     assert limits.derived_max_connections(32) == 0  # too few descriptors to serve anyone safely
-    with pytest.raises(ValueError, match="serverChannelMaxIdleTimeSeconds"):
+    with pytest.raises(SettingsError, match="serverChannelMaxIdleTimeSeconds"):
         ConnectionLimits(idle_seconds=-1)
+
+
+@pytest.mark.parametrize("group", [BrokerBehaviour, NamesrvSettings])
+def test_broker_and_name_server_read_their_limits_from_the_config_file(group: type) -> None:
+    conf = {"serverChannelMaxIdleTimeSeconds": "30", "serverMaxConnections": "500"}
+    assert settings.build(group, conf, environ={}).connection_limits == ConnectionLimits(30, 500)
+    assert settings.build(group, {}, environ={}).connection_limits == ConnectionLimits(120, 0)
+    with pytest.raises(SettingsError, match="serverMaxConnections=-1"):
+        settings.build(group, {"serverMaxConnections": "-1"}, environ={})
 
 
 def test_start_up_raises_the_soft_open_file_limit_to_the_hard_one() -> None:
