@@ -181,8 +181,12 @@ class PullHandlers:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         ).to_ext()
-        body = b"".join(result.buffers) if code == ResponseCode.SUCCESS else b""
-        return request.response(code, None if code == ResponseCode.SUCCESS else result.status.name, ext, body)
+        if code != ResponseCode.SUCCESS:
+            return request.response(code, result.status.name, ext)
+        response = request.response(code, None, ext)
+        # The records go out as the store's own views (frames.encode_buffers): no copy here.
+        response.body_parts = result.buffers
+        return response
 
     # --- long polling -------------------------------------------------------------------
 

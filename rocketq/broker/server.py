@@ -63,6 +63,7 @@ class BrokerServer:
             max_frame_size=behaviour.server_max_frame_size,
             name="broker",
             on_connection_closed=self._connection_closed,
+            limits=behaviour.connection_limits,
         )
         self._client = RemotingClient(name="broker-out")
         self._tasks = [
@@ -141,6 +142,7 @@ class BrokerServer:
     async def _start_metrics(self) -> None:
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self))
+        registry.register(self._remoting.collector())
         self._metrics = await metrics_http.start_beside(
             f"broker {self.identity.broker_name}", registry, lambda: self._serving,
             host=self.identity.listen_host, port=self.identity.metrics_port,

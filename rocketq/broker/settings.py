@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketq import settings
+from rocketq.remoting import limits
 from rocketq.settings import SettingsError, setting
 
 MIN_FRAME_MAX_LENGTH: Final = 64 * 1024
@@ -94,6 +95,13 @@ class BrokerBehaviour:
     start_accept_send_request_time_stamp: int = setting(
         "startAcceptSendRequestTimeStamp", 0, "refuse sends before this epoch ms"
     )
+    server_channel_max_idle_time_seconds: int = setting(
+        "serverChannelMaxIdleTimeSeconds", limits.DEFAULT_IDLE_SECONDS,
+        "seconds without traffic after which a client connection is closed; 0 never"
+    )
+    server_max_connections: int = setting(
+        "serverMaxConnections", 0, "client connections open at once; 0 = open-file limit less a reserve (rocketq)"
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -114,3 +122,8 @@ class BrokerBehaviour:
                                 "4 (read), 2 (write), 1 (inherit)")
         if self.server_max_frame_size < MIN_FRAME_MAX_LENGTH:
             raise SettingsError(f"frameMaxLength={self.server_max_frame_size}: at least {MIN_FRAME_MAX_LENGTH}")
+        limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)  # checks
+
+    @property
+    def connection_limits(self) -> limits.ConnectionLimits:
+        return limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)

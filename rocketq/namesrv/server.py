@@ -81,7 +81,8 @@ class NamesrvServer:
         self._remoting = RemotingServer(
             processor.handlers(ctx, self.metrics.count_request),
             host=s.bind_address, port=s.listen_port, max_frame_size=s.frame_max_length,
-            name="namesrv", on_connection_closed=self._connection_closed)
+            name="namesrv", on_connection_closed=self._connection_closed, limits=s.connection_limits)
+        self.metrics.registry.register(self._remoting.collector())
         await self._remoting.start()
         self._http = await metrics_http.start_beside(
             "namesrv", self.metrics.registry, self.serving, host=s.bind_address, port=s.metrics_port)

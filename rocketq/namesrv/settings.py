@@ -16,6 +16,7 @@ from typing import Final
 from rocketq import settings
 from rocketq.namesrv import kvconfig
 from rocketq.protocol import frames
+from rocketq.remoting import limits
 from rocketq.settings import SettingsError, setting
 
 DEFAULT_LISTEN_PORT: Final = 9876
@@ -67,6 +68,7 @@ class NamesrvSettings:
                                 f"{MIN_FRAME_MAX_LENGTH}..{MAX_FRAME_MAX_LENGTH} bytes")
         if self.listen_port > 0 and self.listen_port == self.metrics_port:
             raise SettingsError(f"listenPort and metricsPort are both {self.listen_port}")
+        limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)  # checks
 
     @property
     def scan_interval_s(self) -> float:
@@ -75,6 +77,17 @@ class NamesrvSettings:
     @property
     def broker_timeout_s(self) -> float:
         return self.broker_channel_expired_time / 1000
+
+    server_channel_max_idle_time_seconds: int = setting(
+        "serverChannelMaxIdleTimeSeconds", limits.DEFAULT_IDLE_SECONDS,
+        "Seconds without traffic after which a connection is closed; 0 never.")
+    server_max_connections: int = setting(
+        "serverMaxConnections", 0,
+        "Connections open at once; 0 = the open-file limit less a reserve (rocketq).")
+
+    @property
+    def connection_limits(self) -> limits.ConnectionLimits:
+        return limits.ConnectionLimits(self.server_channel_max_idle_time_seconds, self.server_max_connections)
 
 
 def _positive(key: str, value: int) -> None:

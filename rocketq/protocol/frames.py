@@ -22,7 +22,7 @@ used as orjson returns it, without a converting copy.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -62,6 +62,13 @@ class RemotingCommand:
     language: str = "PYTHON"
     version: int = PROTOCOL_VERSION
     serialize_type: SerializeType = SerializeType.JSON
+    body_parts: Sequence[bytes | memoryview] = ()
+    """The body as buffers sent one after another, instead of ``body`` (which is then empty).
+
+    A pull answer's body is the stored records themselves: memoryviews of the CommitLog's
+    map, written to the socket as they are (``encode_buffers``) rather than copied into one
+    ``bytes`` first. A view keeps its segment mapped (the map refuses to close while views
+    exist), so a view outliving a retention deletion reads valid, unchanged bytes."""
 
     @property
     def is_response(self) -> bool:
@@ -84,6 +91,23 @@ class RemotingCommand:
                                PROTOCOL_VERSION, self.serialize_type)
 
     def encode(self) -> bytes:
+        """The whole frame as one ``bytes`` (``body_parts`` joined in)."""
+        if self.body_parts:
+            return b"".join(self.encode_buffers())
+        prefix, header = self._encode_head(len(self.body))
+        return b"".join((prefix, header, self.body))
+
+    def encode_buffers(self) -> list[bytes | memoryview]:
+        """The frame as buffers to write in order: length and header, then the body's parts.
+
+        The same bytes as ``encode``, without copying ``body_parts`` into one buffer.
+        """
+        parts = self.body_parts
+        if not parts:
+            return [*self._encode_head(len(self.body)), self.body]
+        return [*self._encode_head(sum(map(len, parts))), *parts]
+
+    def _encode_head(self, body_len: int) -> tuple[bytes, bytes]:
         if self.serialize_type == SerializeType.ROCKETMQ:
             header = _encode_binary_header(self)
         else:
@@ -97,8 +121,7 @@ class RemotingCommand:
             header = orjson.dumps(fields)
         if len(header) > MAX_HEADER_SIZE:
             raise FrameError(f"header of {len(header)} bytes does not fit in 24 bits")
-        prefix = _PREFIX.pack(4 + len(header) + len(self.body), (self.serialize_type << 24) | len(header))
-        return b"".join((prefix, header, self.body))
+        return _PREFIX.pack(4 + len(header) + body_len, (self.serialize_type << 24) | len(header)), header
 
 
 def java_string(value: Any) -> str:
@@ -260,7 +283,7 @@ class FrameDecoder:
         """Buffered bytes needed before the buffered frame can be complete."""
         self._max = max_frame_size
 
-    def feed(self, data: bytes) -> Iterator[RemotingCommand]:
+    def feed(self, data: bytes) -> Generator[RemotingCommand, None, None]:
         buf = self._buffer
         if buf:
             buf += data

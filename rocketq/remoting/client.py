@@ -1,7 +1,9 @@
 """The client side: one reused connection per peer address.
 
 Connections are opened on first use, shared by every caller, and dropped from the table when
-they close, so the next call reconnects. Handlers given here answer requests that servers send
+they close, so the next call reconnects: after a server closed an idle one, after a network
+error, or after this client closed it for having been idle itself for ``idle_seconds``
+(RocketMQ's clientChannelMaxIdleTimeSeconds, 120 s). Handlers given here answer requests that servers send
 to clients (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 from rocketq.protocol import frames
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.remoting import idle, limits
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.errors import RemotingConnectError
 
@@ -32,6 +35,7 @@ class RemotingClient:
         connect_timeout: float = 3.0,
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
         name: str = "client",
+        idle_seconds: float = limits.DEFAULT_IDLE_SECONDS,
     ) -> None:
         self._handlers: Mapping[int, Handler] = handlers or {}
         self._connect_timeout = connect_timeout
@@ -40,6 +44,7 @@ class RemotingClient:
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
         self._closed = False
+        self._idle = idle.IdleCloser(self._connections.values, idle_seconds, name)
 
     async def connection(self, addr: str) -> Connection:
         conn = self._connections.get(addr)
@@ -73,6 +78,7 @@ class RemotingClient:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._connections[addr] = conn
         conn.add_close_callback(lambda c: self._forget(addr, c))
+        self._idle.start()
         return conn
 
     def _forget(self, addr: str, conn: Connection) -> None:
@@ -116,5 +122,7 @@ class RemotingClient:
     async def close(self) -> None:
         """Close every connection. Idempotent."""
         self._closed = True
-        conns, self._connections = list(self._connections.values()), {}
+        await self._idle.close()
+        conns = list(self._connections.values())
+        self._connections.clear()
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)

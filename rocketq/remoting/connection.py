@@ -12,9 +12,24 @@ that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a ta
 requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
 neither a task nor an extra loop turn; see ``_Resumed`` for how the rest keep a task's
 semantics (exceptions, cancellation on connection loss).
-Every buffer is capped: a frame larger than ``max_frame_size`` or any undecodable byte closes
-the connection (with a log line), too many requests in flight from one peer are answered
-SYSTEM_BUSY, and a caller waits while the kernel send buffer is full.
+Every buffer is capped:
+
+* a frame larger than ``max_frame_size`` or any undecodable byte closes the connection (with a
+  log line rate-limited per peer host, and a count in ``RemotingStats.bad_frames``);
+* requests in flight from one peer — handlers that wait (tasks) and handlers that answer later
+  (a held long-poll pull returns None and answers through ``send_response``) — are capped at
+  ``MAX_REQUESTS_IN_FLIGHT``; more are answered SYSTEM_BUSY;
+* answers waiting to be written are capped on a server's connections (``guard_backlog``): a
+  peer that sends requests but does not read the answers fills the transport's buffer past
+  ``WRITE_HIGH_WATER``; the connection then stops reading (``pause_reading``; frames of the
+  current read that are not dispatched yet stay in the decoder) until the peer has drained it
+  below ``WRITE_LOW_WATER`` (``resume_writing``). Answers of handlers already running still
+  go out; past ``MAX_BACKLOG`` the peer is taken for dead and the connection is aborted.
+  A client's connection never stops reading: if both sides did, each could wait for the other;
+* a caller of ``invoke`` waits while the transport's buffer is over the high-water mark.
+
+The transport's buffer is the whole backlog: the outbox holds fewer than
+``FLUSH_AFTER_FRAMES`` frames and is handed over by the end of the loop turn.
 """
 
 from __future__ import annotations
@@ -25,19 +40,25 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, Final
 
+from rocketq import ratelimit
 from rocketq.protocol import frames
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
+from rocketq.remoting.stats import RemotingStats
 
 log = logging.getLogger(__name__)
+_peer_log = ratelimit.LogLimiter(log)
+"""Lines a peer can cause (bad frames, a backlog it does not read): one per peer host per 10 s."""
 
 Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 """A request handler: the response to send, or None (oneway, or answered later)."""
 
 MAX_REQUESTS_IN_FLIGHT: Final = 8192
-"""Requests from one peer being handled at once; more are refused with SYSTEM_BUSY."""
+"""Requests from one peer not answered yet — handlers that wait, and handlers that returned
+None to answer later (held long-poll pulls); more are refused with SYSTEM_BUSY. A handler that
+answers in its first step is never in flight: its answer is queued before the next frame."""
 MAX_PENDING_INVOKES: Final = 65536
 """Outgoing requests awaiting responses on one connection."""
 FLUSH_AFTER_FRAMES: Final = 4
@@ -45,6 +66,15 @@ FLUSH_AFTER_FRAMES: Final = 4
 Answering a read of 30 requests in one write at the end made client and broker take turns
 (each idle while the other worked); slices of 4 let them overlap, for two syscalls more per
 ten requests (docs/benchmarks.md)."""
+WRITE_HIGH_WATER: Final = 4 * 1024 * 1024
+"""Bytes buffered for a peer past which a server's connection stops reading its requests
+(Netty's writeBufferHighWaterMark in RocketMQ)."""
+WRITE_LOW_WATER: Final = 1024 * 1024
+"""Bytes buffered below which reading resumes."""
+MAX_BACKLOG: Final = 64 * 1024 * 1024
+"""Bytes buffered for a peer that stopped reading past which its connection is aborted: the
+answers of handlers already running when reading stopped (at most ``MAX_REQUESTS_IN_FLIGHT``)
+still go out, and a peer that reads none of them is not coming back."""
 
 
 class Connection(asyncio.Protocol):
@@ -54,7 +84,13 @@ class Connection(asyncio.Protocol):
         *,
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
         name: str = "remoting",
+        guard_backlog: bool = False,
+        stats: RemotingStats | None = None,
+        admit: Callable[[asyncio.BaseTransport], bool] | None = None,
     ) -> None:
+        """``guard_backlog``: stop reading while the peer does not read (a server's side).
+        ``stats``: where rare events are counted. ``admit``: asked once the socket exists;
+        False closes it at once (a server over its connection cap)."""
         self._handlers = handlers
         self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
@@ -62,33 +98,58 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._opaques = itertools.count(1)
-        self._outbox: list[bytes] = []
+        self._outbox: list[bytes | memoryview] = []
         self._flush_scheduled = False
         self._writable = asyncio.Event()
         self._writable.set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._deferred: set[int] = set()
+        """Opaques of requests whose handler returned None: answered later by ``send_response``."""
+        self._guard_backlog = guard_backlog
+        self._stats = stats if stats is not None else RemotingStats()
+        self._admit = admit
+        self.reading_paused = False
         self._close_callbacks: list[Callable[[Connection], None]] = []
         self._closed_future: asyncio.Future[None] = self._loop.create_future()
         self.remote_addr = "?"
+        self.remote_host = "?"
         self.local_addr = "?"
         self.closed = False
+        self.active = False
+        """Set by every read and write; the idle sweep (``idle.py``) clears it and closes
+        connections it finds still clear a whole idle period later."""
+        self.quiet_since = self._loop.time()
 
     # --- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport is not a subclass
-        self.remote_addr = _addr(transport.get_extra_info("peername"))
+        peer = transport.get_extra_info("peername")
+        self.remote_addr = _addr(peer)
+        self.remote_host = str(peer[0]) if isinstance(peer, tuple) and peer else self.remote_addr
         self.local_addr = _addr(transport.get_extra_info("sockname"))
+        if self._admit is not None and not self._admit(transport):
+            transport.close()
+            return
+        if self._guard_backlog:
+            self._transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)  # type: ignore[union-attr]
 
     def data_received(self, data: bytes) -> None:
+        self.active = True
+        feed = self._decoder.feed(data)
         try:
-            for cmd in self._decoder.feed(data):
+            for cmd in feed:
                 if cmd.flag & RESPONSE_FLAG:
                     self._complete(cmd)
                 else:
                     self._dispatch(cmd)
+                    if self.reading_paused:
+                        feed.close()  # the decoder keeps the rest of the read for later
+                        break
         except FrameError as exc:
-            log.warning("%s: closing connection %s: bad frame: %s", self._name, self.remote_addr, exc)
+            self._stats.bad_frames += 1
+            _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
+                              self._name, self.remote_addr, exc)
             self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -111,15 +172,37 @@ class Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writable.clear()
+        if self._guard_backlog and not self.reading_paused and self._transport is not None:
+            self.reading_paused = True
+            self._stats.reads_paused += 1
+            self._transport.pause_reading()
 
     def resume_writing(self) -> None:
         self._writable.set()
+        if self.reading_paused:
+            self.reading_paused = False
+            if self._transport is not None:
+                self._transport.resume_reading()
+                # frames read before the pause wait in the decoder; no new read may ever come
+                self._loop.call_soon(self._read_buffered)
+
+    def _read_buffered(self) -> None:
+        if not self.reading_paused and self._transport is not None and self._decoder.buffered:
+            self.data_received(b"")
+
+    @property
+    def busy(self) -> bool:
+        """Requests are under way on it, either direction: not idle, however long they take."""
+        return bool(self._pending or self._tasks or self._deferred)
 
     # --- sending --------------------------------------------------------------------------
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         if self._transport is None:
             return
+        self.active = True
+        if self.reading_paused:
+            self._check_backlog()
         outbox = self._outbox
         outbox.append(data)
         if len(outbox) >= FLUSH_AFTER_FRAMES:
@@ -131,16 +214,36 @@ class Connection(asyncio.Protocol):
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
+    def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
+        """Queue one frame given as several buffers (a header and a body's views)."""
+        if self._transport is None:
+            return
+        self._outbox.extend(buffers[:-1])
+        self._write(buffers[-1])
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         if self._transport is not None and self._outbox:
             self._transport.writelines(self._outbox)
         self._outbox = []
 
+    def _check_backlog(self) -> None:
+        transport = self._transport
+        if transport is not None and transport.get_write_buffer_size() > MAX_BACKLOG:
+            self._stats.backlog_aborts += 1
+            _peer_log.warning(self.remote_host, "%s: aborting connection %s: it reads none of %d bytes of answers",
+                              self._name, self.remote_addr, transport.get_write_buffer_size())
+            self.abort()
+
     def send_response(self, cmd: RemotingCommand) -> None:
         """Send a response now (handlers that answer later, e.g. held long-poll pulls)."""
+        if self._deferred:
+            self._deferred.discard(cmd.opaque)
         try:
-            self._write(cmd.encode())
+            if cmd.body_parts:
+                self._write_buffers(cmd.encode_buffers())
+            else:
+                self._write(cmd.encode())
         except FrameError as exc:
             log.error("%s: response to %s not encodable: %s", self._name, self.remote_addr, exc)
 
@@ -190,7 +293,7 @@ class Connection(asyncio.Protocol):
             self._reply(request, request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        if len(self._tasks) >= MAX_REQUESTS_IN_FLIGHT:
+        if len(self._tasks) + len(self._deferred) >= MAX_REQUESTS_IN_FLIGHT:
             self._reply(request, request.response(
                 ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
             return
@@ -215,8 +318,12 @@ class Connection(asyncio.Protocol):
         except Exception as exc:
             log.exception("%s: handler for code %d from %s failed", self._name, request.code, self.remote_addr)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if response is not None and not request.flag & ONEWAY_FLAG:
+        if request.flag & ONEWAY_FLAG:
+            return
+        if response is not None:
             self.send_response(response)
+        elif not self.closed:
+            self._deferred.add(request.opaque)
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if not request.is_oneway:
@@ -234,11 +341,19 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    async def close(self) -> None:
-        """Flush what is queued, close, and wait until the connection is gone. Idempotent."""
+    def begin_close(self) -> None:
+        """Flush what is queued and start closing; ``close`` also waits for the end."""
         if self._transport is not None:
             self._flush()
             self._transport.close()
+
+    async def close(self) -> None:
+        """Flush what is queued, close, and wait until the connection is gone. Idempotent."""
+        self.begin_close()
+        await self.wait_closed()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is gone, whichever side closed it."""
         await asyncio.shield(self._closed_future)
 
 

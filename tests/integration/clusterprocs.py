@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +40,11 @@ class Proc:
         self.stop(signal.SIGKILL)
 
 
-def start_process(args: list[str], log: Path, timeout: float = 30, env: dict[str, str] | None = None) -> Proc:
-    """Start ``rocketq ARGS`` with output appended to ``log``; return once it prints its ready line."""
+def start_process(args: list[str], log: Path, timeout: float = 30, env: dict[str, str] | None = None,
+                  preexec_fn: Callable[[], None] | None = None) -> Proc:
+    """Start ``rocketq ARGS`` with output appended to ``log``; return once it prints its ready line.
+
+    ``preexec_fn`` runs in the child before rocketq starts (e.g. to lower its resource limits)."""
     seen = log.stat().st_size if log.exists() else 0  # a restart appends to the same log
     with open(log, "ab") as out:
         popen = subprocess.Popen(
@@ -49,6 +53,7 @@ def start_process(args: list[str], log: Path, timeout: float = 30, env: dict[str
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
+            preexec_fn=preexec_fn,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -71,9 +76,9 @@ class Processes:
         self.tmp = tmp
         self.started: list[Proc] = []
 
-    def start(self, args: list[str], log_name: str) -> Proc:
+    def start(self, args: list[str], log_name: str, preexec_fn: Callable[[], None] | None = None) -> Proc:
         """Any ``rocketq ARGS`` process, stopped with the others at the end."""
-        proc = start_process(args, self.tmp / f"{log_name}.log")
+        proc = start_process(args, self.tmp / f"{log_name}.log", preexec_fn=preexec_fn)
         self.started.append(proc)
         return proc
 
@@ -90,6 +95,7 @@ class Processes:
         port: int | None = None,
         config: dict[str, str] | None = None,
         extra: tuple[str, ...] = (),
+        preexec_fn: Callable[[], None] | None = None,
     ) -> Proc:
         port = port or free_port()
         store = store or self.tmp / f"{name}-store"
@@ -114,7 +120,7 @@ class Processes:
         ]
         for key, value in (config or {}).items():
             args += ["--set", f"{key}={value}"]
-        return self.start([*args, *extra], f"{name}-{port}")
+        return self.start([*args, *extra], f"{name}-{port}", preexec_fn=preexec_fn)
 
     def stop_all(self) -> None:
         for proc in reversed(self.started):

@@ -18,7 +18,7 @@ from rocketq.remoting import connection as connection_mod
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError
 
-SYNC, WAITS, WAITS_OFTEN, FAILS_LATE, STRICT, CANCELS_ITSELF = 1, 2, 3, 4, 5, 6
+SYNC, WAITS, WAITS_OFTEN, FAILS_LATE, STRICT, CANCELS_ITSELF, LATER = 1, 2, 3, 4, 5, 6, 7
 
 
 class MemoryTransport:
@@ -44,6 +44,7 @@ class Handlers:
     def __init__(self) -> None:
         self.gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.cleaned_up = 0
+        self.held: list[RemotingCommand] = []
 
     async def sync(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, "at once")
@@ -72,9 +73,12 @@ class Handlers:
     async def cancels_itself(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         raise asyncio.CancelledError
 
+    async def later(self, conn: Connection, req: RemotingCommand) -> None:
+        self.held.append(req)  # answered through send_response, as a held long-poll pull
+
     def table(self) -> dict[int, Any]:
         return {SYNC: self.sync, WAITS: self.waits, WAITS_OFTEN: self.waits_often, FAILS_LATE: self.fails_late,
-                STRICT: self.strict, CANCELS_ITSELF: self.cancels_itself}
+                STRICT: self.strict, CANCELS_ITSELF: self.cancels_itself, LATER: self.later}
 
 
 def _open(handlers: Handlers) -> tuple[Connection, MemoryTransport]:
@@ -166,17 +170,27 @@ async def test_oneway_requests_are_never_answered() -> None:
     assert _answers(transport) == {}
 
 
-async def test_only_waiting_handlers_count_against_the_in_flight_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_mod, "MAX_REQUESTS_IN_FLIGHT", 2)
+async def test_waiting_handlers_and_answers_given_later_count_against_the_in_flight_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(connection_mod, "MAX_REQUESTS_IN_FLIGHT", 3)
     handlers = Handlers()
     conn, transport = _open(handlers)
-    conn.data_received(b"".join(_request(SYNC, i) for i in range(1, 6)))  # none of these waits
-    conn.data_received(_request(WAITS, 10) + _request(WAITS, 11) + _request(WAITS, 12) + _request(SYNC, 13))
+    conn.data_received(b"".join(_request(SYNC, i) for i in range(1, 6)))  # answered at once: never in flight
+    # 10 waits (a task); 11 is held, to be answered later (as a long-poll pull); 12 waits
+    conn.data_received(_request(WAITS, 10) + _request(LATER, 11) + _request(WAITS, 12))
+    conn.data_received(_request(LATER, 13) + _request(SYNC, 14))
     await _turns()
     answers = _answers(transport)
     assert all(answers[i].code == ResponseCode.SUCCESS for i in (1, 2, 3, 4, 5))
-    assert answers[12].code == ResponseCode.SYSTEM_BUSY and answers[13].code == ResponseCode.SYSTEM_BUSY
-    assert 10 not in answers and 11 not in answers
+    assert answers[13].code == ResponseCode.SYSTEM_BUSY and answers[14].code == ResponseCode.SYSTEM_BUSY
+    assert not {10, 11, 12} & set(answers)
+    conn.send_response(handlers.held.pop().response(ResponseCode.SUCCESS, "later"))  # frees 11's place
+    conn.data_received(_request(SYNC, 15) + _request(SYNC, 16))
+    await _turns()
+    answers = _answers(transport)
+    assert answers[11].remark == "later" and answers[15].code == ResponseCode.SUCCESS
+    assert answers[16].code == ResponseCode.SUCCESS  # SYNC needs no place while it runs
     handlers.gate.set_result("done")
     await _turns()
     assert _answers(transport)[10].remark == "done"
