@@ -37,7 +37,9 @@ class BrokerIdentity:
     listen_port: int = setting("listenPort", 10911, "remoting port for clients")
     listen_host: str = setting("listenHost", "0.0.0.0", "address the remoting port binds to (rocketq)")
     namesrv_addr: str = setting("namesrvAddr", "", "name servers, host:port;host:port", env="NAMESRV_ADDR")
-    ha_listen_port: int = setting("haListenPort", 10912, "port slaves replicate from (advertised to namesrv)")
+    ha_listen_port: int = setting(
+        "haListenPort", 0, "port slaves replicate from (advertised to namesrv); 0 = listenPort + 1"
+    )
     metrics_port: int = setting("metricsPort", 5557, "HTTP /metrics and /health; 0 disables (rocketq)")
 
 

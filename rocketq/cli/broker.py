@@ -20,12 +20,13 @@ import click
 from rocketq import settings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
+from rocketq.ha.settings import HASettings, refuse_unsupported
 from rocketq.settings import SettingsError
 from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
 
-SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings)
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings)
 ORDINAL = re.compile(r"-(\d+)$")
 MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
@@ -43,7 +44,6 @@ def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
 
 
 NOT_YET_IMPLEMENTED = {
-    "enableDLegerCommitLog": "DLedger (Raft) commit logs are not implemented yet: this broker runs standalone",
     "enableControllerMode": "controller mode is not implemented yet: brokerRole decides the role",
     "aclEnable": "ACL is not implemented yet: requests are not authenticated",
 }
@@ -67,6 +67,14 @@ def load(
     behaviour = settings.build(BrokerBehaviour, values, overrides=overrides)
     store = settings.build(StoreSettings, values, overrides=overrides)
     return identity, behaviour, store, unknown
+
+
+def load_ha(config: str | None, overrides: dict[str, str]) -> HASettings:
+    """The replication settings; a setting rocketq cannot honour yet (DLedger) is an error."""
+    values = settings.read_properties(config) if config else {}
+    ha = settings.build(HASettings, values, overrides=overrides)
+    refuse_unsupported(ha)
+    return ha
 
 
 @click.command("broker")
@@ -115,13 +123,14 @@ def command(
             ordinal_file = master_ordinal_file or _beside(config, MASTER_ORDINAL_FILE_NAME)
             overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
         identity, behaviour, store, unknown = load(config, overrides)
+        ha = load_ha(config, overrides)
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     for line in ignored_key_warnings(unknown):
         log.warning(line)
     code = serving.run(
-        lambda: BrokerServer(identity, behaviour, store),
+        lambda: BrokerServer(identity, behaviour, store, ha),
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
     )
     sys.exit(code)
