@@ -3,8 +3,8 @@
 Replication copies messages; a slave also needs the master's *tables* to serve them and, once
 promoted, to carry on: which topics exist (a pull for an unknown topic is TOPIC_NOT_EXIST),
 which subscription groups, and where every group got to. Every ``SYNC_INTERVAL_S`` (first after
-``FIRST_SYNC_S``, and soon after a replicated message of a topic it does not know) the slave
-asks the master's remoting address (learned at registration) for:
+``FIRST_SYNC_S``; sooner after a replicated message of a topic it does not know, or when the
+master reappears) the slave asks the master's remoting address (learned at registration) for:
 
 1. GET_ALL_TOPIC_CONFIG: adopted whole, with the master's DataVersion, when the versions differ;
 2. GET_ALL_CONSUMER_OFFSET: each ``topic@group`` entry replaces the slave's;
@@ -46,6 +46,8 @@ limited = LogLimiter(log, interval=60.0)
 FIRST_SYNC_S: Final = 3.0
 SYNC_INTERVAL_S: Final = 10.0
 CALL_TIMEOUT_S: Final = 3.0
+MASTER_CHECK_S: Final = 1.0
+"""How often a waiting sync looks whether the master changed (registration learns it)."""
 MIN_GAP_S: Final = 0.2
 """Shortest time between two rounds when new topics keep arriving."""
 
@@ -92,13 +94,22 @@ class SlaveSynchronizer:
         if topic not in self._topics.table:
             self._wake.set()
 
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
+    async def _pause(self, seconds: float, master: str | None) -> None:
+        """Sleep ``seconds``, less when woken or when a master appears (it came back: hand it
+        the offsets committed here without waiting a whole period)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        absent = master is None
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(left, MASTER_CHECK_S))
+            now = self._master_addr()
+            if self._wake.is_set() or (now and (absent or now != master)):
+                break
+            absent = absent or now is None
         self._wake.clear()
 
     async def _run(self) -> None:
-        await self._pause(self._first_delay)
+        await self._pause(self._first_delay, None)
         while True:
             master = self._master_addr()
             if master and master != self._own_addr():
@@ -107,7 +118,7 @@ class SlaveSynchronizer:
                 except (RemotingError, SyncError, BodyError, fastjson.FastJsonError, OSError) as exc:
                     limited.warning(master, "metadata sync from master %s failed: %s", master, exc)
             await asyncio.sleep(MIN_GAP_S)  # a burst of new topics costs one round, not one each
-            await self._pause(self._interval)
+            await self._pause(self._interval, master)
 
     async def sync_all(self, master: str) -> None:
         """One round: topics, consumer offsets, subscription groups, in RocketMQ's order."""

@@ -28,6 +28,7 @@ class Broker:
     store: Path
     name: str
     conf: Path
+    args: list[str]
 
     @property
     def address(self) -> str:
@@ -45,7 +46,13 @@ def start_broker(procs: Processes, conf: Path, namesrv: str, store: Path, *extra
         args += ["--set", item]
     proc = start_process(args, procs.tmp / f"{conf.parent.name}-{conf.stem}-{port}.log")
     procs.started.append(proc)
-    return Broker(proc, store, conf.stem, conf)
+    return Broker(proc, store, conf.stem, conf, args)
+
+
+def restart(procs: Processes, broker: Broker) -> None:
+    """Start a stopped broker again on the same ports and store."""
+    broker.proc = start_process(broker.args, broker.proc.log)
+    procs.started.append(broker.proc)
 
 
 def start_groups(procs: Processes, namesrv: str, masters: str, *extra: str) -> dict[str, Broker]:
