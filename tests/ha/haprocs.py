@@ -35,10 +35,11 @@ class Broker:
         return self.proc.address
 
 
-def start_broker(procs: Processes, conf: Path, namesrv: str, store: Path, *extra: str) -> Broker:
+def start_broker(procs: Processes, conf: Path, namesrv: str, store: Path, *extra: str,
+                 metrics_port: int = 0) -> Broker:
     port, ha_port = free_port(), free_port()
     args = ["broker", "-c", str(conf), "-n", namesrv, "-p", str(port), "--store-dir", str(store),
-            "--metrics-port", "0",
+            "--metrics-port", str(metrics_port),
             "--set", f"storePathCommitLog={store / 'commitlog'}", "--set", "brokerIP1=127.0.0.1",
             "--set", f"haListenPort={ha_port}", "--set", "registerNameServerPeriod=1000",
             "--set", f"mappedFileSizeCommitLog={SEGMENT_SIZE}", "--set", "haSendHeartbeatInterval=1000"]
