@@ -8,4 +8,9 @@
 - ``service``: the one object the broker owns, and the replication state it reports.
 
 See docs/ha.md for how it fits together and what each role guarantees.
+
+Timeouts here use ``asyncio.timeout``, never ``asyncio.wait_for``: on Python 3.11, a
+``wait_for`` whose inner read completes in the same loop turn as a cancel returns the result
+and drops the cancel, and a replication loop that drops its cancel makes the broker's shutdown
+wait forever (tests/ha/test_ha_inprocess.py shows it).
 """

@@ -98,7 +98,8 @@ class SlaveConnection:
             await self._stream.stop()
             self._writer.close()
             with contextlib.suppress(OSError, asyncio.CancelledError):
-                await asyncio.wait_for(self._writer.wait_closed(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await self._writer.wait_closed()
             self._on_end(self)
             log.info("HA connection from slave %s closed (acknowledged %d)", self.peer, self.ack_offset)
 
@@ -106,8 +107,9 @@ class SlaveConnection:
         idle = self._settings.ha_housekeeping_interval / 1000
         try:
             while True:
-                offset = protocol.decode_report(
-                    await asyncio.wait_for(self._reader.readexactly(protocol.REPORT_SIZE), idle))
+                async with asyncio.timeout(idle):
+                    raw = await self._reader.readexactly(protocol.REPORT_SIZE)
+                offset = protocol.decode_report(raw)
                 first = self.request_offset < 0
                 if first:
                     self.request_offset = offset
@@ -127,7 +129,8 @@ class SlaveConnection:
     async def _stream_log(self) -> None:
         idle = self._settings.ha_housekeeping_interval / 1000
         try:
-            await asyncio.wait_for(self._requested.wait(), idle)
+            async with asyncio.timeout(idle):
+                await self._requested.wait()
         except TimeoutError:
             limited.warning(self.peer, "slave %s sent no offset report in %.0f s: closing", self.peer, idle)
             return
@@ -186,7 +189,8 @@ class SlaveConnection:
                 last_write = time.monotonic()
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._data.wait(), min(IDLE_CHECK_S, heartbeat - quiet))
+                async with asyncio.timeout(min(IDLE_CHECK_S, heartbeat - quiet)):
+                    await self._data.wait()
 
 
 class HAServer:

@@ -101,7 +101,8 @@ class SlaveSynchronizer:
         absent = master is None
         while (left := deadline - asyncio.get_running_loop().time()) > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), min(left, MASTER_CHECK_S))
+                async with asyncio.timeout(min(left, MASTER_CHECK_S)):
+                    await self._wake.wait()
             now = self._master_addr()
             if self._wake.is_set() or (now and (absent or now != master)):
                 break

@@ -54,7 +54,12 @@ class ClientState(enum.Enum):
 
 
 class _Resync(Exception):
-    """The connection ends and the client reconnects at once (after a truncation)."""
+    """The connection ends after a truncation; ``at_once``: reconnect without a backoff (the
+    master said where its log ends), otherwise back off (its bytes were not records)."""
+
+    def __init__(self, *, at_once: bool) -> None:
+        super().__init__()
+        self.at_once = at_once
 
 
 class HAClient:
@@ -97,11 +102,12 @@ class HAClient:
             try:
                 await self._session(address)
                 backoff = RECONNECT_MIN_S
-            except _Resync:
-                backoff = RECONNECT_MIN_S
-                continue
-            except (OSError, TimeoutError, asyncio.IncompleteReadError, protocol.HAProtocolError,
-                    ReplicaOffsetError) as exc:
+            except _Resync as resync:
+                if resync.at_once:
+                    backoff = RECONNECT_MIN_S
+                    continue
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+                # ValueError: HAProtocolError, ReplicaOffsetError, or an address that is no host:port
                 limited.warning(address, "HA: replication from master %s interrupted: %s", address,
                                 protocol.describe_failure(exc))
             finally:
@@ -111,7 +117,8 @@ class HAClient:
 
     async def _session(self, address: str) -> None:
         host, _, port = address.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT_S)
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            reader, writer = await asyncio.open_connection(host, int(port))
         self.connects += 1
         self.connected_to = address
         self.state = ClientState.TRANSFERRING
@@ -125,7 +132,8 @@ class HAClient:
             await reports.stop()
             writer.close()
             with contextlib.suppress(OSError):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
 
     async def _report_periodically(self, writer: asyncio.StreamWriter) -> None:
         interval = self._settings.ha_send_heartbeat_interval / 1000
@@ -137,16 +145,17 @@ class HAClient:
         idle = self._settings.ha_housekeeping_interval / 1000
         store = self._store
         while True:
-            raw = await asyncio.wait_for(reader.readexactly(protocol.TRANSFER_HEADER_SIZE), idle)
-            header = protocol.decode_transfer_header(raw, MAX_TRANSFER_BATCH)
-            body = await asyncio.wait_for(reader.readexactly(header.size), idle) if header.size else b""
+            async with asyncio.timeout(idle):
+                raw = await reader.readexactly(protocol.TRANSFER_HEADER_SIZE)
+                header = protocol.decode_transfer_header(raw, MAX_TRANSFER_BATCH)
+                body = await reader.readexactly(header.size) if header.size else b""
             self.last_frame_at = time.time()
             mine = store.max_phy_offset
             if not header.size and header.offset < mine:
                 log.warning("HA: the master's log ends at %d, this slave's at %d: truncating to the master's",
                             header.offset, mine)
                 await store.truncate(header.offset)
-                raise _Resync
+                raise _Resync(at_once=True)
             if mine and header.offset != mine:
                 raise ReplicaOffsetError(f"the master sent offset {header.offset}, this slave's log ends at {mine}")
             self.master_offset = max(self.master_offset, header.end)
@@ -157,7 +166,7 @@ class HAClient:
             except ReplicaRecordError as exc:
                 log.error("HA: %s; cutting back to the last whole record at %d", exc, store.dispatched_offset)
                 await store.truncate(store.dispatched_offset)
-                raise _Resync from None
+                raise _Resync(at_once=False) from None
             self.received_bytes += header.size
             writer.write(protocol.encode_report(end))
             await writer.drain()  # a master that stops reading reports must not grow our buffer

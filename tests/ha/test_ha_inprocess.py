@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.ha import protocol
 from rocketq.ha.service import HAService
 from rocketq.ha.settings import HASettings
+from rocketq.ha.slave import HAClient
 from rocketq.store.messagestore import MessageStore, PutRequest
 from rocketq.store.results import PutStatus
 from rocketq.store.settings import StoreSettings
@@ -124,3 +126,23 @@ async def test_a_slave_ahead_of_its_master_truncates_to_it(open_node: Opener) ->
     finally:
         await slave_ha.close()
         await old_again.close()
+
+
+async def test_a_slave_stopped_as_a_frame_arrives_does_stop(tmp_path: Path) -> None:
+    """The stop (a cancel) and the master's heartbeat land in the same loop turn. With
+    ``asyncio.wait_for`` around the read, Python 3.11 returned the frame and dropped the cancel,
+    so the client kept reading and the broker never finished its shutdown."""
+    store = MessageStore(store_settings(tmp_path / "s"), ("127.0.0.1", 10911))
+    store.open()
+    await store.start()
+    try:
+        client = HAClient(store, SETTINGS, lambda: None)
+        reader = asyncio.StreamReader()
+        receiving = asyncio.create_task(client._receive(reader, None))  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)  # blocked on the next frame header
+        reader.feed_data(protocol.encode_transfer_header(0, 0))  # a heartbeat arrives ...
+        receiving.cancel()  # ... as the broker stops
+        done, _ = await asyncio.wait({receiving}, timeout=1)
+        assert done and receiving.cancelled()
+    finally:
+        await store.close()
