@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from clusterprocs import Processes
-from haprocs import runtime, start_groups, tree, wait_replicated
+from haprocs import FIXTURES, restart, runtime, start_broker, start_groups, tree, wait_replicated
 
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
@@ -82,3 +82,23 @@ async def test_sync_master_kill_9_every_acknowledged_message_is_read_from_the_sl
     brokers["broker-a"].proc.kill9()
     keys = await consume_all(ns.address)
     assert sorted(keys) == sorted(sent)
+
+
+@pytest.mark.slow
+async def test_a_crashed_slave_and_a_restarted_master_resume_replication(procs: Processes) -> None:
+    ns = procs.namesrv()
+    conf = FIXTURES / "2m-2s-async"
+    master = start_broker(procs, conf / "broker-a.properties", ns.address, procs.tmp / "a")
+    slave = start_broker(procs, conf / "broker-a-s.properties", ns.address, procs.tmp / "a-s")
+    sending = asyncio.create_task(send(ns.address, 600))
+    await asyncio.sleep(0.5)
+    slave.proc.kill9()  # mid-stream: its log may end inside a record
+    assert len(await sending) == 600
+    restart(procs, slave)  # recovery cuts a torn tail; replication resumes from there
+    await wait_replicated(master, slave)
+    assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
+    master.proc.stop()
+    restart(procs, master)  # the slave reconnects (with backoff) to the master's new process
+    assert len(await send(ns.address, 50)) == 50
+    await wait_replicated(master, slave)
+    assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
