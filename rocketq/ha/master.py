@@ -97,7 +97,7 @@ class SlaveConnection:
             await self._reports.stop()
             await self._stream.stop()
             self._writer.close()
-            with contextlib.suppress(OSError, asyncio.CancelledError):
+            with contextlib.suppress(OSError):
                 async with asyncio.timeout(1.0):
                     await self._writer.wait_closed()
             self._on_end(self)
