@@ -75,6 +75,10 @@ async def test_sync_master_answers_after_the_slave_has_the_message(open_node: Op
     assert slave.get_max_offset("T", 0) == master.get_max_offset("T", 0) == 302
     status = master_ha.status()
     assert status.connections == 1 and status.in_sync and status.behind_bytes == 0
+    # a send ending further beyond the slave's acknowledgement than haMaxGapNotInSync does not wait
+    gap = SETTINGS.ha_max_gap_not_in_sync
+    assert master_ha.in_sync(master.max_phy_offset + gap - 1)
+    assert not master_ha.in_sync(master.max_phy_offset + gap)
     assert slave_ha.status().in_sync and slave_ha.runtime_info()["haClientState"] == "transferring"
 
 
