@@ -121,6 +121,7 @@ class HAClient:
             reader, writer = await asyncio.open_connection(host, int(port))
         self.connects += 1
         self.connected_to = address
+        self.master_offset = 0  # learnt again from this connection's frames
         self.state = ClientState.TRANSFERRING
         log.info("HA: connected to master %s, reporting offset %d", address, self._store.max_phy_offset)
         reports = OwnedTask("ha-client-reports", lambda: self._report_periodically(writer))

@@ -96,7 +96,8 @@ class Reput:
         total, magic = _HEAD.unpack_from(segment.view, pos)
         if magic == message.BLANK_MAGIC:
             if total != segment.size - pos:
-                raise ReplicaRecordError(offset, f"a blank of {total} bytes does not end the segment")
+                raise ReplicaRecordError(offset, f"a blank of {total} bytes does not end the segment (is "
+                                                 "mappedFileSizeCommitLog the same as the master's?)")
             return -total if written >= total else None
         if magic not in (message.MAGIC_V1, message.MAGIC_V2):
             raise ReplicaRecordError(offset, f"magic {magic & 0xFFFFFFFF:#x} is not a record's")
