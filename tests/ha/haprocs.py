@@ -86,6 +86,14 @@ async def wait_replicated(master: Broker, slave: Broker, timeout: float = 20) ->
         await asyncio.sleep(0.1)
 
 
+async def wait_slave_connected(master: Broker, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while (await runtime(master.address)).get("haConnectionCount") != "1":
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no slave connected to {master.address}")
+        await asyncio.sleep(0.1)
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """Relative path -> bytes of every file under ``root``."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 from clusterprocs import Processes
-from haprocs import FIXTURES, restart, runtime, start_broker, start_groups, tree, wait_replicated
+from haprocs import (
+    FIXTURES,
+    restart,
+    runtime,
+    start_broker,
+    start_groups,
+    tree,
+    wait_replicated,
+    wait_slave_connected,
+)
 
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
@@ -76,7 +85,8 @@ async def test_async_groups_replicate_byte_for_byte(procs: Processes) -> None:
 async def test_sync_master_kill_9_every_acknowledged_message_is_read_from_the_slave(procs: Processes) -> None:
     ns = procs.namesrv()
     brokers = start_groups(procs, ns.address, "2m-2s-sync")
-    await asyncio.sleep(1.5)  # the slaves connect within their first reconnect period
+    for name in ("broker-a", "broker-b"):
+        await wait_slave_connected(brokers[name])
     sent = await send(ns.address, 300)
     assert len(sent) == 300, "every send is SEND_OK once each SYNC_MASTER has its slave"
     brokers["broker-a"].proc.kill9()
