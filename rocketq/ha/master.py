@@ -210,7 +210,8 @@ class HAServer:
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self._host, self._port)
         self.port = self._server.sockets[0].getsockname()[1]
-        log.info("HA server listening on %s:%d", self._host, self.port)
+        # not "listening on": that phrase is the process's ready line, which launchers wait for
+        log.info("HA server: slaves connect to %s:%d", self._host, self.port)
 
     def notify(self) -> None:
         for connection in self.connections:

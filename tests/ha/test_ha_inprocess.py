@@ -150,3 +150,14 @@ async def test_a_slave_stopped_as_a_frame_arrives_does_stop(tmp_path: Path) -> N
         assert done and receiving.cancelled()
     finally:
         await store.close()
+
+
+async def test_the_ha_server_does_not_log_the_ready_phrase(open_node: Opener,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Launchers (rocketq local, the test harness) take the first line with " listening on " as
+    the broker's ready line and its address; the HA port's start-up line came first and was
+    taken for the broker's address."""
+    caplog.set_level("INFO")
+    await open_node("m")
+    assert "HA server" in caplog.text
+    assert " listening on " not in caplog.text
