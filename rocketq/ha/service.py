@@ -26,10 +26,12 @@ from rocketq.ha.settings import HASettings
 from rocketq.ha.slave import HAClient
 from rocketq.ha.syncwait import ReplicaWaiters
 from rocketq.protocol import message
+from rocketq.ratelimit import LogLimiter
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import BatchPutRequest, PutRequest, PutResult, PutStatus
 
 log = logging.getLogger(__name__)
+_limited = LogLimiter(log, interval=60.0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -125,10 +127,18 @@ class HAService:
             return result
         end = result.wrote_offsets[-1] + result.wrote_sizes[-1]
         if not self.in_sync(end):
+            _limited.warning("not-in-sync", "SYNC_MASTER: %s; sends are stored here only and answered "
+                             "SLAVE_NOT_AVAILABLE", self._why_not_in_sync(end))
             return _with_status(result, PutStatus.SLAVE_NOT_AVAILABLE)
         if not await self.waiters.wait(end, self._timeout):
             return _with_status(result, PutStatus.FLUSH_SLAVE_TIMEOUT)
         return result
+
+    def _why_not_in_sync(self, end: int) -> str:
+        if self.server is None or not self.server.connections:
+            return "no slave is connected"
+        return (f"the best slave is {end - self.waiters.acked} bytes behind, more than haMaxGapNotInSync "
+                f"({self.settings.ha_max_gap_not_in_sync})")
 
     # --- state ------------------------------------------------------------------------------
 

@@ -63,9 +63,11 @@ async def until(condition: Callable[[], bool], timeout: float = 5) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_sync_master_answers_after_the_slave_has_the_message(open_node: Opener) -> None:
+async def test_sync_master_answers_after_the_slave_has_the_message(open_node: Opener,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
     master, master_ha = await open_node("m")
     assert await put(master, master_ha) is PutStatus.SLAVE_NOT_AVAILABLE  # no slave yet: stored, not waited
+    assert "SYNC_MASTER: no slave is connected" in caplog.text
     assert await put(master, master_ha, WAIT="false") is PutStatus.PUT_OK
     slave, slave_ha = await open_node("s", master_ha)
     await until(lambda: master_ha.in_sync(master.max_phy_offset))
