@@ -56,6 +56,14 @@ def restart(procs: Processes, broker: Broker) -> None:
     procs.started.append(broker.proc)
 
 
+def start_pair(procs: Processes, namesrv: str, *, metrics_port: int = 0) -> tuple[Broker, Broker]:
+    """broker-a and its slave from Apache's 2m-2s-async files (the master's metrics on ``metrics_port``)."""
+    conf = FIXTURES / "2m-2s-async"
+    master = start_broker(procs, conf / "broker-a.properties", namesrv, procs.tmp / "a", metrics_port=metrics_port)
+    slave = start_broker(procs, conf / "broker-a-s.properties", namesrv, procs.tmp / "a-s")
+    return master, slave
+
+
 def start_groups(procs: Processes, namesrv: str, masters: str, *extra: str) -> dict[str, Broker]:
     """broker-a, broker-a-s, broker-b, broker-b-s: masters from ``masters`` (2m-2s-async or
     2m-2s-sync), slaves from 2m-2s-async (the sync set has none of its own)."""

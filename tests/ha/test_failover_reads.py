@@ -4,13 +4,12 @@ slave hands them to the master when it comes back."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from clusterprocs import Processes
-from haprocs import FIXTURES, restart, start_broker, wait_replicated
+from haprocs import restart, start_pair, wait_replicated
 
 from rocketq.admin.client import AdminClient
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
@@ -31,12 +30,6 @@ FAST: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    procs = Processes(tmp_path)
-    yield procs
-    procs.stop_all()
-
 
 async def until(predicate: Callable[[], Any], limit: float = 40.0) -> None:
     for _ in range(int(limit / 0.1)):
@@ -49,9 +42,7 @@ async def until(predicate: Callable[[], Any], limit: float = 40.0) -> None:
 @pytest.mark.slow
 async def test_consumers_read_from_the_slave_and_the_master_gets_their_offsets_back(procs: Processes) -> None:
     ns = procs.namesrv()
-    conf = FIXTURES / "2m-2s-async"
-    master = start_broker(procs, conf / "broker-a.properties", ns.address, procs.tmp / "a")
-    slave = start_broker(procs, conf / "broker-a-s.properties", ns.address, procs.tmp / "a-s")
+    master, slave = start_pair(procs, ns.address)
     async with Producer("failover-pg", namesrv_addr=ns.address) as producer:
         for i in range(COUNT):
             await producer.send(Message(TOPIC, b"%05d" % i))

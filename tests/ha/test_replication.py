@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from clusterprocs import Processes
 from haprocs import (
-    FIXTURES,
     restart,
     runtime,
-    start_broker,
     start_groups,
+    start_pair,
     tree,
     wait_replicated,
     wait_slave_connected,
@@ -25,12 +23,6 @@ from rocketq.protocol.message import Message
 
 TOPIC = "HaIT"
 
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Processes:
-    procs = Processes(tmp_path)
-    yield procs  # type: ignore[misc]
-    procs.stop_all()
 
 
 async def send(namesrv: str, count: int, size: int = 600) -> list[str]:
@@ -97,9 +89,7 @@ async def test_sync_master_kill_9_every_acknowledged_message_is_read_from_the_sl
 @pytest.mark.slow
 async def test_a_crashed_slave_and_a_restarted_master_resume_replication(procs: Processes) -> None:
     ns = procs.namesrv()
-    conf = FIXTURES / "2m-2s-async"
-    master = start_broker(procs, conf / "broker-a.properties", ns.address, procs.tmp / "a")
-    slave = start_broker(procs, conf / "broker-a-s.properties", ns.address, procs.tmp / "a-s")
+    master, slave = start_pair(procs, ns.address)
     sending = asyncio.create_task(send(ns.address, 600))
     await asyncio.sleep(0.5)
     slave.proc.kill9()  # mid-stream: its log may end inside a record

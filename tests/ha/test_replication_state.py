@@ -5,26 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from clusterprocs import Processes
-from haprocs import FIXTURES, runtime, start_broker, wait_replicated
+from haprocs import runtime, start_pair, wait_replicated
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.cli import admin as admin_cli
 from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.localcluster import free_port
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    procs = Processes(tmp_path)
-    yield procs
-    procs.stop_all()
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -48,11 +38,8 @@ async def send(namesrv: str, count: int) -> None:
 
 def test_runtime_info_admin_and_metrics_show_replication(procs: Processes) -> None:
     ns = procs.namesrv()
-    conf = FIXTURES / "2m-2s-async"
     metrics_port = free_port()
-    master = start_broker(procs, conf / "broker-a.properties", ns.address, procs.tmp / "a",
-                          metrics_port=metrics_port)
-    slave = start_broker(procs, conf / "broker-a-s.properties", ns.address, procs.tmp / "a-s")
+    master, slave = start_pair(procs, ns.address, metrics_port=metrics_port)
     asyncio.run(send(ns.address, 20))
     slave_info = asyncio.run(wait_replicated(master, slave))
     assert slave_info["masterAddr"] == master.address
