@@ -142,7 +142,7 @@ class LocalCluster:
                     "--set",
                     f"flushDiskType={self.layout.flush_disk_type}",
                     "--set",
-                    f"haListenPort={port + 1}",
+                    f"haListenPort={self._port(self.layout.broker_base_port, i * 10 + 1)}",  # a free one with port 0
                 ]
                 for key, value in self.layout.extra_broker_config:
                     argv += ["--set", f"{key}={value}"]

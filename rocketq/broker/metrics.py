@@ -76,7 +76,7 @@ class BrokerCollector(Collector):
         yield _gauge("rocketmq_brokeruntime_put_latency_999", "ms, 99.9th percentile of puts (bucket bound)",
                      labels, ident, latency_percentile(stats.put_latency, 0.999))
         yield _gauge("rocketmq_brokeruntime_dispatch_behind_bytes", "CommitLog bytes not yet in queues", labels,
-                     ident, 0.0)
+                     ident, b.store.max_phy_offset - b.store.dispatched_offset)
         yield _gauge("rocketmq_brokeruntime_commitlog_max_offset", "CommitLog max physical offset", labels, ident,
                      b.store.max_phy_offset)
         yield _gauge("rocketmq_brokeruntime_commitlog_disk_ratio", "used fraction of the store's disk", labels,
@@ -85,6 +85,19 @@ class BrokerCollector(Collector):
                      labels, ident, _free_bytes(b))
         yield from self._topics(ident)
         yield from self._groups(ident)
+        yield from self._replication(labels, ident)
+
+    def _replication(self, labels: list[str], ident: list[str]) -> Iterator[Metric]:
+        """HA state: on a master about its best slave, on a slave about its master."""
+        s = self._broker.ha.status()
+        yield _gauge("rocketmq_replication_connections", "HA connections (a master's slaves; 1 on a connected slave)",
+                     labels, ident, s.connections)
+        yield _gauge("rocketmq_replication_lag_bytes", "CommitLog bytes the slave does not hold yet", labels, ident,
+                     s.behind_bytes)
+        yield _gauge("rocketmq_replication_lag_seconds", "seconds since the slave last held all the master had",
+                     labels, ident, s.behind_seconds)
+        yield _gauge("rocketmq_replication_in_sync", "1 when a slave is connected and within haMaxGapNotInSync",
+                     labels, ident, 1.0 if s.in_sync else 0.0)
 
     def _topics(self, ident: list[str]) -> Iterator[Metric]:
         tps = GaugeMetricFamily("rocketmq_producer_tps", "messages put per second into a topic",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -22,6 +23,7 @@ from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, subscription
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -69,6 +71,7 @@ class PullHandlers:
         behaviour: BrokerBehaviour,
         *,
         is_master: bool,
+        suggest_broker: Callable[[GetResult, SubscriptionGroupConfig | None], int] | None = None,
     ) -> None:
         self._store = store
         self._topics = topics
@@ -77,6 +80,8 @@ class PullHandlers:
         self._clients = clients
         self._behaviour = behaviour
         self._is_master = is_master
+        self._suggest_broker = suggest_broker
+        """suggestWhichBrokerId for an answer (rocketq.ha.reads); the master's id without it."""
         self._held: dict[tuple[str, int], list[HeldPull]] = defaultdict(list)
         self._held_count = 0
         self.broker_permission = behaviour.broker_permission
@@ -175,8 +180,11 @@ class PullHandlers:
 
     def _answer(self, request: RemotingCommand, header: PullMessageRequestHeader, result: GetResult) -> RemotingCommand:
         code = _response_code(result.status, header.queue_offset)
+        suggest = codes.MASTER_ID
+        if self._suggest_broker is not None:
+            suggest = self._suggest_broker(result, self._groups.get(header.consumer_group))
         ext = PullMessageResponseHeader(
-            suggest_which_broker_id=codes.MASTER_ID,
+            suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,

@@ -68,6 +68,9 @@ class Registrar:
         self._task = OwnedTask("broker-registration", self._run)
         self._wake = asyncio.Event()
         self.master_addr: str | None = None
+        """A slave's master (remoting address), from the name servers' answers; None while none is live."""
+        self.ha_server_addr: str | None = None
+        """A slave's master HA address (haServerAddr in the answers)."""
         self.registrations = 0
 
     def start(self) -> None:
@@ -114,8 +117,11 @@ class Registrar:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
             return False
         answer = RegisterBrokerResponseHeader.from_ext(response.ext_fields)
-        if answer.master_addr:
-            self.master_addr = answer.master_addr
+        # as RocketMQ: every answer sets masterAddr (None when the master is not live); a
+        # missing haServerAddr keeps the last one, so a restarted master is found again
+        self.master_addr = answer.master_addr or None
+        if answer.ha_server_addr:
+            self.ha_server_addr = answer.ha_server_addr
         return True
 
     async def unregister_all(self) -> None:

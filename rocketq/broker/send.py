@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
@@ -81,6 +81,12 @@ PUT_STATUS_TO_RESPONSE: dict[PutStatus, tuple[int, str | None]] = {
 }
 
 
+class ReplicaWait(Protocol):
+    """What a SYNC_MASTER send waits for after the store (``rocketq.ha.service.HAService``)."""
+
+    async def wait_for_slave(self, requests: list[PutRequest] | BatchPutRequest, result: PutResult) -> PutResult: ...
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerAddress:
     cluster: str
@@ -98,8 +104,11 @@ class SendHandlers:
         behaviour: BrokerBehaviour,
         identity: BrokerAddress,
         on_topic_created: Callable[[], Awaitable[None]],
+        replication: ReplicaWait | None = None,
     ) -> None:
         self._store = store
+        self._replication = replication
+        """SYNC_MASTER: holds each stored send until a slave has it (rocketq.ha)."""
         self._topics = topics
         self._behaviour = behaviour
         self._identity = identity
@@ -171,6 +180,8 @@ class SendHandlers:
             result = await (
                 self._store.put_batch(records) if isinstance(records, BatchPutRequest) else self._store.put(records[0])
             )
+            if self._replication is not None:
+                result = await self._replication.wait_for_slave(records, result)
         finally:
             self._in_flight -= 1
         return self._answer(request, queue_id, result)

@@ -33,14 +33,19 @@ from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
+from rocketq.ha import reads
+from rocketq.ha.metasync import SlaveSynchronizer
+from rocketq.ha.service import HAService
+from rocketq.ha.settings import HASettings
 from rocketq.metrics import http as metrics_http
 from rocketq.metrics.http import MetricsServer
 from rocketq.protocol import codes
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.server import RemotingServer
 from rocketq.settings import as_properties
-from rocketq.store.messagestore import MessageStore
+from rocketq.store.messagestore import GetResult, MessageStore
 from rocketq.store.settings import StoreSettings
 from rocketq.tasks import OwnedTask
 
@@ -51,8 +56,10 @@ TRAFFIC_SAMPLE_INTERVAL_S = 10.0
 
 
 class BrokerServer:
-    def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings) -> None:
+    def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings,
+                 ha_settings: HASettings | None = None) -> None:
         self.identity = identity
+        self.ha_settings = ha_settings or HASettings()
         self.behaviour = behaviour
         self.store_settings = store_settings
         self._handlers: dict[int, Handler] = {}
@@ -106,6 +113,7 @@ class BrokerServer:
             auto_create=self.behaviour.auto_create_topic_enable,
             trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
         )
+        await self._start_ha()
         self.clients = ClientManager(self._notify_ids_changed)
         self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
         self.registrar = Registrar(
@@ -116,7 +124,7 @@ class BrokerServer:
                 self.identity.broker_name,
                 self.identity.broker_id,
                 self.address,
-                f"{self.host}:{self.identity.ha_listen_port}",
+                self.ha.ha_server_addr,
             ),
             lambda: self.topics.serialize_wrapper(self.send.broker_permission),
             self.behaviour.register_name_server_period,
@@ -126,6 +134,8 @@ class BrokerServer:
         self._serving = True
         await self.registrar.register_all()
         self.registrar.start()
+        if self.metadata_sync is not None:
+            self.metadata_sync.start()
         for task in self._tasks:
             task.start()
         await self._start_metrics()
@@ -138,6 +148,22 @@ class BrokerServer:
             self.store_settings.store_path_root_dir,
             "off" if self.metrics_port is None else f"on port {self.metrics_port}",
         )
+
+    async def _start_ha(self) -> None:
+        """Replication: a master's HA port, or a slave's HA client and metadata sync."""
+        ha_port = self.identity.ha_listen_port or (self.identity.listen_port + 1 if self.identity.listen_port else 0)
+        self.ha = HAService(
+            self.store, self.ha_settings, is_master=self.is_master,
+            sync_master=self.identity.broker_role is BrokerRole.SYNC_MASTER,
+            listen_host=self.identity.listen_host, advertised_host=self.host, ha_port=ha_port,
+            sync_timeout_ms=self.store_settings.sync_flush_timeout,
+            master_ha_addr=lambda: self.registrar.ha_server_addr)
+        await self.ha.start()
+        self.metadata_sync = None if self.is_master else SlaveSynchronizer(
+            self._client, lambda: self.registrar.master_addr, lambda: self.address,
+            self.topics, self.groups, self.offsets, self._register_soon)
+        if self.metadata_sync is not None:
+            self.store.add_arrival_listener(self.metadata_sync.message_arrived)
 
     async def _start_metrics(self) -> None:
         registry = CollectorRegistry()
@@ -169,6 +195,11 @@ class BrokerServer:
         if hasattr(self, "registrar"):
             await _step("stopping registration", self.registrar.close())
             await _step("unregistering from the name servers", self.registrar.unregister_all())
+        sync: SlaveSynchronizer | None = getattr(self, "metadata_sync", None)
+        if sync is not None:
+            await _step("stopping metadata sync", sync.close())
+        if hasattr(self, "ha"):
+            await _step("stopping replication", self.ha.close())
         for task in self._tasks:
             await _step(f"stopping {task.name}", task.stop())
         for notify in list(self._notify_tasks):
@@ -202,9 +233,11 @@ class BrokerServer:
                 self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port, is_master
             ),
             on_topic_created=self._register_now,
+            replication=self.ha if self.ha.sync_master else None,
         )
         self.pull = PullHandlers(
-            self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master
+            self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master,
+            suggest_broker=self._suggest_broker,
         )
         client_handlers = ClientHandlers(
             self.store,
@@ -230,6 +263,11 @@ class BrokerServer:
         )
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
             self._handlers.update(part.handlers())
+
+    def _suggest_broker(self, result: GetResult, group: SubscriptionGroupConfig | None) -> int:
+        return reads.suggest_broker_id(
+            result, self.store.max_phy_offset, group, slave_read_enable=self.ha_settings.slave_read_enable,
+            max_ratio_percent=self.ha_settings.access_message_in_memory_max_ratio)
 
     def _topics_changed(self) -> None:
         self._register_soon()
@@ -305,6 +343,8 @@ class BrokerServer:
             "msgGetTotalTodayNow": str(self.store.stats.get_message_transferred),
             "brokerPermission": str(self.send.broker_permission),
             "brokerRole": self.identity.broker_role.value,
+            **self.ha.runtime_info(),
+            **({} if self.is_master else {"masterAddr": self.registrar.master_addr or ""}),
             "heldPullRequests": str(self.pull.held_count),
             "pid": str(os.getpid()),
         }

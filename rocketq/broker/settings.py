@@ -51,7 +51,9 @@ class BrokerIdentity:
     listen_port: int = setting("listenPort", 10911, "remoting port for clients")
     listen_host: str = setting("listenHost", "0.0.0.0", "address the remoting port binds to (rocketq)")
     namesrv_addr: str = setting("namesrvAddr", "", "name servers, host:port;host:port", env="NAMESRV_ADDR")
-    ha_listen_port: int = setting("haListenPort", 10912, "port slaves replicate from (advertised to namesrv)")
+    ha_listen_port: int = setting(
+        "haListenPort", 0, "port slaves replicate from (advertised to namesrv); 0 = listenPort + 1"
+    )
     metrics_port: int = setting(
         "metricsPort", settings.PORT_ANY, "HTTP /metrics and /health; 0 = any free port, -1 = off (rocketq)"
     )
@@ -59,6 +61,8 @@ class BrokerIdentity:
     def __post_init__(self) -> None:
         settings.check_port("listenPort", self.listen_port)
         settings.check_port("haListenPort", self.ha_listen_port)
+        if not self.ha_listen_port and self.listen_port == settings.MAX_PORT:
+            raise SettingsError(f"listenPort={self.listen_port} leaves no listenPort + 1 for haListenPort: set it")
         settings.check_port("metricsPort", self.metrics_port, lowest=settings.PORT_OFF)
         settings.check_addresses("namesrvAddr", self.namesrv_addr)
         if self.broker_id < 0:

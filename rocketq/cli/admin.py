@@ -24,7 +24,7 @@ from typing import Any, Final, NoReturn
 import click
 import orjson
 
-from rocketq.admin import bodies, messages, tables, timestamps, views
+from rocketq.admin import bodies, messages, replication, tables, timestamps, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.bodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
@@ -324,7 +324,7 @@ def cluster_list(s: Session, cluster: str | None) -> None:
                     data.append({"cluster": name, "brokerName": group, "brokerId": broker_id, "addr": addr,
                                  "online": runtime is not None, "runtime": runtime or {}})
         headers = ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "Role", "Perm",
-                   "InTotalToday", "OutTotalToday"]
+                   "InTotalToday", "OutTotalToday", "Replication"]
         return Output(tables.table(headers, rows), data)
 
     s.run(work)
@@ -340,11 +340,12 @@ async def _runtime_or_none(admin: AdminClient, addr: str) -> dict[str, str] | No
 
 def _cluster_row(cluster: str, group: str, broker_id: int, addr: str, runtime: dict[str, str] | None) -> list[Any]:
     if runtime is None:
-        return [cluster, group, broker_id, addr, "unreachable", "", "", "", ""]
+        return [cluster, group, broker_id, addr, "unreachable", "", "", "", "", ""]
     perm = runtime.get("brokerPermission", "")
     return [cluster, group, broker_id, addr, runtime.get("brokerVersionDesc", ""), runtime.get("brokerRole", ""),
             bodies.perm_name(int(perm)) if perm.isdigit() else perm,
-            runtime.get("msgPutTotalTodayNow", ""), runtime.get("msgGetTotalTodayNow", "")]
+            runtime.get("msgPutTotalTodayNow", ""), runtime.get("msgGetTotalTodayNow", ""),
+            replication.replication_text(runtime)]
 
 
 @mqadmin_command("brokerStatus")

@@ -22,6 +22,7 @@ import click
 from rocketq import settings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
+from rocketq.ha.settings import HASettings, refuse_unsupported
 from rocketq.settings import SettingsError
 from rocketq.store.configfiles import ConfigFileError
 from rocketq.store.mappedfile import StoreFileError
@@ -29,7 +30,7 @@ from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
 
-SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings)
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings)
 ORDINAL = re.compile(r"-(\d+)$")
 MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
@@ -47,7 +48,6 @@ def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
 
 
 NOT_YET_IMPLEMENTED = {
-    "enableDLegerCommitLog": "DLedger (Raft) commit logs are not implemented yet: this broker runs standalone",
     "enableControllerMode": "controller mode is not implemented yet: brokerRole decides the role",
     "aclEnable": "ACL is not implemented yet: requests are not authenticated",
 }
@@ -77,6 +77,14 @@ def load(
 CONFIG_ERRORS = (StoreFileError, ConfigFileError)
 """Start-up failures that retrying cannot fix: the store's files do not fit the settings (a
 changed mappedFileSizeCommitLog, segments missing from the middle) or its metadata is damaged."""
+
+
+def load_ha(config: str | None, overrides: dict[str, str]) -> HASettings:
+    """The replication settings; a setting rocketq cannot honour yet (DLedger) is an error."""
+    values = settings.read_properties(config) if config else {}
+    ha = settings.build(HASettings, values, overrides=overrides)
+    refuse_unsupported(ha)
+    return ha
 
 
 @click.command("broker")
@@ -126,12 +134,13 @@ def command(
             ordinal_file = master_ordinal_file or _beside(config, MASTER_ORDINAL_FILE_NAME)
             overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
         identity, behaviour, store, unknown = load(config, overrides)
+        ha = load_ha(config, overrides)
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     for line in ignored_key_warnings(unknown):
         log.warning(line)
     code = serving.run(
-        lambda: BrokerServer(identity, behaviour, store),
+        lambda: BrokerServer(identity, behaviour, store, ha),
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
         CONFIG_ERRORS,
     )

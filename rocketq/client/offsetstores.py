@@ -76,7 +76,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         """Nothing to load: offsets are read per queue when a queue is assigned."""
 
     async def read_from_store(self, mq: MessageQueue) -> int | None:
-        addr = await self._instance.find_master(mq)
+        addr = await self._offset_addr(mq)
         offset = await wire.query_consumer_offset(self._instance.remoting, addr, self._group, mq,
                                                   self._instance.api_timeout)
         if offset is not None:
@@ -87,12 +87,18 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         offset = self.table.get(mq)
         if offset is None:
             return
-        addr = await self._instance.find_master(mq)
+        addr = await self._offset_addr(mq)
         rc = self._instance.remoting
         if acknowledged:
             await wire.update_consumer_offset(rc, addr, self._group, mq, offset, self._instance.api_timeout)
         else:
             await wire.update_consumer_offset_oneway(rc, addr, self._group, mq, offset)
+
+    async def _offset_addr(self, mq: MessageQueue) -> str:
+        """The master; while the route has none, a slave (RocketMQ's findBrokerAddressInSubscribe):
+        it keeps the offsets until the master is back, and its metadata sync hands them over."""
+        addr, _is_slave = await self._instance.find_subscribe_addr(mq)
+        return addr
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, acknowledged: bool = False) -> None:
         """Write the offsets of ``mqs``; offsets of queues no longer held are dropped from memory."""

@@ -142,17 +142,19 @@ class PullConsumer:
     # --- offsets ----------------------------------------------------------------------------
 
     async def query_offset(self, mq: MessageQueue) -> int | None:
-        """The group's committed offset of ``mq`` on its master, None if it has none."""
+        """The group's committed offset of ``mq`` on its master (a slave while the master is gone),
+        None if it has none."""
         instance = self._running()
-        addr = await instance.find_master(mq)
+        addr, _is_slave = await instance.find_subscribe_addr(mq)
         return await wire.query_consumer_offset(instance.remoting, addr, self.group, mq, instance.api_timeout)
 
     async def update_offset(self, mq: MessageQueue, offset: int) -> None:
-        """Commit ``offset`` (the next offset to read) for the group, acknowledged by the master."""
+        """Commit ``offset`` (the next offset to read) for the group, acknowledged by the master;
+        while the route has no master, by a slave, which hands it to the master when it is back."""
         instance = self._running()
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ClientStateError(f"offset {offset!r} must be a non-negative integer")
-        addr = await instance.find_master(mq)
+        addr, _is_slave = await instance.find_subscribe_addr(mq)
         await wire.update_consumer_offset(instance.remoting, addr, self.group, mq, offset, instance.api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:

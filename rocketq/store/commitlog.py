@@ -45,6 +45,10 @@ _STORE_TS = message.STORE_TIMESTAMP
 _QUEUE_OFFSET_POS: Final = message.QUEUE_OFFSET_POS
 
 
+class ReplicaOffsetError(ValueError):
+    """Replicated bytes do not start where this log ends: the slave must resynchronise."""
+
+
 class CommitLog:
     """Segments of the log, the append path and positional reads."""
 
@@ -132,6 +136,53 @@ class CommitLog:
         self.segments.append(segment)
         log.info("commitlog rolled to segment %s", segment.path.name)
         return segment
+
+    # --- replication --------------------------------------------------------------------------
+
+    def append_replicated(self, phys_offset: int, data: bytes | memoryview) -> None:
+        """Write bytes a master sent at ``phys_offset``, which must be the end of this log.
+
+        The bytes are the master's CommitLog as it is: records, possibly cut in the middle, and
+        the END_OF_FILE blanks that close its segments, so this log's segments fill and roll at
+        exactly the master's offsets. Nothing is stamped. An empty log starts at the offset it
+        is given, which must begin a segment (a master streams an empty slave its newest
+        segment from the start). Raises ReplicaOffsetError when the offset does not fit.
+        """
+        if not self.segments:
+            if not data:
+                return
+            if phys_offset % self.segment_size:
+                raise ReplicaOffsetError(f"an empty commitlog can start at a segment boundary only, "
+                                         f"not at {phys_offset}")
+            self.flushed_offset = phys_offset  # where _roll starts an empty log
+            self._roll(None)
+        elif phys_offset != self.max_offset:
+            raise ReplicaOffsetError(f"replicated bytes at {phys_offset}, but this commitlog ends at {self.max_offset}")
+        view = memoryview(data)
+        while view:
+            tail = self.segments[-1]
+            if tail.wrote >= tail.size:
+                tail = self._roll(tail)  # full: the master's blank came through, no blank to write
+            pos = tail.wrote
+            count = min(len(view), tail.size - pos)
+            tail.reserve(pos + count)  # blocks first: a full disk is an OSError here, never a SIGBUS
+            tail.buf[pos:pos + count] = view[:count]
+            tail.wrote = pos + count
+            view = view[count:]
+
+    def read_replica(self, offset: int, max_bytes: int) -> memoryview | None:
+        """Up to ``max_bytes`` written bytes from ``offset`` within its segment, for a slave.
+
+        Never crosses a segment end (as RocketMQ's HA transfer); an empty view means nothing
+        new yet, None that ``offset`` is not in this log (deleted or beyond the end).
+        """
+        segment = self.segment_for(offset)
+        if segment is None:
+            return memoryview(b"") if offset == self.max_offset else None
+        pos = offset - segment.start
+        if pos > segment.wrote or segment.closed:
+            return None
+        return segment.view[pos:min(segment.wrote, pos + max_bytes)]
 
     # --- reads --------------------------------------------------------------------------------
 

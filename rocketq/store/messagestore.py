@@ -35,6 +35,7 @@ from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceeded
 from rocketq.ratelimit import LogLimiter
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
 from rocketq.store import commitlog as commitlog_mod
+from rocketq.store import reput as reput_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
@@ -120,6 +121,8 @@ class MessageStore:
         self.state = StoreState.NEW
         self.stats = StoreStats()
         self.recovery_report: recovery.RecoveryReport | None = None
+        self._reput: reput_mod.Reput | None = None
+        """Dispatches replicated appends (a slave's); made on the first one."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -630,6 +633,50 @@ class MessageStore:
         await self.flusher.flush()
         if self._logic_flusher is not None:
             await self._logic_flusher.flush(thorough=True)
+
+    # --- replication (a slave's side; rocketq.ha drives it) ------------------------------------
+
+    def append_replicated(self, phys_offset: int, data: bytes | memoryview) -> int:
+        """Append bytes a master sent at ``phys_offset`` (this log's end), dispatch the records
+        that are now complete, wake held pulls; returns the new end of the log.
+
+        Raises ``commitlog.ReplicaOffsetError`` when the offset is not this log's end, and
+        ``reput.ReplicaRecordError`` when the bytes are not the master's records (the caller
+        truncates to ``dispatched_offset`` and asks again).
+        """
+        if self.state is not StoreState.RUNNING:
+            raise StoreError(f"replicated append on a store that is {self.state.value}")
+        if self._reput is None:
+            self._reput = reput_mod.Reput(self.commitlog, self._queue_for, self.index, self._delay_levels)
+        self.commitlog.append_replicated(phys_offset, data)
+        if self._sync_flush:
+            self.flusher.wakeup()
+        for cq in self._reput.run():
+            self._notify(cq)
+        return self.commitlog.max_offset
+
+    @property
+    def dispatched_offset(self) -> int:
+        """End of the records whose ConsumeQueue units and index entries exist."""
+        return self._reput.offset if self._reput is not None else self.commitlog.max_offset
+
+    async def truncate(self, phys_offset: int) -> None:
+        """Cut the log back to ``phys_offset`` (a slave ahead of its master, or a replicated
+        range that was not records), with the queue units and index entries of what is cut."""
+        if phys_offset >= self.commitlog.max_offset:
+            return
+        log.warning("store: truncating the commitlog from %d to %d", self.commitlog.max_offset, phys_offset)
+        await self.flusher.flush()  # what stays must be on disk: set_end takes it as flushed
+        self.commitlog.set_end(phys_offset)
+        for cq in self._all_queues():
+            cq.truncate_beyond(phys_offset)
+        if self.index is not None:
+            rebuild = self.index.drop_unreliable(checkpoint_ts=1 << 62, phys_end=phys_offset)
+            if rebuild is not None:
+                recovery.redispatch(self.commitlog, max(rebuild, self.commitlog.min_offset), phys_offset,
+                                    self._queue_for, self.index, self._delay_levels)
+        if self._reput is not None:
+            self._reput.offset = min(self._reput.offset, phys_offset)
 
     def runtime_info(self) -> dict[str, str]:
         """The store's part of GET_BROKER_RUNTIME_INFO, with RocketMQ's key names."""

@@ -86,7 +86,7 @@ def recover(
     for cq in queues:
         cq.truncate_beyond(end)
     dispatch_from = _dispatch_point(commitlog, queues, index, checkpoint, validate_from, end, abnormal)
-    dispatched = _redispatch(commitlog, dispatch_from, end, queue_for, index, delay_levels_ms)
+    dispatched = redispatch(commitlog, dispatch_from, end, queue_for, index, delay_levels_ms)
     commitlog.last_store_timestamp = commitlog.flushed_store_timestamp = last_timestamp
     return RecoveryReport(abnormal, validate_from, dispatch_from, end, torn, checked, dispatched)
 
@@ -172,25 +172,35 @@ def _dispatch_point(commitlog: CommitLog, queues: list[ConsumeQueue], index: Ind
     return max(point, commitlog.min_offset)
 
 
-def _redispatch(commitlog: CommitLog, start: int, end: int, queue_for: Callable[[str, int], ConsumeQueue],
+def redispatch(commitlog: CommitLog, start: int, end: int, queue_for: Callable[[str, int], ConsumeQueue],
                 index: IndexService | None, delay_levels_ms: tuple[int, ...]) -> int:
     index_floor = index.end_phy_offset if index is not None else -1
     count = 0
     for phys, size, record in _records(commitlog, start, end):
-        props = record.properties
-        if dispatch.builds_queue_unit(record.sys_flag):
-            code = dispatch.tag_code(record.topic, props.get(message.TAGS), props.get(message.DELAY),
-                                     record.store_timestamp, delay_levels_ms)
-            queue_for(record.topic, record.queue_id).put_at(record.queue_offset, phys, size, code)
-        if index is not None and phys > index_floor:
-            index.add(record.topic, props.get(message.UNIQ_KEY), props.get(message.KEYS), phys,
-                      record.store_timestamp)
+        dispatch_stored(record, phys, size, queue_for, index if phys > index_floor else None, delay_levels_ms)
         count += 1
     if index is not None:
         index.commit()
     if count:
         log.info("recovery re-dispatched %d records from offset %d", count, start)
     return count
+
+
+def dispatch_stored(record: message.MessageExt, phys: int, size: int, queue_for: Callable[[str, int], ConsumeQueue],
+                    index: IndexService | None, delay_levels_ms: tuple[int, ...]) -> ConsumeQueue | None:
+    """Write a decoded record's ConsumeQueue unit (at the queue offset it carries) and index
+    entries; returns the queue it went to, if any. Recovery and a slave's replicated appends
+    both dispatch this way, since neither encoded the record itself."""
+    props = record.properties
+    cq = None
+    if dispatch.builds_queue_unit(record.sys_flag):
+        code = dispatch.tag_code(record.topic, props.get(message.TAGS), props.get(message.DELAY),
+                                 record.store_timestamp, delay_levels_ms)
+        cq = queue_for(record.topic, record.queue_id)
+        cq.put_at(record.queue_offset, phys, size, code)
+    if index is not None:
+        index.add(record.topic, props.get(message.UNIQ_KEY), props.get(message.KEYS), phys, record.store_timestamp)
+    return cq
 
 
 def _records(commitlog: CommitLog, start: int, end: int) -> Iterator[tuple[int, int, message.MessageExt]]:

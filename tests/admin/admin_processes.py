@@ -93,7 +93,7 @@ def start_broker(workdir: Path, namesrv: Process, broker_name: str, *extra: str)
     store.mkdir(parents=True, exist_ok=True)
     args = ["broker", "-n", namesrv.addr, "-p", str(port), "--store-dir", str(store), "--metrics-port", "0",
             "--set", f"brokerName={broker_name}", "--set", "registerNameServerPeriod=1000",
-            "--set", "brokerIP1=127.0.0.1"]
+            "--set", "brokerIP1=127.0.0.1", "--set", f"haListenPort={free_port()}"]  # not listenPort + 1: may be taken
     for item in extra:
         args += ["--set", item]
     proc = start(f"broker {broker_name}", args, workdir / f"{broker_name}.log", port)

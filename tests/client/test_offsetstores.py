@@ -80,3 +80,22 @@ async def test_remote_store_reads_and_writes_the_broker(cluster: FakeCluster, in
         await asyncio.sleep(0.01)
     assert broker.offsets[("cg", "T", 0)] == 6
     assert RequestCode.UPDATE_CONSUMER_OFFSET in broker.codes()
+
+
+async def test_remote_store_uses_a_slave_while_the_route_has_no_master(cluster: FakeCluster) -> None:
+    """The master is gone from the route: offsets go to (and come from) the slave, as RocketMQ's
+    findBrokerAddressInSubscribe does, instead of failing with 'broker not exist'."""
+    cluster.topic("T")
+    broker = cluster.brokers[0]
+    cluster.namesrv.routes["T"]["brokerDatas"][0]["brokerAddrs"] = {"1": broker.addr}  # only a slave left
+    inst = ClientInstance(ClientSettings(namesrv_addr=cluster.namesrv.addr))
+    try:
+        await inst.update_route("T")
+        assert inst.master_addr("broker-a") is None
+        store = RemoteBrokerOffsetStore(inst, "cg")
+        store.update(A0, 8)
+        await store.persist_all([A0], acknowledged=True)
+        assert broker.offsets[("cg", "T", 0)] == 8
+        assert await RemoteBrokerOffsetStore(inst, "cg").read_from_store(A0) == 8
+    finally:
+        await inst.close()

@@ -117,6 +117,8 @@ class Processes:
             "registerNameServerPeriod=1000",
             "--set",
             "mappedFileSizeCommitLog=67108864",
+            "--set",
+            f"haListenPort={free_port()}",  # a master binds it; listenPort + 1 may be taken
         ]
         for key, value in (config or {}).items():
             args += ["--set", f"{key}={value}"]

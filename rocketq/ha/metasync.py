@@ -1,0 +1,217 @@
+"""A slave's copy of its master's metadata (RocketMQ's SlaveSynchronize).
+
+Replication copies messages; a slave also needs the master's *tables* to serve them and, once
+promoted, to carry on: which topics exist (a pull for an unknown topic is TOPIC_NOT_EXIST),
+which subscription groups, and where every group got to. Every ``SYNC_INTERVAL_S`` (first after
+``FIRST_SYNC_S``; sooner after a replicated message of a topic it does not know, or when the
+master reappears) the slave asks the master's remoting address (learned at registration) for:
+
+1. GET_ALL_TOPIC_CONFIG: adopted whole, with the master's DataVersion, when the versions differ;
+2. GET_ALL_CONSUMER_OFFSET: each ``topic@group`` entry replaces the slave's;
+3. GET_ALL_SUBSCRIPTIONGROUP_CONFIG: like topics.
+
+(RocketMQ also copies delay offsets; rocketq has no delay queues yet.)
+
+Offsets committed *to the slave* (consumers fall back to it while the master is gone) are not
+simply overwritten: an entry that changed on the slave since the last sync and is ahead of the
+master's is first sent to the master (UPDATE_CONSUMER_OFFSET), so a group resumes where it got
+to on the slave instead of consuming that stretch twice. While the master cannot be reached they
+are held. Each call has ``CALL_TIMEOUT_S``; a failed round is logged and retried next period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from rocketq.admin import fastjson
+from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager
+from rocketq.broker.topics import TopicConfigManager
+from rocketq.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import UpdateConsumerOffsetRequestHeader
+from rocketq.ratelimit import LogLimiter
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.errors import RemotingError
+from rocketq.tasks import OwnedTask
+
+log = logging.getLogger(__name__)
+limited = LogLimiter(log, interval=60.0)
+
+FIRST_SYNC_S: Final = 3.0
+SYNC_INTERVAL_S: Final = 10.0
+CALL_TIMEOUT_S: Final = 3.0
+MASTER_CHECK_S: Final = 1.0
+"""How often a waiting sync looks whether the master changed (registration learns it)."""
+MIN_GAP_S: Final = 0.2
+"""Shortest time between two rounds when new topics keep arriving."""
+
+OffsetTable = dict[str, dict[int, int]]
+
+
+class SyncError(Exception):
+    """The master refused a request or answered something unreadable."""
+
+
+class SlaveSynchronizer:
+    """Owner of the slave's metadata sync task."""
+
+    def __init__(self, client: RemotingClient, master_addr: Callable[[], str | None], own_addr: Callable[[], str],
+                 topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
+                 on_topics_changed: Callable[[], None], *, first_delay: float = FIRST_SYNC_S,
+                 interval: float = SYNC_INTERVAL_S) -> None:
+        self._client = client
+        self._master_addr = master_addr
+        self._own_addr = own_addr
+        self._topics = topics
+        self._groups = groups
+        self._offsets = offsets
+        self._on_topics_changed = on_topics_changed
+        self._first_delay = first_delay
+        self._interval = interval
+        self._synced_offsets: OffsetTable = {}
+        """The offset table as the last sync left it: entries that differ now were committed here."""
+        self._wake = asyncio.Event()
+        self._task = OwnedTask("ha-metadata-sync", self._run)
+        self.rounds = 0
+        self.last_sync_at = 0.0
+
+    def start(self) -> None:
+        self._task.start()
+
+    async def close(self) -> None:
+        await self._task.stop()
+
+    def message_arrived(self, topic: str, _queue_id: int, _next_offset: int) -> None:
+        """Store arrival listener: a replicated message of a topic this slave does not know yet
+        (created on the master moments ago) brings the next sync forward, so the slave can
+        serve it before the 10 s period comes round."""
+        if topic not in self._topics.table:
+            self._wake.set()
+
+    async def _pause(self, seconds: float, master: str | None) -> None:
+        """Sleep ``seconds``, less when woken or when a master appears (it came back: hand it
+        the offsets committed here without waiting a whole period)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        absent = master is None
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(left, MASTER_CHECK_S)):
+                    await self._wake.wait()
+            now = self._master_addr()
+            if self._wake.is_set() or (now and (absent or now != master)):
+                break
+            absent = absent or now is None
+        self._wake.clear()
+
+    async def _run(self) -> None:
+        await self._pause(self._first_delay, None)
+        while True:
+            master = self._master_addr()
+            if master and master != self._own_addr():
+                try:
+                    await self.sync_all(master)
+                except (RemotingError, SyncError, BodyError, fastjson.FastJsonError, OSError) as exc:
+                    limited.warning(master, "metadata sync from master %s failed: %s", master, exc)
+            await asyncio.sleep(MIN_GAP_S)  # a burst of new topics costs one round, not one each
+            await self._pause(self._interval, master)
+
+    async def sync_all(self, master: str) -> None:
+        """One round: topics, consumer offsets, subscription groups, in RocketMQ's order."""
+        self._sync_topics(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
+        await self._sync_offsets(master, await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET))
+        self._sync_groups(await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        self.rounds += 1
+        self.last_sync_at = asyncio.get_running_loop().time()
+
+    async def _fetch(self, master: str, code: RequestCode) -> Any:
+        response = await self._client.invoke(master, RemotingCommand(code=code), CALL_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise SyncError(f"{code.name} answered {response.code}: {response.remark}")
+        body = fastjson.loads(response.body)
+        if not isinstance(body, dict):
+            raise SyncError(f"{code.name} answered a body that is not an object")
+        return body
+
+    def _sync_topics(self, body: dict[str, Any]) -> None:
+        version = DataVersion.from_json(body.get("dataVersion"))
+        if version == self._topics.data_version:
+            return
+        table = _table(body, "topicConfigTable",
+                       lambda raw, name: TopicConfig.from_json(raw, f"topicConfigTable[{name!r}]", name=name))
+        self._topics.table = table
+        self._topics.data_version = version
+        self._topics.persist()
+        self._on_topics_changed()
+        log.info("metadata sync: adopted the master's %d topics", len(table))
+
+    def _sync_groups(self, body: dict[str, Any]) -> None:
+        version = DataVersion.from_json(body.get("dataVersion"))
+        if version == self._groups.data_version:
+            return
+        table = _table(body, "subscriptionGroupTable",
+                       lambda raw, name: SubscriptionGroupConfig.from_json(raw, f"subscriptionGroupTable[{name!r}]"))
+        self._groups.table = table
+        self._groups.data_version = version
+        self._groups.persist()
+        log.info("metadata sync: adopted the master's %d subscription groups", len(table))
+
+    async def _sync_offsets(self, master: str, body: dict[str, Any]) -> None:
+        theirs = _offset_table(body)
+        for key, queues in self._local_commits().items():
+            topic, group = key.split(TOPIC_GROUP_SEPARATOR, 1)
+            for queue_id, offset in queues.items():
+                if offset > theirs.get(key, {}).get(queue_id, -1):
+                    await self._forward(master, group, topic, queue_id, offset)
+                    theirs.setdefault(key, {})[queue_id] = offset
+        self._offsets.table.update(theirs)
+        self._offsets.persist(force=True)
+        self._synced_offsets = {key: dict(queues) for key, queues in self._offsets.table.items()}
+
+    def _local_commits(self) -> OffsetTable:
+        """Entries committed on this slave since the last sync."""
+        changed: OffsetTable = {}
+        for key, queues in self._offsets.table.items():
+            synced = self._synced_offsets.get(key, {})
+            moved = {q: o for q, o in queues.items() if synced.get(q) != o}
+            if moved:
+                changed[key] = moved
+        return changed
+
+    async def _forward(self, master: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+        header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id,
+                                                   commit_offset=offset)
+        request = RemotingCommand(code=RequestCode.UPDATE_CONSUMER_OFFSET, ext_fields=header.to_ext())
+        response = await self._client.invoke(master, request, CALL_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise SyncError(f"the master refused the offset {offset} of {group} on {topic}/{queue_id}: "
+                            f"{response.remark}")
+        log.info("metadata sync: forwarded %s's offset %d on %s/%d, committed here, to the master",
+                 group, offset, topic, queue_id)
+
+
+def _table(body: dict[str, Any], key: str, parse: Callable[[Any, str], Any]) -> dict[str, Any]:
+    raw = body.get(key) or {}
+    if not isinstance(raw, dict):
+        raise SyncError(f"{key} is not an object")
+    return {str(name): parse(entry, str(name)) for name, entry in raw.items()}
+
+
+def _offset_table(body: dict[str, Any]) -> OffsetTable:
+    raw = body.get("offsetTable") or {}
+    if not isinstance(raw, dict):
+        raise SyncError("offsetTable is not an object")
+    table: OffsetTable = {}
+    for key, queues in raw.items():
+        if not isinstance(key, str) or TOPIC_GROUP_SEPARATOR not in key or not isinstance(queues, dict):
+            raise SyncError(f"offsetTable entry {key!r} is not topic@group -> {{queueId: offset}}")
+        try:
+            table[key] = {int(q): int(o) for q, o in queues.items()}
+        except (TypeError, ValueError):
+            raise SyncError(f"offsetTable entry {key!r} holds a non-integer queue id or offset") from None
+    return table
