@@ -156,7 +156,7 @@ def test_a_broker_serves_from_each_rocketmq_config(conf: Path, tmp_path: Path) -
     if conf.parent.name == "dledger":
         assert proc.wait(30) == 2
         text = log.read_text()
-        assert "error: enableDLegerCommitLog=true: DLedger (Raft) groups are not implemented yet" in text, text
+        assert "enableDLegerCommitLog=true: DLedger (Raft) groups are not implemented yet" in text, text
         assert "listening on" not in text and "Traceback" not in text
         return
     try:
