@@ -23,6 +23,7 @@ from rocketq.broker import clients as client_registry
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
+from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.metrics import BrokerCollector
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -201,8 +202,10 @@ class BrokerServer:
             ),
             on_topic_created=self._register_now,
         )
+        self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
         self.pull = PullHandlers(
-            self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master
+            self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master,
+            filters=self.filters,
         )
         client_handlers = ClientHandlers(
             self.store,
@@ -212,6 +215,7 @@ class BrokerServer:
             self.clients,
             self.behaviour,
             on_topic_created=self._register_now,
+            filters=self.filters,
         )
         admin = AdminHandlers(
             self.store,
@@ -226,7 +230,7 @@ class BrokerServer:
             self.runtime_info,
             self._register_now,
         )
-        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
+        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters):
             self._handlers.update(part.handlers())
 
     def _topics_changed(self) -> None:

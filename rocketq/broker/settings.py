@@ -94,6 +94,12 @@ class BrokerBehaviour:
     start_accept_send_request_time_stamp: int = setting(
         "startAcceptSendRequestTimeStamp", 0, "refuse sends before this epoch ms"
     )
+    enable_property_filter: bool = setting(
+        "enablePropertyFilter", False, "accept SQL92 subscriptions and filter pulls by message properties"
+    )
+    store_reply_message_enable: bool = setting(
+        "storeReplyMessageEnable", True, "also store request-reply replies in <cluster>_REPLY_TOPIC"
+    )
 
     def __post_init__(self) -> None:
         positive = {
