@@ -30,6 +30,7 @@ from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
+from rocketq.broker.replies import ReplyHandlers
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
@@ -230,7 +231,8 @@ class BrokerServer:
             self.runtime_info,
             self._register_now,
         )
-        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters):
+        replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
+        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
 
     def _topics_changed(self) -> None:
