@@ -3,10 +3,16 @@ the per-group registry of compiled selectors and RocketMQ's pull refusals."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketq.broker.clientmanage import ClientHandlers
+from rocketq.broker.clients import ClientManager
 from rocketq.broker.filters import (
     FILTER_DATA_MISSING,
     FILTER_DATA_STALE,
@@ -14,8 +20,13 @@ from rocketq.broker.filters import (
     PARSE_FAILED,
     ConsumerFilters,
 )
+from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.settings import BrokerBehaviour
+from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import message, subscription
-from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageSysFlag
 
 
@@ -73,3 +84,38 @@ def test_pull_refusals_in_rocketmq_order() -> None:
 def test_sql92_subscriptions_pass_the_tag_stages() -> None:
     sub = sql("T", "a = 1")
     assert sub.matches_tag_code(12345) and sub.matches_tag("any") and sub.matches_tag(None)
+
+
+class Peer:
+    remote_addr = "10.1.2.3:4567"
+    closed = False
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def test_a_heartbeat_registers_its_sql92_subscriptions(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    filters = ConsumerFilters(enabled=True)
+    handlers = ClientHandlers(None, TopicConfigManager(tmp_path / "topics.json"),  # type: ignore[arg-type]
+                              SubscriptionGroupManager(tmp_path / "groups.json"),
+                              ConsumerOffsetManager(tmp_path / "offsets.json"), ClientManager(lambda g, c: None),
+                              BrokerBehaviour(), _nothing, filters=filters)
+
+    def heartbeat(sql: str, version: int) -> RemotingCommand:
+        body = {"clientID": "java@1", "consumerDataSet": [{
+            "groupName": "cg", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+            "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": [{
+                "topic": "T", "subString": sql, "expressionType": "SQL92", "subVersion": version,
+                "tagsSet": [], "codeSet": []}]}]}
+        return RemotingCommand(code=RequestCode.HEART_BEAT, body=orjson.dumps(body))
+
+    answer = await handlers.heartbeat(Peer(), heartbeat("a > 5", 1))  # type: ignore[arg-type]
+    assert answer.code == ResponseCode.SUCCESS
+    data = filters.get("cg", "T")
+    assert data is not None and data.selector.matches({"a": "6"}) and not data.selector.matches({"a": "5"})
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.filters"):
+        answer = await handlers.heartbeat(Peer(), heartbeat("a >", 2))  # type: ignore[arg-type]
+    assert answer.code == ResponseCode.SUCCESS  # as RocketMQ: the heartbeat is fine, the filter is not stored
+    assert filters.get("cg", "T") is data
+    assert any("does not compile" in r.getMessage() and "java@1" in r.getMessage() for r in caplog.records)
