@@ -19,8 +19,9 @@ Four ways to send:
 
 ``send_batch`` sends several messages of one topic in one SEND_BATCH_MESSAGE frame.
 A topic the name servers do not know is sent on the auto-create topic's (TBW102) route, and
-the broker creates it. What this producer does not do: transactions (half messages, check-back)
-and request/reply.
+the broker creates it. ``request`` sends a message and waits for its reply (request-reply, see
+``rocketq.client.replies``). What this producer does not do: transactions (half messages,
+check-back).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ In CLUSTERING the consumer also subscribes to its group's retry topic ``%RETRY%g
 messages the listener asked to RECONSUME_LATER come back. Delivery is at-least-once: a message
 can be delivered again after a rebalance, a crash or a close, never skipped.
 
-Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), SQL92 filters, message traces.
+SQL92 subscriptions (``MessageSelector.by_sql``) are filtered by the broker; see messageselectors.
+
+Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), message traces.
 """
 
 from __future__ import annotations
