@@ -181,33 +181,30 @@ class Not(BooleanExpr):
 
 
 @dataclass(frozen=True, slots=True)
-class And(BooleanExpr):
+class Logic(BooleanExpr):
+    """AND and OR in SQL's three-valued logic. ``absorbing`` is the value that decides the result
+    alone (FALSE for AND, TRUE for OR); the right side is not evaluated once the left has it."""
+
+    absorbing: bool
     left: Expr
     right: Expr
 
     def evaluate(self, props: Properties) -> Value:
         left = self.left.evaluate(props)
-        if left is False:
-            return False
+        if left is self.absorbing:
+            return left
         right = self.right.evaluate(props)
-        if right is False:
-            return False
-        return None if left is None or right is None else True
+        if right is self.absorbing:
+            return right
+        return None if left is None or right is None else not self.absorbing
 
 
-@dataclass(frozen=True, slots=True)
-class Or(BooleanExpr):
-    left: Expr
-    right: Expr
+def And(left: Expr, right: Expr) -> Logic:
+    return Logic(False, left, right)
 
-    def evaluate(self, props: Properties) -> Value:
-        left = self.left.evaluate(props)
-        if left is True:
-            return True
-        right = self.right.evaluate(props)
-        if right is True:
-            return True
-        return None if left is None or right is None else False
+
+def Or(left: Expr, right: Expr) -> Logic:
+    return Logic(True, left, right)
 
 
 @dataclass(frozen=True, slots=True)
