@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 
 from rocketq.broker.clients import ClientChannel, ClientManager
+from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager, validate_group_name
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
@@ -50,7 +51,9 @@ class ClientHandlers:
         clients: ClientManager,
         behaviour: BrokerBehaviour,
         on_topic_created: Callable[[], Awaitable[None]],
+        filters: ConsumerFilters | None = None,
     ) -> None:
+        self._filters = filters
         self._store = store
         self._topics = topics
         self._groups = groups
@@ -116,6 +119,8 @@ class ClientHandlers:
                 subscriptions=consumer.subscriptions,
                 notify_enabled=config.notify_consumer_ids_changed_enable if config else True,
             )
+            if self._filters is not None:
+                self._filters.register(group, consumer.subscriptions, data.client_id)
         for group in data.producer_groups:
             self._clients.register_producer(group, channel)
         return created

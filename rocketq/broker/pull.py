@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketq.broker.clients import ClientManager
+from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
@@ -72,8 +73,10 @@ class PullHandlers:
         *,
         is_master: bool,
         suggest_broker: Callable[[GetResult, SubscriptionGroupConfig | None], int] | None = None,
+        filters: ConsumerFilters | None = None,
     ) -> None:
         self._store = store
+        self._filters = filters or ConsumerFilters(enabled=False)
         self._topics = topics
         self._groups = groups
         self._offsets = offsets
@@ -164,18 +167,22 @@ class PullHandlers:
             if found.sub_version < header.sub_version:
                 return request.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             sub = found
-        if sub.expression_type != subscription.EXPRESSION_TAG:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92 yet"
-            )
+        if not sub.is_tag_type:
+            refusal = self._filters.check_pull(header.consumer_group, sub,
+                                               in_request=bool(header.sys_flag & FLAG_SUBSCRIPTION))
+            if refusal is not None:
+                return request.response(*refusal)
         return sub
 
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
         max_nums = max(1, min(header.max_msg_nums, MAX_PULL_BATCH))
         max_bytes = min(header.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
-        tag_filter = None if sub.matches_all else sub.matches_tag_code
+        tag_filter = None if sub.matches_all or not sub.is_tag_type else sub.matches_tag_code
+        record_filter = None if sub.is_tag_type else self._filters.pull_filter(
+            header.consumer_group, sub, in_request=bool(header.sys_flag & FLAG_SUBSCRIPTION))
         return self._store.get_messages(
-            header.topic, header.queue_id, offset, max_nums, max_bytes=max_bytes, tag_filter=tag_filter
+            header.topic, header.queue_id, offset, max_nums, max_bytes=max_bytes, tag_filter=tag_filter,
+            record_filter=record_filter,
         )
 
     def _answer(self, request: RemotingCommand, header: PullMessageRequestHeader, result: GetResult) -> RemotingCommand:

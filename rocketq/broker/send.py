@@ -146,6 +146,16 @@ class SendHandlers:
                                    _code_name(answer.code), answer.remark)
         return answer
 
+    def check(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
+        """RocketMQ's ``msgCheck`` alone: the refusal a send would get, or None (the reply
+        processor checks a reply this way before pushing it to the requester)."""
+        return self._refusal(request, header) or self._topic_for(request, header)[1]
+
+    async def store(self, conn: Connection, request: RemotingCommand,
+                    header: SendMessageRequestHeader) -> RemotingCommand:
+        """Check and store one message exactly as SEND_MESSAGE does (for stored replies)."""
+        return await self._send(conn, request, header)
+
     async def _send(self, conn: Connection, request: RemotingCommand,
                     header: SendMessageRequestHeader) -> RemotingCommand:
         refusal = self._refusal(request, header)

@@ -23,12 +23,14 @@ from rocketq.broker import clients as client_registry
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
+from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.metrics import BrokerCollector
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
+from rocketq.broker.replies import ReplyHandlers
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
@@ -235,9 +237,11 @@ class BrokerServer:
             on_topic_created=self._register_now,
             replication=self.ha if self.ha.sync_master else None,
         )
+        self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
         self.pull = PullHandlers(
             self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master,
             suggest_broker=self._suggest_broker,
+            filters=self.filters,
         )
         client_handlers = ClientHandlers(
             self.store,
@@ -247,6 +251,7 @@ class BrokerServer:
             self.clients,
             self.behaviour,
             on_topic_created=self._register_now,
+            filters=self.filters,
         )
         admin = AdminHandlers(
             self.store,
@@ -261,7 +266,8 @@ class BrokerServer:
             self.runtime_info,
             self._register_now,
         )
-        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
+        replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
+        for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
 
     def _suggest_broker(self, result: GetResult, group: SubscriptionGroupConfig | None) -> int:

@@ -106,6 +106,12 @@ class BrokerBehaviour:
     server_max_connections: int = setting(
         "serverMaxConnections", 0, "client connections open at once; 0 = open-file limit less a reserve (rocketq)"
     )
+    enable_property_filter: bool = setting(
+        "enablePropertyFilter", False, "accept SQL92 subscriptions and filter pulls by message properties"
+    )
+    store_reply_message_enable: bool = setting(
+        "storeReplyMessageEnable", True, "also store request-reply replies in <cluster>_REPLY_TOPIC"
+    )
 
     def __post_init__(self) -> None:
         positive = {

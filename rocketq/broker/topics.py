@@ -53,6 +53,7 @@ class TopicConfigManager:
             TopicConfig(broker_name, 1, 1, perm=codes.PERM_READ_WRITE | int(codes.Perm.INHERIT)),
             TopicConfig("OFFSET_MOVED_EVENT", 1, 1),
             TopicConfig(codes.SCHEDULE_TOPIC, 18, 18),
+            TopicConfig(codes.reply_topic(cluster), 1, 1),
         ]
         if auto_create:
             wanted.append(TopicConfig(codes.AUTO_CREATE_TOPIC_KEY, 8, 8, perm=codes.PERM_READ_WRITE | 1))

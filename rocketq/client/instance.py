@@ -33,10 +33,11 @@ from rocketq.client import heartbeats, periodic, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData
 from rocketq.client.queues import MessageQueue
+from rocketq.client.replies import ReplyWaiters
 from rocketq.client.routes import TopicRoute
 from rocketq.client.settings import ClientSettings
 from rocketq.protocol import msgid
-from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.codes import MASTER_ID, RequestCode
 from rocketq.remoting.client import RemotingClient, split_addr
 from rocketq.remoting.connection import Handler
 from rocketq.remoting.errors import RemotingError
@@ -89,6 +90,9 @@ class ClientInstance:
         if instance_name == "DEFAULT":
             instance_name = default_instance_name()
         self.client_id = f"{settings.client_ip or probe_client_ip(self._namesrvs)}@{instance_name}"
+        self.replies = ReplyWaiters()
+        """Requests waiting for replies; every instance takes PUSH_REPLY_MESSAGE_TO_CLIENT, as in RocketMQ."""
+        handlers = {RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.replies.on_push, **(handlers or {})}
         self.remoting = RemotingClient(handlers, connect_timeout=settings.mq_client_api_timeout / 1000,
                                        name=self.client_id)
         self._producer_groups = tuple(producer_groups)

@@ -21,7 +21,9 @@ Four ways to send:
 A topic the name servers do not know is sent on the auto-create topic's (TBW102) route, and
 the broker creates it. ``enable_msg_trace=True`` records a Pub trace of every answered send
 attempt to ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
-What this producer does not do: transactions (half messages, check-back) and request/reply.
+``request`` sends a message and waits for its reply (request-reply, see
+``rocketq.client.replies``). What this producer does not do: transactions (half messages,
+check-back).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rocketq.client import names, sending, tracing, wire
+from rocketq.client import names, replies, sending, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
@@ -161,6 +163,32 @@ class Producer:
         mq = self._select(selector, queues) if selector is not None else self._round_robin.choose(queues)
         addr = await instance.find_master(mq)
         await wire.send_oneway(instance.remoting, addr, sending.header(out, self.group, mq, self.settings), out.body)
+
+    async def request(self, msg: Message, timeout_ms: int) -> Message:
+        """Send ``msg`` and wait up to ``timeout_ms`` for the reply a consumer sends to it
+        (``replies.create_reply_message``); RequestTimeoutError if none comes in time."""
+        instance = self._running()
+        if timeout_ms <= 0:
+            raise ClientStateError(f"request timeout must be positive, got {timeout_ms} ms")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        if instance.cached_route(msg.topic) is None:
+            # as RocketMQ: a first request fetches the route and heartbeats at once, so the
+            # brokers know this client's connection before a reply has to be pushed to it
+            await self._publish_queues(instance, msg.topic)
+            await instance.heartbeat()
+        correlation_id = replies.prepare_request(msg, instance.client_id, timeout_ms)
+        waiter = instance.replies.expect(correlation_id)
+        try:
+            await self.send(msg, timeout_ms=max(1, int((deadline - loop.time()) * 1000)))
+            try:
+                return await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise replies.RequestTimeoutError(
+                    f"send request message to <{msg.topic}> OK, but wait reply message timeout, {timeout_ms} ms."
+                ) from None
+        finally:
+            instance.replies.forget(correlation_id)
 
     # --- internals --------------------------------------------------------------------------
 

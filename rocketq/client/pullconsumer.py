@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketq.client import names, pulling, wire
+from rocketq.client import messageselectors, names, pulling, wire
 from rocketq.client.errors import ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData, ConsumeType
 from rocketq.client.instance import ClientInstance, ServiceState
@@ -29,7 +29,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ConsumeFromWhere, MessageModel, PullConsumerSettings, configure
 from rocketq.protocol import subscription
 from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP
-from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.protocol.subscription import SubscriptionData
 
 MAX_PULL_NUMS = 1024
 """A sanity cap on ``max_nums``; the broker caps a pull by its own limits too."""
@@ -100,19 +100,19 @@ class PullConsumer:
 
     # --- pulling ----------------------------------------------------------------------------
 
-    async def pull(self, mq: MessageQueue, expression: str, offset: int, max_nums: int = 32, *,
+    async def pull(self, mq: MessageQueue, expression: messageselectors.Expression, offset: int, max_nums: int = 32, *,
                    timeout_ms: int | None = None) -> PullResult:
         """Pull once; answers at once (NO_NEW_MSG when there is nothing at ``offset``)."""
         timeout = self.settings.consumer_pull_timeout_millis if timeout_ms is None else timeout_ms
         return await self._pull(mq, expression, offset, max_nums, suspend=False, timeout_ms=timeout)
 
-    async def pull_block_if_not_found(self, mq: MessageQueue, expression: str, offset: int,
+    async def pull_block_if_not_found(self, mq: MessageQueue, expression: messageselectors.Expression, offset: int,
                                       max_nums: int = 32) -> PullResult:
         """Pull, letting the broker hold the request until a message arrives or it times out."""
         return await self._pull(mq, expression, offset, max_nums, suspend=True,
                                 timeout_ms=self.settings.consumer_timeout_millis_when_suspend)
 
-    async def _pull(self, mq: MessageQueue, expression: str, offset: int, max_nums: int, *,
+    async def _pull(self, mq: MessageQueue, expression: messageselectors.Expression, offset: int, max_nums: int, *,
                     suspend: bool, timeout_ms: int) -> PullResult:
         instance = self._running()
         sub = self._subscription(mq.topic, expression)
@@ -132,12 +132,9 @@ class PullConsumer:
         return pulling.to_result(reply, sub)
 
     @staticmethod
-    def _subscription(topic: str, expression: str) -> SubscriptionData:
+    def _subscription(topic: str, expression: messageselectors.Expression) -> SubscriptionData:
         names.check_topic(topic)
-        try:
-            return subscription.build(topic, expression)
-        except SubscriptionError as exc:
-            raise ClientStateError(f"bad subscription {expression!r}: {exc}") from None
+        return messageselectors.build(topic, expression)
 
     # --- offsets ----------------------------------------------------------------------------
 

@@ -19,8 +19,9 @@ can be delivered again after a rebalance, a crash or a close, never skipped.
 
 ``enable_msg_trace=True`` records SubBefore/SubAfter traces around every listener call to
 ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
+SQL92 subscriptions (``MessageSelector.by_sql``) are filtered by the broker; see messageselectors.
 
-Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ), SQL92 filters.
+Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import names, periodic, tracing
+from rocketq.client import messageselectors, names, periodic, tracing
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
@@ -46,7 +47,7 @@ from rocketq.client.settings import MessageModel, PushConsumerSettings, configur
 from rocketq.protocol import subscription
 from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RETRY_GROUP_TOPIC_PREFIX, RequestCode, retry_topic
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
+from rocketq.protocol.subscription import SubscriptionData
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.errors import RemotingError
@@ -100,17 +101,13 @@ class PushConsumer:
 
     # --- configuration ----------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = subscription.SUB_ALL) -> None:
-        """Consume ``topic`` messages whose tag matches ``expression`` (``*``, ``A || B``)."""
+    def subscribe(self, topic: str, expression: messageselectors.Expression = subscription.SUB_ALL) -> None:
+        """Consume ``topic`` messages whose tag matches ``expression`` (``*``, ``A || B``), or
+        that a ``MessageSelector.by_sql(...)`` selects."""
         if self._state is ServiceState.SHUTDOWN_ALREADY:
             raise ClientStateError(f"consumer {self.group} is closed")
         names.check_topic(topic)
-        try:
-            sub = subscription.build(topic, expression, sub_version=time.time_ns() // 1_000_000)
-        except SubscriptionError as exc:
-            raise ClientStateError(f"bad subscription {expression!r} for {topic}: {exc}") from None
-        if sub.expression_type != subscription.EXPRESSION_TAG:
-            raise ClientStateError("only TAG expressions are supported")
+        sub = messageselectors.build(topic, expression, sub_version=time.time_ns() // 1_000_000)
         self._subscriptions[topic] = sub
         if self._state is ServiceState.RUNNING:
             self._spawn(self._subscriptions_changed([topic]))

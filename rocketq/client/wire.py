@@ -15,7 +15,7 @@ from typing import Final, TypeVar
 
 import orjson
 
-from rocketq.client import routes
+from rocketq.client import replies, routes
 from rocketq.client.errors import BrokerError, ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
@@ -103,6 +103,8 @@ async def get_route(rc: RemotingClient, addr: str, topic: str, timeout: float) -
 
 def _send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batch: bool) -> RemotingCommand:
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    if not batch and replies.is_reply(header.properties):
+        code = RequestCode.SEND_REPLY_MESSAGE_V2  # a request-reply answer: the broker pushes it on
     return _request(code, headers.send_header_to_v2(header), body)
 
 

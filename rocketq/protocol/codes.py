@@ -74,6 +74,9 @@ class RequestCode(enum.IntEnum):
     VIEW_BROKER_STATS_DATA = 315
     QUERY_DATA_VERSION = 322
     SEND_BATCH_MESSAGE = 320
+    SEND_REPLY_MESSAGE = 324
+    SEND_REPLY_MESSAGE_V2 = 325
+    PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     GET_BROKER_RUNTIME_INFO = 28
 
 
@@ -168,3 +171,11 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+
+
+def reply_topic(cluster: str) -> str:
+    """``<cluster>_REPLY_TOPIC``, where replies to request-reply messages go (MixAll.getReplyTopic)."""
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"

@@ -570,3 +570,26 @@ class QueryDataVersionRequestHeader(Header):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryDataVersionResponseHeader(Header):
     changed: bool = wire("changed")
+
+
+# --- request-reply ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyMessageRequestHeader(Header):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT: a reply as the broker hands it to the requesting client."""
+
+    producer_group: str = wire("producerGroup")
+    topic: str = wire("topic")
+    default_topic: str = wire("defaultTopic")
+    default_topic_queue_nums: int = wire("defaultTopicQueueNums")
+    queue_id: int = wire("queueId")
+    sys_flag: int = wire("sysFlag")
+    born_timestamp: int = wire("bornTimestamp")
+    flag: int = wire("flag")
+    properties: str | None = wire("properties", None)
+    reconsume_times: int | None = wire("reconsumeTimes", None)
+    unit_mode: bool = wire("unitMode", False)
+    born_host: str = wire("bornHost")
+    store_host: str = wire("storeHost")
+    store_timestamp: int = wire("storeTimestamp")

@@ -757,6 +757,40 @@ def iter_stored_records(
         yield record
 
 
+def stored_properties(buf: bytes | bytearray | memoryview, pos: int = 0) -> dict[str, str]:
+    """The properties of the stored record at ``pos``, skipping over (never copying) its body.
+
+    A broker-side SQL92 filter needs only these for each candidate of a pull; decoding the
+    whole record would copy every body it then throws away. MessageFormatError if the record's
+    lengths do not fit.
+    """
+    view = memoryview(buf)
+    limit = len(view)
+    if pos < 0 or limit - pos < _HEAD.size:
+        raise MessageFormatError(f"no room for a record header at {pos}")
+    head = _HEAD.unpack_from(view, pos)
+    magic, sys_flag = head[1], head[7]
+    born_len = 20 if sys_flag & MessageSysFlag.BORNHOST_V6 else 8
+    store_len = 20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8
+    middle = _HOSTS_TO_BODYLEN[born_len, store_len]
+    at = pos + _HEAD.size
+    if at + middle.size > limit:
+        raise MessageFormatError(f"record at {pos} is cut inside its fixed fields")
+    at += middle.size + middle.unpack_from(view, at)[-1]
+    topic_width = _I8 if magic == MAGIC_V1 else _I16
+    if at < 0 or at + topic_width.size > limit:
+        raise MessageFormatError(f"record at {pos} is cut before TOPICLEN")
+    at += topic_width.size + topic_width.unpack_from(view, at)[0]
+    if at < 0 or at + 2 > limit:
+        raise MessageFormatError(f"record at {pos} is cut before PROPLEN")
+    (props_len,) = _I16.unpack_from(view, at)
+    raw = _take(view, at + 2, props_len, limit, "PROPLEN", pos)
+    try:
+        return decode_properties(raw.decode())
+    except UnicodeDecodeError as exc:
+        raise MessageFormatError(f"record at {pos}: properties are not UTF-8: {exc}") from None
+
+
 # --- batch send body ---------------------------------------------------------------------------
 
 _BATCH_HEAD = struct.Struct(">iiiii")

@@ -36,13 +36,18 @@ class SubscriptionData:
     def matches_all(self) -> bool:
         return self.expression_type == EXPRESSION_TAG and (self.sub_string == SUB_ALL or not self.tags_set)
 
+    @property
+    def is_tag_type(self) -> bool:
+        return self.expression_type == EXPRESSION_TAG
+
     def matches_tag_code(self, code: int) -> bool:
-        """The broker-side check against a ConsumeQueue tag hash code."""
-        return self.matches_all or code in self.code_set
+        """The broker-side check against a ConsumeQueue tag hash code (SQL92 passes this stage)."""
+        return self.matches_all or not self.is_tag_type or code in self.code_set
 
     def matches_tag(self, tag: str | None) -> bool:
-        """The client-side exact check."""
-        return self.matches_all or (tag is not None and tag in self.tags_set)
+        """The client-side exact check. A SQL92 subscription keeps what the broker sent, as
+        RocketMQ's clients do: the broker's property filter is the authority."""
+        return self.matches_all or not self.is_tag_type or (tag is not None and tag in self.tags_set)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,15 +89,18 @@ class SubscriptionData:
 def build(
     topic: str, expression: str | None, expression_type: str | None = None, sub_version: int = 0
 ) -> SubscriptionData:
-    """Parse a tag expression into SubscriptionData; SQL92 is kept as text for the filter engine."""
-    expression = (expression or SUB_ALL).strip() or SUB_ALL
+    """Parse a tag expression into SubscriptionData; SQL92 is kept as text, exactly as given (an
+    error's column counts from its start), for ``rocketq.filter.sql92``."""
     kind = (expression_type or EXPRESSION_TAG).upper()
+    if kind == EXPRESSION_SQL92:
+        if len(expression or "") > MAX_EXPRESSION_LENGTH:
+            raise SubscriptionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
+        return SubscriptionData(topic, expression or "", expression_type=kind, sub_version=sub_version)
+    expression = (expression or SUB_ALL).strip() or SUB_ALL
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise SubscriptionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
     if kind != EXPRESSION_TAG:
-        if kind != EXPRESSION_SQL92:
-            raise SubscriptionError(f"unknown expression type {expression_type!r}")
-        return SubscriptionData(topic, expression, expression_type=kind, sub_version=sub_version)
+        raise SubscriptionError(f"unknown expression type {expression_type!r}")
     if expression == SUB_ALL:
         return SubscriptionData(topic, SUB_ALL, sub_version=sub_version)
     tags = frozenset(t.strip() for t in expression.split("||") if t.strip())

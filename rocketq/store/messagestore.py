@@ -472,8 +472,14 @@ class MessageStore:
         max_nums: int,
         max_bytes: int = DEFAULT_MAX_TRANSFER_BYTES,
         tag_filter: Callable[[int], bool] | None = None,
+        record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
-        """Records of a queue from ``offset``, as RocketMQ's ``DefaultMessageStore.getMessage``."""
+        """Records of a queue from ``offset``, as RocketMQ's ``DefaultMessageStore.getMessage``.
+
+        ``tag_filter`` sees each ConsumeQueue unit's tag hash code (the cheap first stage);
+        ``record_filter`` then sees each remaining stored record (a SQL92 selector reads its
+        properties), like RocketMQ's ``MessageFilter.isMatchedByCommitLog``.
+        """
         cq = self._find_queue(topic, queue_id)
         if cq is None:
             self.stats.get_message_times_miss += 1
@@ -489,12 +495,13 @@ class MessageStore:
         elif offset > max_offset:
             status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
         else:
-            return self._read_queue(cq, offset, max(1, max_nums), max_bytes, tag_filter)
+            return self._read_queue(cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter)
         self.stats.get_message_times_miss += 1
         return GetResult(status, next_offset, min_offset, max_offset)
 
     def _read_queue(self, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
-                    tag_filter: Callable[[int], bool] | None) -> GetResult:
+                    tag_filter: Callable[[int], bool] | None,
+                    record_filter: Callable[[memoryview], bool] | None = None) -> GetResult:
         commitlog = self.commitlog
         min_phys = commitlog.min_offset
         status = GetStatus.NO_MATCHED_MESSAGE
@@ -515,6 +522,8 @@ class MessageStore:
             if view is None:
                 if not buffers:
                     status = GetStatus.MESSAGE_WAS_REMOVING
+                continue
+            if record_filter is not None and not record_filter(view):
                 continue
             buffers.append(view)
             queue_offsets.append(offset + scanned - 1)

@@ -1,0 +1,1 @@
+"""Message filters: RocketMQ SQL92 selectors (sql92) and Java value semantics (javavalues)."""
