@@ -29,7 +29,9 @@ from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
+from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
@@ -127,6 +129,8 @@ class BrokerServer:
         self.registrar.start()
         for task in self._tasks:
             task.start()
+        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json
+            self.schedule.start()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -178,6 +182,8 @@ class BrokerServer:
         await _step("closing outgoing connections", self._client.close())
         if self._metrics is not None:
             await _step("closing the metrics listener", self._metrics.close())
+        if hasattr(self, "schedule"):
+            await _step("stopping delayed delivery", self.schedule.close())
         if hasattr(self, "offsets"):
             await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
@@ -200,6 +206,7 @@ class BrokerServer:
                 self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port, is_master
             ),
             on_topic_created=self._register_now,
+            max_delay_level=len(self.store_settings.delay_levels_ms),
         )
         self.pull = PullHandlers(
             self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master
@@ -227,6 +234,18 @@ class BrokerServer:
             self._register_now,
         )
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
+            self._handlers.update(part.handlers())
+        self._install_retry_and_delay()
+
+    def _install_retry_and_delay(self) -> None:
+        """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
+        levels = self.store_settings.delay_levels_ms
+        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / "delayOffset.json",
+                                        self.store.put)
+        self.schedule.load()
+        self.send_back = SendBackHandlers(self.store, self.topics, self.groups, self.behaviour,
+                                          lambda: self.send.broker_permission, len(levels), self._register_now)
+        for part in (self.schedule, self.send_back):
             self._handlers.update(part.handlers())
 
     def _topics_changed(self) -> None:

@@ -1,0 +1,125 @@
+"""Delay levels, retry topics and the DLQ with real `rocketq namesrv` + `rocketq broker` processes
+and the SDK. The broker runs with short levels (messageDelayLevel "1s 2s 3s 1s ...") so the
+scenarios take seconds; "no earlier than" is measured from before the send (the broker's store
+time, which the delay counts from, is later)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from test_sdk_push import FAST, wait_until
+
+from rocketq.admin.client import AdminClient
+from rocketq.client.consuming import ConsumeContext, ConsumeStatus
+from rocketq.client.messages import Message
+from rocketq.client.producer import Producer
+from rocketq.client.pushconsumer import PushConsumer
+from rocketq.protocol import codes
+from rocketq.protocol.message import MessageExt
+
+TOPIC = "DelayIT"
+GROUP = "delay-cg"
+SHORT_LEVELS = {"messageDelayLevel": "1s 2s 3s 1s 1s 1s 1s 1s"}
+
+
+class Recorder:
+    """A listener that remembers each delivery with its arrival time and fails while told to."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.seen: list[tuple[float, MessageExt]] = []
+
+    async def __call__(self, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        now = time.time()
+        self.seen.extend((now, m) for m in msgs)
+        if self.failures > 0:
+            self.failures -= 1
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    def bodies(self) -> list[bytes]:
+        return [m.body for _, m in self.seen]
+
+
+def consumer(namesrv: str, listener: Any, **options: Any) -> PushConsumer:
+    push = PushConsumer(GROUP, namesrv_addr=namesrv, **{**FAST, **options})
+    push.subscribe(TOPIC, "*")
+    push.register_listener(listener)
+    return push
+
+
+async def test_delayed_messages_arrive_no_earlier_than_their_level(processes: Any) -> None:
+    ns = processes.namesrv()
+    processes.broker(ns.address, config=SHORT_LEVELS)
+    recorder = Recorder()
+    async with Producer("delay-pg", namesrv_addr=ns.address) as producer, consumer(ns.address, recorder):
+        before = time.time()
+        late = await producer.send(Message(TOPIC, b"level-2", delay_level=2))
+        clamped = await producer.send(Message(TOPIC, b"level-99", delay_level=99))  # clamped to 8 (1 s)
+        await producer.send(Message(TOPIC, b"now"))
+        await wait_until(lambda: len(recorder.seen) >= 3)
+    arrival = {m.body: (at, m) for at, m in recorder.seen}
+    assert arrival[b"level-2"][0] - before >= 2.0
+    assert arrival[b"level-99"][0] - before >= 1.0
+    assert arrival[b"now"][0] < arrival[b"level-2"][0]
+    delivered = arrival[b"level-2"][1]
+    assert (delivered.topic, delivered.msg_id) == (TOPIC, late.msg_id)
+    assert arrival[b"level-99"][1].msg_id == clamped.msg_id
+    assert late.message_queue.topic == TOPIC
+
+
+async def test_delayed_messages_survive_a_broker_kill9(processes: Any, tmp_path: Any) -> None:
+    ns = processes.namesrv()
+    store = tmp_path / "broker-store"
+    broker = processes.broker(ns.address, store=store, config=SHORT_LEVELS)
+    port = int(broker.address.rsplit(":", 1)[1])
+    sent = [f"d{i}".encode() for i in range(5)]
+    async with Producer("delay-pg", namesrv_addr=ns.address) as producer:
+        before = time.time()
+        for body in sent:
+            await producer.send(Message(TOPIC, body, delay_level=3))
+    broker.kill9()  # before any of them was due
+    processes.broker(ns.address, store=store, port=port, config=SHORT_LEVELS)
+    recorder = Recorder()
+    async with consumer(ns.address, recorder):
+        await wait_until(lambda: set(recorder.bodies()) >= set(sent))
+    assert min(at for at, _ in recorder.seen) - before >= 3.0
+
+
+async def test_a_message_failing_twice_comes_back_through_the_retry_topic(processes: Any) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config=SHORT_LEVELS)
+    recorder = Recorder(failures=2)
+    async with Producer("delay-pg", namesrv_addr=ns.address) as producer:
+        result = await producer.send(Message(TOPIC, b"flaky"))
+        async with consumer(ns.address, recorder):
+            await wait_until(lambda: len(recorder.seen) >= 3)
+    times = [at for at, _ in recorder.seen]
+    msgs = [m for _, m in recorder.seen]
+    assert [m.reconsume_times for m in msgs] == [0, 1, 2]
+    assert {m.topic for m in msgs} == {TOPIC} and {m.msg_id for m in msgs} == {result.msg_id}
+    # retry 1 waits level 3 (3 s here), retry 2 level 4 (1 s)
+    assert times[1] - times[0] >= 3.0 and times[2] - times[1] >= 1.0
+    async with AdminClient(ns.address) as admin:
+        assert await admin.max_offset(broker.address, codes.retry_topic(GROUP), 0) == 2
+
+
+async def test_a_message_failing_past_the_maximum_lands_in_the_dlq(processes: Any) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config=SHORT_LEVELS)
+    recorder = Recorder(failures=1000)
+    async with Producer("delay-pg", namesrv_addr=ns.address) as producer:
+        await producer.send(Message(TOPIC, b"poison"))
+        async with AdminClient(ns.address) as admin, consumer(ns.address, recorder, max_reconsume_times=1):
+            dlq = codes.dlq_topic(GROUP)
+            for _ in range(300):
+                if dlq in await admin.all_topic_config(broker.address) and \
+                        await admin.max_offset(broker.address, dlq, 0) == 1:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail("the message never reached the DLQ")
+    assert [m.reconsume_times for _, m in recorder.seen] == [0, 1]
