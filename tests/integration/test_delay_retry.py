@@ -6,10 +6,14 @@ time, which the delay counts from, is later)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from typing import Any
 
+import orjson
 import pytest
+from test_broker_metrics import _scrape as scrape
 from test_sdk_push import FAST, wait_until
 
 from rocketq.admin.client import AdminClient
@@ -17,6 +21,7 @@ from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
+from rocketq.localcluster import free_port
 from rocketq.protocol import codes
 from rocketq.protocol.message import MessageExt
 
@@ -109,7 +114,8 @@ async def test_a_message_failing_twice_comes_back_through_the_retry_topic(proces
 
 async def test_a_message_failing_past_the_maximum_lands_in_the_dlq(processes: Any) -> None:
     ns = processes.namesrv()
-    broker = processes.broker(ns.address, config=SHORT_LEVELS)
+    metrics_port = free_port()
+    broker = processes.broker(ns.address, config=SHORT_LEVELS, extra=("--metrics-port", str(metrics_port)))
     recorder = Recorder(failures=1000)
     async with Producer("delay-pg", namesrv_addr=ns.address) as producer:
         await producer.send(Message(TOPIC, b"poison"))
@@ -123,3 +129,24 @@ async def test_a_message_failing_past_the_maximum_lands_in_the_dlq(processes: An
             else:
                 pytest.fail("the message never reached the DLQ")
     assert [m.reconsume_times for _, m in recorder.seen] == [0, 1]
+    metrics = scrape(metrics_port)
+    ident = {"cluster": "DefaultCluster", "broker": "broker-a"}
+    assert ({**ident, "group": GROUP}, 1.0) in metrics["rocketmq_group_dlqdiff"]
+    assert (ident, 1.0) in metrics["rocketq_sendback_dlq_messages_total"]
+    assert (ident, 1.0) in metrics["rocketq_sendback_retry_messages_total"]
+    assert (ident, 1.0) in metrics["rocketq_delay_delivered_messages_total"]
+    listed = orjson.loads(await asyncio.to_thread(admin_cli, "dlqList", "-n", ns.address, "-g", GROUP, "--json"))
+    assert [(d["body"], d["reconsumeTimes"], d["topic"]) for d in listed] == [("poison", 2, dlq)]
+    assert listed[0]["properties"]["RETRY_TOPIC"] == TOPIC
+    await asyncio.to_thread(admin_cli, "dlqResend", "-n", ns.address, "-g", GROUP, "-i", listed[0]["msgId"])
+    healthy = Recorder()
+    async with consumer(ns.address, healthy):
+        await wait_until(lambda: len(healthy.seen) >= 1)
+    again = healthy.seen[0][1]
+    assert (again.body, again.topic, again.reconsume_times, again.msg_id) == (b"poison", TOPIC, 0, listed[0]["msgId"])
+
+
+def admin_cli(*args: str) -> bytes:
+    done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
