@@ -82,6 +82,10 @@ PUT_STATUS_TO_RESPONSE: dict[PutStatus, tuple[int, str | None]] = {
 }
 
 
+RetryRouter = Callable[[RemotingCommand, SendMessageRequestHeader],
+                       Awaitable[SendMessageRequestHeader | RemotingCommand]]
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerAddress:
     cluster: str
@@ -117,6 +121,8 @@ class SendHandlers:
         """Refused sends, one line per producer address and interval."""
         self._max_delay_level = max_delay_level
         """Delay levels above this are clamped to it (messageDelayLevel's length)."""
+        self.retry_router: RetryRouter | None = None
+        """Routes sends into %RETRY%group past the group's maximum to its DLQ (broker.sendback)."""
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -163,6 +169,12 @@ class SendHandlers:
                 f"request queueId[{queue_id}] is illegal, {topic_config.topic_name} has "
                 f"{topic_config.queue_count} queues, producer: {conn.remote_addr}",
             )
+        if self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
+            routed = await self.retry_router(request, header)
+            if isinstance(routed, RemotingCommand):
+                return routed
+            if routed is not header:
+                header, queue_id = routed, routed.queue_id
         try:
             records = self._records(request, header, queue_id, conn)
         except (message.MessageFormatError, message.MessageIllegalError) as exc:

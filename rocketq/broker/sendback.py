@@ -11,6 +11,10 @@ Apache RocketMQ's ``SendMessageProcessor.asyncConsumerSendMsgBack`` does:
   ``reconsumeTimes`` reaches the maximum — the header's ``maxReconsumeTimes`` from clients of
   protocol version >= 121, else the group's ``retryMaxTimes`` (16) — or when ``delayLevel < 0``.
 
+A producer's plain send into ``%RETRY%<group>`` (the Java client's fallback when send-back
+fails, and how orderly consumers dead-letter) is checked the same way (``route_retry_send``,
+RocketMQ's ``handleRetryAndDLQ``): past the maximum it is stored in the DLQ instead.
+
 The copy keeps body, flags and born fields, gets ``reconsumeTimes + 1``, ``RETRY_TOPIC`` (the
 topic it was first consumed from, kept across retries) and ``ORIGIN_MESSAGE_ID`` (the first
 copy's offset message id, kept across retries). Nothing is waited for beyond the store's put
@@ -19,6 +23,7 @@ copy's offset message id, kept across retries). Nothing is waited for beyond the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -32,7 +37,7 @@ from rocketq.protocol import codes, message
 from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
 from rocketq.protocol.message import MessageExt, MessageFormatError
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest
@@ -44,6 +49,13 @@ MAX_RECONSUME_HEADER_VERSION: Final = 121
 FIRST_RETRY_LEVEL: Final = 3
 """The broker's choice for retry n is level ``3 + n`` (10 s, 30 s, 1 m ... with defaults)."""
 DLQ_QUEUE_NUMS: Final = 1
+
+
+def max_reconsume_times(version: int, asked: int | None, group: SubscriptionGroupConfig) -> int:
+    """The header's maximum from clients that send one (protocol >= 121), else the group's."""
+    if version >= MAX_RECONSUME_HEADER_VERSION and asked is not None:
+        return asked
+    return group.retry_max_times
 
 
 class SendBackHandlers:
@@ -83,7 +95,8 @@ class SendBackHandlers:
         original = self._look_up(header.offset)
         if original is None:
             return request.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
-        to_dlq = header.delay_level < 0 or original.reconsume_times >= self._max_times(request, header, group)
+        max_times = max_reconsume_times(request.version, header.max_reconsume_times, group)
+        to_dlq = header.delay_level < 0 or original.reconsume_times >= max_times
         if to_dlq:
             target = await self._topic(codes.dlq_topic(header.group), DLQ_QUEUE_NUMS)
         else:
@@ -113,12 +126,27 @@ class SendBackHandlers:
         except MessageFormatError:
             return None
 
-    @staticmethod
-    def _max_times(request: RemotingCommand, header: ConsumerSendMsgBackRequestHeader,
-                   group: SubscriptionGroupConfig) -> int:
-        if request.version >= MAX_RECONSUME_HEADER_VERSION and header.max_reconsume_times is not None:
-            return header.max_reconsume_times
-        return group.retry_max_times
+    async def route_retry_send(self, request: RemotingCommand,
+                               header: SendMessageRequestHeader) -> SendMessageRequestHeader | RemotingCommand:
+        """A producer's send into ``%RETRY%<group>`` (RocketMQ's ``handleRetryAndDLQ``).
+
+        Java clients send there when CONSUMER_SEND_MSG_BACK failed, and orderly consumers to
+        dead-letter a message: past the group's maximum (header ``reconsumeTimes`` against
+        ``maxReconsumeTimes`` or ``retryMaxTimes``) the message goes to ``%DLQ%<group>`` queue 0
+        with DELAY 0 instead. Answers the header to store with, or a refusal.
+        """
+        name = header.topic[len(codes.RETRY_GROUP_TOPIC_PREFIX):]
+        group = self._groups.find_or_create(name, auto_create=self._behaviour.auto_create_subscription_group)
+        if group is None:
+            return request.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {name}")
+        if (header.reconsume_times or 0) < max_reconsume_times(request.version, header.max_reconsume_times, group):
+            return header
+        dlq = await self._topic(codes.dlq_topic(name), DLQ_QUEUE_NUMS)
+        props = message.decode_properties(header.properties or "")
+        props[message.DELAY] = "0"
+        self.sent_to_dlq += 1
+        return dataclasses.replace(header, topic=dlq.topic_name, queue_id=0,
+                                   properties=message.encode_properties(props))
 
     async def _topic(self, name: str, queue_nums: int) -> TopicConfig:
         existing = self._topics.get(name)

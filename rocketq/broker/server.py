@@ -245,6 +245,7 @@ class BrokerServer:
         self.schedule.load()
         self.send_back = SendBackHandlers(self.store, self.topics, self.groups, self.behaviour,
                                           lambda: self.send.broker_permission, len(levels), self._register_now)
+        self.send.retry_router = self.send_back.route_retry_send
         for part in (self.schedule, self.send_back):
             self._handlers.update(part.handlers())
 

@@ -96,7 +96,7 @@ def test_delay_offsets_round_trip(offsets: dict[int, int]) -> None:
     assert schedule.parse_delay_offsets(raw) == offsets
 
 
-_JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+_JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5),
                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
                                                                                    max_size=3), max_leaves=8)
 

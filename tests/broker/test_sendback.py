@@ -17,7 +17,7 @@ from rocketq.protocol import codes, message
 from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import SCHEDULE_TOPIC, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
 from rocketq.store.messagestore import MessageStore, PutRequest
 from rocketq.store.settings import StoreSettings
 
@@ -130,3 +130,29 @@ async def test_refusals(env: Env, tmp_path: Path) -> None:
     env.groups.upsert(SubscriptionGroupConfig(group_name=GROUP, retry_queue_nums=0))
     dropped = await env.send_back(await env.stored())
     assert dropped.code == ResponseCode.SUCCESS and env.store.get_max_offset(SCHEDULE_TOPIC, 2) == 0
+
+
+def retry_send(reconsume_times: int | None, max_times: int | None = None) -> SendMessageRequestHeader:
+    return SendMessageRequestHeader(producer_group="inner", topic=codes.retry_topic(GROUP), queue_id=0,
+                                    properties="TAGS\x01t\x02DELAY\x015\x02", reconsume_times=reconsume_times,
+                                    max_reconsume_times=max_times)
+
+
+async def test_a_direct_send_to_the_retry_topic_stays_there_below_the_maximum(env: Env) -> None:
+    request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2)
+    header = retry_send(15)
+    assert await env.handlers.route_retry_send(request, header) is header
+    assert await env.handlers.route_retry_send(request, retry_send(None)) is not None
+
+
+async def test_a_direct_send_to_the_retry_topic_past_the_maximum_goes_to_the_dlq(env: Env) -> None:
+    request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2)
+    routed = await env.handlers.route_retry_send(request, retry_send(3, max_times=3))
+    assert isinstance(routed, SendMessageRequestHeader)
+    assert (routed.topic, routed.queue_id) == (codes.dlq_topic(GROUP), 0)
+    assert message.decode_properties(routed.properties or "") == {"TAGS": "t", "DELAY": "0"}
+    assert env.topics.get(codes.dlq_topic(GROUP)) is not None and env.registered == 1
+    no_auto_create = BrokerBehaviour(auto_create_subscription_group=False)
+    strict = Env(env.store, env.store.settings.root_dir / "strict", no_auto_create)
+    refused = await strict.handlers.route_retry_send(request, retry_send(0))
+    assert isinstance(refused, RemotingCommand) and refused.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST

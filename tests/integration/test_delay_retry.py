@@ -17,13 +17,16 @@ from test_broker_metrics import _scrape as scrape
 from test_sdk_push import FAST, wait_until
 
 from rocketq.admin.client import AdminClient
+from rocketq.admin.stats import MessageQueue
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.localcluster import free_port
 from rocketq.protocol import codes
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.headers import SendMessageRequestHeader, send_header_to_v2
+from rocketq.protocol.message import MessageExt, encode_properties
 
 TOPIC = "DelayIT"
 GROUP = "delay-cg"
@@ -150,3 +153,21 @@ def admin_cli(*args: str) -> bytes:
     done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     return done.stdout
+
+
+async def test_a_producer_send_into_the_retry_topic_past_the_maximum_is_dead_lettered(processes: Any) -> None:
+    # what a Java client does when send-back fails, and how orderly consumers dead-letter
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config=SHORT_LEVELS)
+    async with AdminClient(ns.address) as admin:
+        for reconsume_times, body in ((16, b"dead"), (2, b"retry")):
+            header = SendMessageRequestHeader(
+                producer_group="CLIENT_INNER_PRODUCER", topic=codes.retry_topic(GROUP), queue_id=0,
+                properties=encode_properties({"DELAY": "1", "RETRY_TOPIC": TOPIC}), reconsume_times=reconsume_times)
+            await admin.call(broker.address, RequestCode.SEND_MESSAGE_V2, send_header_to_v2(header), body)
+        dead = await admin.pull(broker.address, MessageQueue(codes.dlq_topic(GROUP), "broker-a", 0), 0)
+        assert [(m.body, m.reconsume_times) for m in dead.messages] == [(b"dead", 16)]
+    recorder = Recorder()
+    async with consumer(ns.address, recorder):  # the other one waits 1 s (level 1), then arrives
+        await wait_until(lambda: len(recorder.seen) >= 1)
+    assert [(m.body, m.topic, m.reconsume_times) for _, m in recorder.seen] == [(b"retry", TOPIC, 2)]
