@@ -42,8 +42,8 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageExt, MessageSysFlag
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store import configfiles
+from rocketq.store.consumequeue import BLANK_UNIT_SIZE
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult
-from rocketq.store.results import GetStatus
 from rocketq.tasks import OwnedTask, wait_event
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ IDLE_RECHECK_S: Final = 1.0
 FLUSH_DELAY_OFFSET_INTERVAL_S: Final = 10.0
 """RocketMQ's flushDelayOffsetInterval: how often delayOffset.json is written."""
 DELIVERY_BATCH: Final = 32
-"""Units read per store call; each due one is re-put before the next is looked at."""
+"""ConsumeQueue units read at a time; each due one is re-put before the next is looked at."""
 _DELIVERABLE_TX = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 
 Put = Callable[[PutRequest], Awaitable[PutResult]]
@@ -95,6 +95,11 @@ def to_schedule(topic: str, queue_id: int, properties: dict[str, str], sys_flag:
     rewritten = {**properties, message.DELAY: str(level), message.REAL_TOPIC: topic,
                  message.REAL_QID: str(queue_id)}
     return SCHEDULE_TOPIC, level - 1, rewritten
+
+
+def _decoded(view: memoryview) -> MessageExt:
+    # compressed bodies stay compressed: the copy keeps the producer's sysFlag
+    return message.decode_stored_record(view, decompress=False)
 
 
 def delivered_copy(msg: MessageExt) -> PutRequest | None:
@@ -242,33 +247,38 @@ class ScheduleService:
     async def deliver_due(self, level: int) -> float:
         """Deliver every due message of ``level``; seconds until the loop should look again."""
         queue_id = level - 1
-        offset = self.offsets.get(level, 0)
-        result = self._store.get_messages(SCHEDULE_TOPIC, queue_id, offset, DELIVERY_BATCH)
-        if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY):
-            log.warning("delay level %d: offset %d outside [%d, %d], moving to %d", level, offset,
-                        result.min_offset, result.max_offset, result.next_begin_offset)
-            self.offsets[level] = result.next_begin_offset
-            return RETRY_AFTER_FAILURE_S
-        if result.status in (GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE):
+        offset = self._checked_offset(level)
+        if offset >= self._store.get_max_offset(SCHEDULE_TOPIC, queue_id):
             return IDLE_RECHECK_S  # nothing scheduled: wait for an arrival
-        if not result.buffers:  # units whose messages were deleted (retention): skip them
-            self.offsets[level] = max(offset, result.next_begin_offset)
-            return 0.0
-        # decode first: the put below yields, and retention may unmap the file meanwhile
-        due = [(qoff, tag, message.decode_stored_record(view, decompress=False))
-               for view, qoff, tag in zip(result.buffers, result.queue_offsets, result.tag_codes, strict=True)]
-        limit_ms = self._levels[min(level, self.max_level) - 1]
-        for queue_offset, deliver_at, msg in due:
-            now = time.time() * 1000
-            if deliver_at > now + limit_ms:
-                deliver_at = int(now)  # clock went back: never wait longer than the level's delay
-            if deliver_at > now:
-                return min((deliver_at - now) / 1000, IDLE_RECHECK_S)
-            if not await self._deliver(level, msg):
-                return RETRY_AFTER_FAILURE_S
+        units = self._store.queue_units(SCHEDULE_TOPIC, queue_id, offset, DELIVERY_BATCH)
+        if not units:
+            return RETRY_AFTER_FAILURE_S  # unreadable right now (a file being removed): look again soon
+        limit_ms = self._levels[level - 1]
+        for queue_offset, (phys, size, deliver_at) in enumerate(units, start=offset):
+            if size != BLANK_UNIT_SIZE:
+                now = time.time() * 1000
+                if deliver_at > now + limit_ms:
+                    deliver_at = int(now)  # the clock went back: never wait longer than the level's delay
+                if deliver_at > now:
+                    return min((deliver_at - now) / 1000, IDLE_RECHECK_S)
+                view = self._store.look_message_by_offset(phys)
+                # a message already deleted from the CommitLog (retention) is skipped, as in RocketMQ
+                if view is not None and not await self._deliver(level, _decoded(view)):
+                    return RETRY_AFTER_FAILURE_S
             self.offsets[level] = queue_offset + 1
-        self.offsets[level] = max(self.offsets[level], result.next_begin_offset)
         return 0.0
+
+    def _checked_offset(self, level: int) -> int:
+        """The level's offset, moved into its queue's range if it left it (files deleted)."""
+        offset = self.offsets.get(level, 0)
+        low = self._store.get_min_offset(SCHEDULE_TOPIC, level - 1)
+        high = self._store.get_max_offset(SCHEDULE_TOPIC, level - 1)
+        if not low <= offset <= high:
+            corrected = min(max(offset, low), high)
+            log.warning("delay level %d: offset %d outside [%d, %d], moving to %d", level, offset, low, high,
+                        corrected)
+            self.offsets[level] = offset = corrected
+        return offset
 
     async def _deliver(self, level: int, msg: MessageExt) -> bool:
         copy = delivered_copy(msg)

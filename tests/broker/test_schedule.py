@@ -196,3 +196,25 @@ async def test_persist_flushes_the_commitlog_before_writing_offsets(make_store: 
     monkeypatch.setattr(schedule.configfiles, "write_json_atomic", lambda *a: order.append("write"))
     await svc.persist()
     assert order == ["flush", "write"]
+
+
+async def test_delivery_is_not_counted_as_pulls(make_store: StoreFactory) -> None:
+    store = await make_store()
+    svc = service(store)
+    await svc.deliver_due(1)  # idle
+    await put_delayed(store, 1, b"x")
+    assert await svc.deliver_due(1) > 0  # not due
+    svc._levels = (0, 0, 0)
+    await svc.deliver_due(1)
+    assert svc.delivered == 1
+    stats = store.stats
+    assert (stats.get_message_transferred, stats.get_message_times_found, stats.get_message_times_miss) == (0, 0, 0)
+
+
+async def test_an_offset_outside_the_queue_is_moved_back_into_it(make_store: StoreFactory) -> None:
+    store = await make_store()
+    svc = service(store)
+    svc._levels = (0, 0, 0)
+    await put_delayed(store, 1, b"x")
+    svc.offsets[1] = 7
+    assert await svc.deliver_due(1) == schedule.IDLE_RECHECK_S and svc.offsets[1] == 1
