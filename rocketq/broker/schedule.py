@@ -173,6 +173,7 @@ class ScheduleService:
         self._tasks.append(OwnedTask("schedule-offset-flush", self._persist_loop))
         self.delivered = 0
         """Messages moved to their real topic since start (a metric)."""
+        self._started = False
 
     @property
     def levels(self) -> range:
@@ -191,14 +192,24 @@ class ScheduleService:
                 self.offsets[level] = min(max(offset, low), high)
 
     def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
         self._store.add_arrival_listener(self._on_arrival)
         for task in self._tasks:
             task.start()
 
     async def close(self) -> None:
-        """Stop the loops, then persist what is durable. Idempotent."""
+        """Stop the loops, then persist what is durable. Idempotent.
+
+        A service never started (a slave's) writes nothing: its delayOffset.json is the
+        master's copy, and the offsets loaded at start would be older.
+        """
         for task in self._tasks:
             await task.stop()
+        if not self._started:
+            return
+        self._started = False
         try:
             await self.persist()
         except OSError as exc:

@@ -218,3 +218,21 @@ async def test_an_offset_outside_the_queue_is_moved_back_into_it(make_store: Sto
     await put_delayed(store, 1, b"x")
     svc.offsets[1] = 7
     assert await svc.deliver_due(1) == schedule.IDLE_RECHECK_S and svc.offsets[1] == 1
+
+
+async def test_close_persists_only_what_a_started_service_delivered(make_store: StoreFactory) -> None:
+    store = await make_store()
+    path = store.settings.config_dir / "delayOffset.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"offsetTable":{1:0}}')  # e.g. a slave's copy of its master's offsets
+    idle = service(store)
+    await idle.close()
+    assert path.read_bytes() == b'{"offsetTable":{1:0}}'
+    await put_delayed(store, 1, b"x")
+    running = service(store)
+    running.start()
+    running._levels = (0, 0, 0)
+    await running.deliver_due(1)
+    await running.close()
+    await running.close()
+    assert schedule.load_delay_offsets(path) == {1: 1}
