@@ -174,6 +174,8 @@ class ScheduleService:
         self.delivered = 0
         """Messages moved to their real topic since start (a metric)."""
         self._started = False
+        self._persisted: dict[int, int] | None = None
+        """The offsets in delayOffset.json as this service last wrote them."""
 
     @property
     def levels(self) -> range:
@@ -235,8 +237,11 @@ class ScheduleService:
     async def persist(self) -> None:
         """Write the offsets once the CommitLog holds every re-put they count (see module doc)."""
         snapshot = dict(self.offsets)
+        if snapshot == self._persisted:
+            return  # an idle broker does not fsync every interval for nothing
         await self._store.flush()
         await asyncio.to_thread(configfiles.write_json_atomic, self._path, render_delay_offsets(snapshot))
+        self._persisted = snapshot
 
     async def _persist_loop(self) -> None:
         while True:

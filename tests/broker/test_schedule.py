@@ -236,3 +236,16 @@ async def test_close_persists_only_what_a_started_service_delivered(make_store: 
     await running.close()
     await running.close()
     assert schedule.load_delay_offsets(path) == {1: 1}
+
+
+async def test_unchanged_offsets_are_not_written_again(make_store: StoreFactory,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store = await make_store()
+    svc = service(store)
+    writes: list[object] = []
+    monkeypatch.setattr(schedule.configfiles, "write_json_atomic", lambda *a: writes.append(a))
+    await svc.persist()
+    await svc.persist()
+    svc.offsets[2] = 5
+    await svc.persist()
+    assert len(writes) == 2
