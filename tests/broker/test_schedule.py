@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from rocketq.broker import schedule
 from rocketq.protocol import message
-from rocketq.protocol.codes import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from rocketq.protocol.codes import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, RequestCode, ResponseCode
+from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageSysFlag
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.settings import StoreSettings
@@ -249,3 +250,13 @@ async def test_unchanged_offsets_are_not_written_again(make_store: StoreFactory,
     svc.offsets[2] = 5
     await svc.persist()
     assert len(writes) == 2
+
+
+async def test_get_all_delay_offset_answers_the_offset_table(make_store: StoreFactory) -> None:
+    store = await make_store()
+    svc = service(store)
+    svc.offsets.update({3: 11, 1: 1})
+    request = RemotingCommand(code=RequestCode.GET_ALL_DELAY_OFFSET)
+    answer = await svc.handlers()[RequestCode.GET_ALL_DELAY_OFFSET](None, request)  # type: ignore[arg-type]
+    assert answer.code == ResponseCode.SUCCESS
+    assert schedule.parse_delay_offsets(answer.body) == {1: 1, 3: 11}
