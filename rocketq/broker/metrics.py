@@ -5,6 +5,8 @@ dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``
 ``rocketmq_consumer_tps`` (from ``traffic``), a group's backlog ``rocketmq_group_diff`` (also as
 ``rocketmq_consumer_lag_messages``) with its retry and DLQ parts, put latency percentiles from the
 store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
+rocketq's own ``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
+backlog and how many failed messages went to retry topics and DLQs.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class BrokerCollector(Collector):
         yield from self._topics(ident)
         yield from self._groups(ident)
         yield from self._replication(labels, ident)
+        yield from self._delays(ident)
 
     def _replication(self, labels: list[str], ident: list[str]) -> Iterator[Metric]:
         """HA state: on a master about its best slave, on a slave about its master."""
@@ -137,6 +140,27 @@ class BrokerCollector(Collector):
                 total = sum(b.store.get_max_offset(name, q) for q in range(b.topics.table[name].queue_count))
                 dlq.add_metric([*ident, name[len(codes.DLQ_GROUP_TOPIC_PREFIX):]], total)
         yield from (diff, lag, retry, dlq, latency)
+
+    def _delays(self, ident: list[str]) -> Iterator[Metric]:
+        """Delayed messages not yet due, per level, and what send-back and the timers moved."""
+        b = self._broker
+        pending = GaugeMetricFamily("rocketq_delay_pending_messages", "scheduled messages not yet delivered",
+                                    labels=["cluster", "broker", "level"])
+        for level in b.schedule.levels:
+            waiting = b.store.get_max_offset(codes.SCHEDULE_TOPIC, level - 1) - b.schedule.offsets.get(level, 0)
+            pending.add_metric([*ident, str(level)], max(0, waiting))
+        yield pending
+        labels = ["cluster", "broker"]
+        delivered = CounterMetricFamily("rocketq_delay_delivered_messages",
+                                        "delayed messages moved to their real topic since start", labels=labels)
+        delivered.add_metric(ident, b.schedule.delivered)
+        retried = CounterMetricFamily("rocketq_sendback_retry_messages",
+                                      "failed messages sent back to a retry topic since start", labels=labels)
+        retried.add_metric(ident, b.send_back.sent_to_retry)
+        dead = CounterMetricFamily("rocketq_sendback_dlq_messages",
+                                   "failed messages moved to a dead-letter queue since start", labels=labels)
+        dead.add_metric(ident, b.send_back.sent_to_dlq)
+        yield from (delivered, retried, dead)
 
     def _backlog(self, topic: str, queues: dict[int, int], now_ms: int) -> tuple[int, int]:
         store = self._broker.store

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from rocketq.broker import schedule
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import codes, message
@@ -87,6 +88,10 @@ class ReplicaWait(Protocol):
     async def wait_for_slave(self, requests: list[PutRequest] | BatchPutRequest, result: PutResult) -> PutResult: ...
 
 
+RetryRouter = Callable[[RemotingCommand, SendMessageRequestHeader],
+                       Awaitable[SendMessageRequestHeader | RemotingCommand]]
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerAddress:
     cluster: str
@@ -105,6 +110,7 @@ class SendHandlers:
         identity: BrokerAddress,
         on_topic_created: Callable[[], Awaitable[None]],
         replication: ReplicaWait | None = None,
+        max_delay_level: int = schedule.DEFAULT_MAX_DELAY_LEVEL,
     ) -> None:
         self._store = store
         self._replication = replication
@@ -122,6 +128,10 @@ class SendHandlers:
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
         """Refused sends, one line per producer address and interval."""
+        self._max_delay_level = max_delay_level
+        """Delay levels above this are clamped to it (messageDelayLevel's length)."""
+        self.retry_router: RetryRouter | None = None
+        """Routes sends into %RETRY%group past the group's maximum to its DLQ (broker.sendback)."""
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -178,6 +188,12 @@ class SendHandlers:
                 f"request queueId[{queue_id}] is illegal, {topic_config.topic_name} has "
                 f"{topic_config.queue_count} queues, producer: {conn.remote_addr}",
             )
+        if self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
+            routed = await self.retry_router(request, header)
+            if isinstance(routed, RemotingCommand):
+                return routed
+            if routed is not header:
+                header, queue_id = routed, routed.queue_id
         try:
             records = self._records(request, header, queue_id, conn)
         except (message.MessageFormatError, message.MessageIllegalError) as exc:
@@ -269,9 +285,15 @@ class SendHandlers:
         refusal = self._property_refusal(request, props)
         if refusal is not None:
             return refusal
+        topic = header.topic
+        if message.DELAY in props:  # a delayed message waits in SCHEDULE_TOPIC_XXXX (broker.schedule)
+            scheduled = schedule.to_schedule(topic, queue_id, props, header.sys_flag, self._max_delay_level)
+            if scheduled is not None:
+                topic, queue_id, props = scheduled
+                text = message.encode_properties(props)
         get = props.get
         return [PutRequest(
-            header.topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
+            topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),
         )]
@@ -283,7 +305,7 @@ class SendHandlers:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
         messages = []
         for body, flag, props, text in entries:
-            refusal = self._property_refusal(request, props)
+            refusal = self._property_refusal(request, props) or self._batch_delay_refusal(request, props)
             if refusal is not None:
                 return refusal
             get = props.get
@@ -314,11 +336,13 @@ class SendHandlers:
             return request.response(
                 ResponseCode.NO_PERMISSION, "transactional (half) messages are not supported by this broker yet"
             )
-        delay = props.get(message.DELAY)
-        if delay not in (None, "", "0"):
-            return request.response(
-                ResponseCode.MESSAGE_ILLEGAL, "delayed messages (DELAY property) are not supported by this broker yet"
-            )
+        return None
+
+    @staticmethod
+    def _batch_delay_refusal(request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
+        """RocketMQ refuses a batch whose messages carry DELAY > 0."""
+        if schedule.delay_level(props) > 0:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be sent in a batch")
         return None
 
     def _answer(self, request: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:

@@ -31,7 +31,9 @@ from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
 from rocketq.broker.replies import ReplyHandlers
+from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
@@ -140,6 +142,8 @@ class BrokerServer:
             self.metadata_sync.start()
         for task in self._tasks:
             task.start()
+        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json
+            self.schedule.start()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -213,6 +217,8 @@ class BrokerServer:
         await _step("closing outgoing connections", self._client.close())
         if self._metrics is not None:
             await _step("closing the metrics listener", self._metrics.close())
+        if hasattr(self, "schedule"):
+            await _step("stopping delayed delivery", self.schedule.close())
         if hasattr(self, "offsets"):
             await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
@@ -236,6 +242,7 @@ class BrokerServer:
             ),
             on_topic_created=self._register_now,
             replication=self.ha if self.ha.sync_master else None,
+            max_delay_level=len(self.store_settings.delay_levels_ms),
         )
         self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
         self.pull = PullHandlers(
@@ -268,6 +275,19 @@ class BrokerServer:
         )
         replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
+            self._handlers.update(part.handlers())
+        self._install_retry_and_delay()
+
+    def _install_retry_and_delay(self) -> None:
+        """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
+        levels = self.store_settings.delay_levels_ms
+        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / "delayOffset.json",
+                                        self.store.put)
+        self.schedule.load()
+        self.send_back = SendBackHandlers(self.store, self.topics, self.groups, self.behaviour,
+                                          lambda: self.send.broker_permission, len(levels), self._register_now)
+        self.send.retry_router = self.send_back.route_retry_send
+        for part in (self.schedule, self.send_back):
             self._handlers.update(part.handlers())
 
     def _suggest_broker(self, result: GetResult, group: SubscriptionGroupConfig | None) -> int:

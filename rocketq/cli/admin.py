@@ -24,7 +24,7 @@ from typing import Any, Final, NoReturn
 import click
 import orjson
 
-from rocketq.admin import bodies, messages, replication, tables, timestamps, views
+from rocketq.admin import bodies, deadletters, messages, replication, tables, timestamps, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.bodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
@@ -641,5 +641,47 @@ def print_msg(s: Session, topic: str, charset: str, sub_expression: str, begin: 
                 click.echo(orjson.dumps({"brokerName": queue.broker_name, **views.message_json(record)}).decode())
             else:
                 click.echo(views.message_line(queue, record, charset, print_body))
+
+    s.run(work)
+
+
+# --- dead letters (rocketq's own: mqadmin has none) ---------------------------------------------
+
+
+@mqadmin_command("dlqList")
+@opt("-g", "--consumerGroup", "group", type=GROUP, required=True)
+@opt("-m", "--maxNum", "max_num", type=click.IntRange(1), default=deadletters.DEFAULT_MAX_LISTED, show_default=True)
+@opt("-c", "--charsetName", "charset", type=Charset(), default="utf-8", show_default=True)
+def dlq_list(s: Session, group: str, max_num: int, charset: str) -> None:
+    """List the messages in a consumer group's dead-letter queue (%DLQ%group)."""
+
+    async def work(admin: AdminClient) -> Output:
+        letters = await deadletters.list_dead_letters(admin, group, max_num=max_num)
+        lines = [views.message_line(d.queue, d.record, charset, True) for d in letters]
+        text = "\n".join(lines) if lines else f"no dead letters for group {group}"
+        return Output(text, [{"brokerName": d.queue.broker_name, **views.message_json(d.record)} for d in letters])
+
+    s.run(work)
+
+
+@mqadmin_command("dlqResend")
+@opt("-g", "--consumerGroup", "group", type=GROUP, required=True)
+@opt("-i", "--msgId", "msg_ids", help="message id(s) or offset message id(s), comma-separated")
+@opt("--all", "resend_all", is_flag=True, help="every dead letter of the group (up to --maxNum)")
+@opt("-m", "--maxNum", "max_num", type=click.IntRange(1), default=deadletters.DEFAULT_MAX_LISTED, show_default=True)
+def dlq_resend(s: Session, group: str, msg_ids: str | None, resend_all: bool, max_num: int) -> None:
+    """Send dead letters back to the group's retry topic (%RETRY%group) for a fresh set of retries."""
+    ids = frozenset(i.strip() for i in (msg_ids or "").split(",") if i.strip())
+    if bool(ids) == resend_all:
+        raise click.UsageError("give either message ids (-i) or --all")
+
+    async def work(admin: AdminClient) -> Output:
+        done = await deadletters.resend(admin, group, None if resend_all else ids, max_num=max_num)
+        if ids and not done:
+            raise NotFoundError(f"no dead letter of group {group} has the id(s) {', '.join(sorted(ids))}")
+        rows = [[d.record.msg_id, r.queue.broker_name, r.queue.queue_id, r.status] for d, r in done]
+        data = [{"msgId": d.record.msg_id, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
+                 "sendStatus": r.status, "offsetMsgId": r.offset_msg_id} for d, r in done]
+        return Output(tables.table(["Message ID", "Broker Name", "QID", "Send Result"], rows), data)
 
     s.run(work)

@@ -543,6 +543,17 @@ class MessageStore:
         return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
                          tag_codes, total, behind > _memory_for_pulls())
 
+    def queue_units(self, topic: str, queue_id: int, offset: int, limit: int) -> list[tuple[int, int, int]]:
+        """Up to ``limit`` raw units (CommitLog offset, size, tag code) of a queue from ``offset``.
+
+        For the broker's own readers (the delay levels' delivery): unlike ``get_messages`` this
+        is not a pull, so it counts in no statistic. Empty when ``offset`` is not readable.
+        """
+        cq = self._find_queue(topic, queue_id)
+        if cq is None or not cq.min_offset <= offset < cq.max_offset:
+            return []
+        return list(cq.units(offset, limit))
+
     # --- offsets and times --------------------------------------------------------------------
 
     def get_max_offset(self, topic: str, queue_id: int) -> int:

@@ -19,7 +19,7 @@ from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import message
-from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.store.results import BatchPutRequest, PutRequest
@@ -117,3 +117,17 @@ def test_stored_text_is_what_encoding_the_decoded_map_gives(entries: list[tuple[
         return
     assert record.properties == expected
     _check_hints(record)
+
+
+def test_a_delayed_message_is_stored_in_the_schedule_topic(tmp_path: Path) -> None:
+    (record,) = _records(_handlers(tmp_path), "TAGS\x01a\x02DELAY\x0130\x02")
+    assert (record.topic, record.queue_id) == ("SCHEDULE_TOPIC_XXXX", 17)  # level 30 clamped to 18
+    props = message.decode_properties(record.properties)
+    assert (props["DELAY"], props["REAL_TOPIC"], props["REAL_QID"], props["TAGS"]) == ("18", "T", "3", "a")
+    (plain,) = _records(_handlers(tmp_path), "DELAY\x010\x02")
+    assert (plain.topic, plain.queue_id) == ("T", 3)
+
+
+def test_a_batch_of_delayed_messages_is_illegal(tmp_path: Path) -> None:
+    answer = _records(_handlers(tmp_path), None, batch_of=[message.Message("T", b"a", properties={"DELAY": "2"})])
+    assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.MESSAGE_ILLEGAL
