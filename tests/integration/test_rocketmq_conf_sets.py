@@ -1,8 +1,9 @@
 """Apache RocketMQ's multi-broker config sets run on one host, every broker of a set at once.
 
 Only what a test machine must change is overridden: the store paths (a temporary directory), the
-name server's address, and the remoting ports, which the files leave at RocketMQ's default 10911
-(a RocketMQ user running a set on one host must give them distinct ones too). Nothing else, not
+name server's address, and the remoting and HA ports, which the files leave at RocketMQ's defaults
+10911 and listenPort + 1 (a RocketMQ user running a set on one host must give them distinct ones
+too; a test picks free ones, as listenPort + 1 of a free port may be taken). Nothing else, not
 the metrics port: each process picks a free one, so they never collide.
 """
 
@@ -35,7 +36,7 @@ SETS = {
 def start_broker(processes: Processes, conf: Path, namesrv: str, tmp: Path) -> Proc:
     store = tmp / conf.stem
     return processes.start(
-        ["broker", "-c", str(conf), "-n", namesrv, "-p", str(free_port()),
+        ["broker", "-c", str(conf), "-n", namesrv, "-p", str(free_port()), "--set", f"haListenPort={free_port()}",
          "--set", f"storePathRootDir={store}", "--set", f"storePathCommitLog={store / 'commitlog'}"],
         conf.stem,
     )

@@ -34,7 +34,8 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 def broker_args(store: Path, *extra: str) -> list[str]:
     return ["broker", "-n", "127.0.0.1:1", "-p", str(free_port()), "--store-dir", str(store),
-            "--set", "brokerIP1=127.0.0.1", "--set", f"mappedFileSizeCommitLog={SEGMENT}", *extra]
+            "--set", f"haListenPort={free_port()}", "--set", "brokerIP1=127.0.0.1",
+            "--set", f"mappedFileSizeCommitLog={SEGMENT}", *extra]
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
@@ -156,4 +157,5 @@ def test_metrics_default_to_a_free_port_that_is_logged(processes: Processes, tmp
 
 def default_metrics_broker(processes: Processes, namesrv: str, name: str, tmp_path: Path) -> Proc:
     return processes.start(["broker", "-n", namesrv, "-p", str(free_port()), "--store-dir", str(tmp_path / name),
-                            "--set", f"brokerName={name}", "--set", f"mappedFileSizeCommitLog={SEGMENT}"], name)
+                            "--set", f"haListenPort={free_port()}", "--set", f"brokerName={name}",
+                            "--set", f"mappedFileSizeCommitLog={SEGMENT}"], name)
