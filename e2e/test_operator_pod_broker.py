@@ -11,6 +11,7 @@ and 10911) and the advertised host (127.0.0.1 instead of the pod's cluster DNS n
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import orjson
 import pytest
 import yaml
 
+from rocketq.admin.client import AdminClient
 from rocketq.client import Message, Producer, PullConsumer
 from rocketq.localcluster import free_port
 from rocketq.protocol.codes import RequestCode
@@ -48,14 +50,17 @@ def _cluster() -> Cluster:
 def _mount_configmap(configmap: dict[str, Any], mount: Path, store: Path, port: int, metrics_port: int) -> None:
     """Write each ConfigMap key as a file, as a volume mount does; swap in this machine's path and ports.
 
-    Pods have a network namespace each; two pods on one machine need their own metrics port.
+    Pods have a network namespace each; two pods on one machine need their own metrics and HA ports.
     """
     mount.mkdir(parents=True)
     for key, value in configmap["data"].items():
         if key == broker_rendering.CONFIG_KEY:
             value = value.replace("storePathRootDir=/home/rocketq/store", f"storePathRootDir={store}")
             value = value.replace("listenPort=10911", f"listenPort={port}")
+            ha_port = free_port()
+            value = value.replace("haListenPort=10912", f"haListenPort={ha_port}")
             assert f"storePathRootDir={store}" in value and f"listenPort={port}" in value
+            assert f"haListenPort={ha_port}" in value
             value += f"metricsPort={metrics_port}\n"
         (mount / key).write_text(value)
 
@@ -108,6 +113,16 @@ def namesrv(tmp_path: Path) -> Any:
         proc.wait(20)
 
 
+async def _wait_slave_connected(namesrv: str, master: str, limit: float = 30) -> None:
+    """Until the master's GET_BROKER_RUNTIME_INFO counts its slave's HA connection."""
+    async with AdminClient(namesrv) as admin:
+        for _ in range(int(limit / 0.1)):
+            if (await admin.runtime_info(master)).get("haConnectionCount") == "1":
+                return
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"no slave connected to {master}")
+
+
 async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: str, tmp_path: Path) -> None:
     cluster = _cluster()
     configmap = broker_rendering.render_broker_configmap(cluster, 0, master_ordinal=0)
@@ -141,6 +156,7 @@ async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: s
         broker_addrs = orjson.loads(info.body)["brokerAddrTable"][group]["brokerAddrs"]
         assert broker_addrs == {"0": addrs[0], "1": addrs[1]}  # ordinal 0 is the master, 1 its slave
         assert orjson.loads(info.body)["clusterAddrTable"] == {cluster.meta.name: [group]}
+        await _wait_slave_connected(namesrv, addrs[0])  # a SYNC_MASTER acknowledges once its slave holds the message
         async with (
             Producer("pod-pg", namesrv_addr=namesrv) as producer,
             PullConsumer("pod-cg", namesrv_addr=namesrv) as consumer,

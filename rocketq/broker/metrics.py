@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from rocketq.broker.server import BrokerServer
 
 Metric = GaugeMetricFamily | CounterMetricFamily
+
+BROKER_LABELS: Final = ["cluster", "broker"]
+"""Labels of every broker-wide series: which group of which cluster."""
 
 
 def latency_percentile(buckets: list[int], fraction: float) -> float:
@@ -54,7 +57,7 @@ class BrokerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         b = self._broker
-        labels = ["cluster", "broker"]
+        labels = BROKER_LABELS
         ident = [b.identity.broker_cluster_name, b.identity.broker_name]
         stats = b.store.stats
         put = CounterMetricFamily("rocketmq_broker_messages_put", "messages appended to the CommitLog", labels=labels)
@@ -87,11 +90,12 @@ class BrokerCollector(Collector):
                      labels, ident, _free_bytes(b))
         yield from self._topics(ident)
         yield from self._groups(ident)
-        yield from self._replication(labels, ident)
+        yield from self._replication(ident)
         yield from self._delays(ident)
 
-    def _replication(self, labels: list[str], ident: list[str]) -> Iterator[Metric]:
+    def _replication(self, ident: list[str]) -> Iterator[Metric]:
         """HA state: on a master about its best slave, on a slave about its master."""
+        labels = BROKER_LABELS
         s = self._broker.ha.status()
         yield _gauge("rocketmq_replication_connections", "HA connections (a master's slaves; 1 on a connected slave)",
                      labels, ident, s.connections)

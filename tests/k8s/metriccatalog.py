@@ -76,11 +76,16 @@ def _series(name: str, kind: str) -> dict[str, frozenset[str]]:
 def _declared(path: pathlib.Path) -> dict[str, frozenset[str]]:
     tree = ast.parse(path.read_text(), str(path))
     found: dict[str, frozenset[str]] = {}
+    module_constants = {node.target.id if isinstance(node, ast.AnnAssign) else node.targets[0].id: node.value
+                        for node in tree.body
+                        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value)
+                        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))}
     for scope in ast.walk(tree):
         if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
-        assigned = {target.id: node.value for node in ast.walk(scope) if isinstance(node, ast.Assign)
-                    for target in node.targets if isinstance(target, ast.Name)}
+        assigned = {**module_constants, **{target.id: node.value for node in ast.walk(scope)
+                                           if isinstance(node, ast.Assign)
+                                           for target in node.targets if isinstance(target, ast.Name)}}
         for call in (n for n in ast.walk(scope) if isinstance(n, ast.Call)):
             callee = _callee(call)
             if callee not in CONSTRUCTORS or not call.args:
