@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq.broker import transactions
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import codes, message
@@ -249,11 +250,14 @@ class SendHandlers:
         if refusal is not None:
             return refusal
         get = props.get
-        return [PutRequest(
+        put = PutRequest(
             header.topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),
-        )]
+        )
+        if get(message.TRAN_MSG) == "true":  # hidden in the half topic until END_TRANSACTION
+            put = transactions.to_half(put, self._topics)
+        return [put]
 
     def _batch(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
                born_host: tuple[str, int], reconsume_times: int) -> BatchPutRequest | RemotingCommand:
@@ -266,6 +270,8 @@ class SendHandlers:
             if refusal is not None:
                 return refusal
             get = props.get
+            if get(message.TRAN_MSG) == "true":
+                return request.response(ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
             messages.append((body, flag, self._stored_properties(props, text), message.tag_hash(get(message.TAGS)),
                              get(message.UNIQ_KEY), get(message.KEYS)))
         return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
@@ -289,10 +295,9 @@ class SendHandlers:
         return host
 
     def _property_refusal(self, request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
-        if props.get(message.TRAN_MSG) == "true":
-            return request.response(
-                ResponseCode.NO_PERMISSION, "transactional (half) messages are not supported by this broker yet"
-            )
+        if props.get(message.TRAN_MSG) == "true" and self._behaviour.reject_transaction_message:
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{self._identity.host}] sending transaction message is forbidden")
         delay = props.get(message.DELAY)
         if delay not in (None, "", "0"):
             return request.response(

@@ -20,6 +20,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry
 
 from rocketq.broker import clients as client_registry
+from rocketq.broker import transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
@@ -29,7 +30,7 @@ from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
-from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.send import PUT_STATUS_TO_RESPONSE, BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
@@ -127,6 +128,8 @@ class BrokerServer:
         self.registrar.start()
         for task in self._tasks:
             task.start()
+        if self.is_master:
+            self.transaction_checker.start()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -169,6 +172,8 @@ class BrokerServer:
             await _step("unregistering from the name servers", self.registrar.unregister_all())
         for task in self._tasks:
             await _step(f"stopping {task.name}", task.stop())
+        if hasattr(self, "transaction_checker"):
+            await _step("stopping transaction checks", self.transaction_checker.close())
         for notify in list(self._notify_tasks):
             notify.cancel()
         await asyncio.gather(*self._notify_tasks, return_exceptions=True)
@@ -228,6 +233,15 @@ class BrokerServer:
         )
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
             self._handlers.update(part.handlers())
+        self._install_transactions()
+
+    def _install_transactions(self) -> None:
+        halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))
+        is_slave = self.identity.broker_role is BrokerRole.SLAVE
+        self._handlers.update(transactions.TransactionHandlers(
+            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE).handlers())
+        self.transaction_checker = transactionchecks.TransactionChecker(
+            halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
     def _topics_changed(self) -> None:
         self._register_soon()

@@ -94,6 +94,19 @@ class BrokerBehaviour:
     start_accept_send_request_time_stamp: int = setting(
         "startAcceptSendRequestTimeStamp", 0, "refuse sends before this epoch ms"
     )
+    # transactions (rocketq.broker.transactions)
+    reject_transaction_message: bool = setting(
+        "rejectTransactionMessage", False, "answer half messages with NO_PERMISSION"
+    )
+    transaction_time_out: int = setting(
+        "transactionTimeOut", 6000, "ms after its birth before an unfinished transaction is checked"
+    )
+    transaction_check_interval: int = setting(
+        "transactionCheckInterval", 60000, "ms between passes of the transaction check loop"
+    )
+    transaction_check_max: int = setting(
+        "transactionCheckMax", 15, "checks of one transaction before it is discarded"
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -105,10 +118,14 @@ class BrokerBehaviour:
             "flushConsumerOffsetInterval": self.flush_consumer_offset_interval,
             "sendThreadPoolQueueCapacity": self.max_sends_in_flight,
             "maxMessageSize": self.max_message_size,
+            "transactionCheckInterval": self.transaction_check_interval,
+            "transactionCheckMax": self.transaction_check_max,
         }
         for key, value in positive.items():
             if value <= 0:
                 raise SettingsError(f"{key}={value}: must be positive")
+        if self.transaction_time_out < 0:
+            raise SettingsError(f"transactionTimeOut={self.transaction_time_out}: must not be negative")
         if self.broker_permission & ~7:
             raise SettingsError(f"brokerPermission={self.broker_permission}: expected a combination of "
                                 "4 (read), 2 (write), 1 (inherit)")

@@ -28,6 +28,12 @@ from rocketq.client.settings import (
     PullConsumerSettings,
     PushConsumerSettings,
 )
+from rocketq.client.transactionproducer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateStrategy",
@@ -37,6 +43,7 @@ __all__ = [
     "ConsumeContext",
     "ConsumeFromWhere",
     "ConsumeStatus",
+    "LocalTransactionState",
     "Message",
     "MessageError",
     "MessageExt",
@@ -55,6 +62,9 @@ __all__ = [
     "RouteError",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "hash_by_key",

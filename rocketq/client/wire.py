@@ -129,6 +129,19 @@ async def consumer_send_back(
     await _invoke_ok(rc, addr, _request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
 
 
+def end_transaction_request(header: headers.EndTransactionRequestHeader, remark: str | None) -> RemotingCommand:
+    """END_TRANSACTION: commit (8), roll back (12) or "unknown" (0) a half message."""
+    request = _request(RequestCode.END_TRANSACTION, header)
+    request.remark = remark
+    return request
+
+
+async def end_transaction_oneway(rc: RemotingClient, addr: str, header: headers.EndTransactionRequestHeader,
+                                 remark: str | None) -> None:
+    """END_TRANSACTION, oneway as RocketMQ's producers send it: the broker answers nothing we wait for."""
+    await rc.invoke_oneway(addr, end_transaction_request(header, remark))
+
+
 # --- pulling and offsets ----------------------------------------------------------------------
 
 
