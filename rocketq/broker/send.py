@@ -167,6 +167,8 @@ class SendHandlers:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if isinstance(records, RemotingCommand):
             return records
+        if isinstance(records, list) and transactions.is_transactional(records[0]):
+            records = [transactions.to_half(records[0], self._topics)]  # hidden until END_TRANSACTION
         self._in_flight += 1
         try:
             result = await (
@@ -250,14 +252,11 @@ class SendHandlers:
         if refusal is not None:
             return refusal
         get = props.get
-        put = PutRequest(
+        return [PutRequest(
             header.topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),
-        )
-        if get(message.TRAN_MSG) == "true":  # hidden in the half topic until END_TRANSACTION
-            put = transactions.to_half(put, self._topics)
-        return [put]
+        )]
 
     def _batch(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
                born_host: tuple[str, int], reconsume_times: int) -> BatchPutRequest | RemotingCommand:

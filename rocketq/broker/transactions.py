@@ -59,6 +59,13 @@ STORED_STATUSES: Final = frozenset({
 """Put outcomes after which a commit counts as done (the message is in the CommitLog)."""
 
 
+def is_transactional(put: PutRequest) -> bool:
+    """The producer sent a half message: TRAN_MSG=true (RocketMQ decides by the property alone)."""
+    props = put.properties
+    value = message.property_value(props, message.TRAN_MSG) if isinstance(props, str) else props.get(message.TRAN_MSG)
+    return value == "true"
+
+
 def to_half(put: PutRequest, topics: TopicConfigManager) -> PutRequest:
     """The half message stored for a transactional send (``parseHalfMessageInner``).
 
