@@ -20,7 +20,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry
 
 from rocketq.broker import clients as client_registry
-from rocketq.broker import transactionchecks, transactions
+from rocketq.broker import locks, transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
@@ -234,6 +234,8 @@ class BrokerServer:
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin):
             self._handlers.update(part.handlers())
         self._install_transactions()
+        self._handlers.update(  # orderly consumers
+            locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
 
     def _install_transactions(self) -> None:
         halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))

@@ -107,6 +107,11 @@ class BrokerBehaviour:
     transaction_check_max: int = setting(
         "transactionCheckMax", 15, "checks of one transaction before it is discarded"
     )
+    # orderly consumers (rocketq.broker.locks)
+    rebalance_lock_max_live_time: int = setting(
+        "rebalanceLockMaxLiveTime", 60000,
+        "ms a queue lock lives without renewal (RocketMQ: rocketmq.broker.rebalance.lockMaxLiveTime)"
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -120,6 +125,7 @@ class BrokerBehaviour:
             "maxMessageSize": self.max_message_size,
             "transactionCheckInterval": self.transaction_check_interval,
             "transactionCheckMax": self.transaction_check_max,
+            "rebalanceLockMaxLiveTime": self.rebalance_lock_max_live_time,
         }
         for key, value in positive.items():
             if value <= 0:
