@@ -59,7 +59,9 @@ def parse_request(body: bytes) -> LockRequest:
     raw = bodies.obj(bodies.load_json(body, "lock body"), "lock body")
     group = bodies.text(raw, "consumerGroup", "lock body")
     client_id = bodies.text(raw, "clientId", "lock body")
-    items = raw.get("mqSet") or []
+    items = raw.get("mqSet")
+    if items is None:
+        items = []
     if not isinstance(items, list):
         raise bodies.BodyError("lock body: mqSet must be a JSON array")
     if len(items) > MAX_QUEUES_PER_REQUEST:
