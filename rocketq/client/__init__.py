@@ -14,6 +14,7 @@ from rocketq.client.allocation import AllocateStrategy, allocate_averagely, allo
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError, ProtocolError, RouteError
 from rocketq.client.messages import Message, MessageExt
+from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.pulling import PullResult, PullStatus
@@ -42,6 +43,8 @@ __all__ = [
     "ClientStateError",
     "ConsumeContext",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "LocalTransactionState",
     "Message",
