@@ -54,6 +54,8 @@ OPS_PER_PULL: Final = 32
 """Op messages read at a time (RocketMQ's ``fillOpRemoveMap`` pulls 32)."""
 MAX_PROCESS_TIME_MS: Final = 60_000
 """A pass over one half queue stops after this long; the next pass continues."""
+YIELD_EVERY: Final = 64
+"""Halves a pass looks at between two yields to the event loop."""
 MS_PER_HOUR: Final = 3_600_000
 MAX_CHECKS_IN_FLIGHT: Final = 2000
 """CHECK_TRANSACTION_STATE sends not yet written (RocketMQ's check pool queue); more are dropped
@@ -141,7 +143,11 @@ class TransactionChecker:
         ops = _OpView(next_offset=op_offset)
         self._read_ops(ops, queue_id, half_offset)
         i = half_offset
+        steps = 0
         while _now_ms() - start_ms < MAX_PROCESS_TIME_MS:
+            steps += 1
+            if steps % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a long pass must not hold up the broker's requests
             if i in ops.remove:
                 ops.done.add(ops.remove.pop(i))
                 i += 1
@@ -187,7 +193,7 @@ class TransactionChecker:
         if needed or age <= -1:
             copy = await self._put_back(half)
             if copy is None:
-                return "again"
+                return "stop"  # the store refuses writes now: the next pass retries this half
             self._send_check(copy)
             return "next"
         if not self._read_ops(ops, queue_id, half.queue_offset):

@@ -26,7 +26,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rocketq.protocol.message import MessageExt, MessageSysFlag
 from rocketq.store.messagestore import MessageStore
-from rocketq.store.results import PutRequest
+from rocketq.store.results import PutRequest, PutResult, PutStatus
 from rocketq.store.settings import StoreSettings
 
 STORE_HOST = ("127.0.0.1", 10911)
@@ -209,3 +209,19 @@ async def test_the_loop_runs_every_interval_and_stops(broker: Broker) -> None:
         await checker.close()
         await checker.close()
     assert broker.producer.sent
+
+
+async def test_a_store_refusing_the_copy_ends_the_pass_instead_of_retrying_at_once(broker: Broker) -> None:
+    await broker.half(b"stuck")
+    attempts = []
+
+    async def refused(request: PutRequest) -> PutResult:
+        attempts.append(request)
+        return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error="disk full")
+
+    broker.halves.put = refused  # type: ignore[method-assign]
+    checker = broker.checker()
+    await _pass(checker)
+    assert len(attempts) == 1
+    assert broker.producer.sent == []
+    assert broker.offsets.query(transactions.SYS_TRANS_GROUP, transactions.HALF_TOPIC, 0) == -1
