@@ -14,7 +14,8 @@
     result = await producer.send_message_in_transaction(Message("Orders", b"..."), arg=order)
 
 ``send_message_in_transaction`` (RocketMQ's ``sendMessageInTransaction``) sends the message as a
-*half message* (properties TRAN_MSG=true, PGROUP=<group>): the broker stores it where no
+*half message* (properties TRAN_MSG=true, PGROUP=<group>, sysFlag PREPARED; retried on another
+broker like any send): the broker stores it where no
 consumer sees it. Only if that send succeeded does it run ``execute_local_transaction``; then it
 ends the transaction with END_TRANSACTION (oneway), COMMIT making the message visible, ROLLBACK
 dropping it, UNKNOWN (or an exception) leaving it to the broker's check.
@@ -34,6 +35,7 @@ topics in ``topics`` and of the auto-create topic from ``start`` on, as a Java p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import inspect
 import logging
@@ -41,7 +43,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from rocketq.client import wire
+from rocketq.client import sending, wire
 from rocketq.client.errors import ClientError, ClientStateError, MessageError
 from rocketq.client.producer import Producer
 from rocketq.client.sending import SendResult, SendStatus
@@ -145,7 +147,11 @@ class TransactionProducer(Producer):
         msg.properties.pop(message.DELAY, None)  # transactional messages cannot be delayed
         msg.properties[message.TRAN_MSG] = "true"
         msg.properties[message.PGROUP] = self.group
-        result = await self.send(msg)
+        instance = self._running()
+        out = sending.prepare(msg, self.settings)
+        out = dataclasses.replace(out, sys_flag=out.sys_flag | MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+        result = await self._send_default(instance, out, 1 + self.settings.retry_times_when_send_failed,
+                                          self._timeout(None))
         transaction_id = msg.properties.get(message.UNIQ_KEY, result.msg_id)
         error: BaseException | None = None
         if result.status is SendStatus.SEND_OK:
