@@ -155,6 +155,8 @@ class OrderlyConsumeService:
         self._clustering = settings.message_model is MessageModel.CLUSTERING
         self._slots = asyncio.Semaphore(settings.consume_thread_max)
         self._workers: dict[ProcessQueue, asyncio.Task[None]] = {}
+        self._calling: set[ProcessQueue] = set()
+        """Queues whose worker is inside a listener call (not to be cancelled)."""
         self._closed = False
 
     @property
@@ -179,10 +181,13 @@ class OrderlyConsumeService:
             log.error("orderly worker of a queue of %s died", self._group, exc_info=task.exception())
 
     async def wait_idle(self, pq: ProcessQueue, timeout: float) -> bool:
-        """Wait until ``pq``'s worker has finished its current call; False on timeout."""
+        """Stop ``pq``'s worker (dropped): at once if it is only waiting (to retry, or for a
+        lock), else once its listener call ends; False if that call outlasts ``timeout``."""
         worker = self._workers.get(pq)
         if worker is None:
             return True
+        if pq not in self._calling:
+            worker.cancel()
         done, _ = await asyncio.wait([worker], timeout=timeout)
         return bool(done)
 
@@ -207,7 +212,11 @@ class OrderlyConsumeService:
                 if pq.dropped:
                     return
                 shown = [restore_retry_topic(m, self._group) for m in msgs]
-                status = await call_orderly_listener(self._listener, shown, ctx)
+                self._calling.add(pq)
+                try:
+                    status = await call_orderly_listener(self._listener, shown, ctx)
+                finally:
+                    self._calling.discard(pq)
             if pq.dropped:
                 return  # not committed: the queue's next owner consumes these again
             if not await self._finish(status, ctx, msgs, pq, mq):

@@ -173,3 +173,33 @@ def test_the_dlq_send_is_rocketmqs_retry_send() -> None:
     assert props[message.RETRY_TOPIC] == "T"
     assert props[message.ORIGIN_MESSAGE_ID] == "U5"
     assert props[message.UNIQ_KEY] == "U5"
+
+
+async def test_a_queue_given_away_stops_its_waiting_worker_at_once() -> None:
+    h = Harness(lambda msgs: SUSPEND)
+    h.pq.mark_locked(False)
+    h.grant = False
+    await h.feed(0)
+    await asyncio.sleep(0.05)
+    h.pq.dropped = True
+    assert await h.service.wait_idle(h.pq, timeout=1.0)
+    assert h.service.in_flight == 0
+    await h.service.close()
+
+
+async def test_a_queue_given_away_waits_for_the_listener_call_in_flight() -> None:
+    release = asyncio.Event()
+
+    async def slow(msgs: list[MessageExt]) -> ConsumeOrderlyStatus:
+        await release.wait()
+        return ConsumeOrderlyStatus.SUCCESS
+
+    h = Harness(slow)
+    await h.feed(0)
+    await asyncio.sleep(0.05)
+    h.pq.dropped = True
+    assert not await h.service.wait_idle(h.pq, timeout=0.05)  # still in the listener
+    release.set()
+    assert await h.service.wait_idle(h.pq, timeout=1.0)
+    assert h.offsets.updates == []  # dropped: its result is not committed
+    await h.service.close()
