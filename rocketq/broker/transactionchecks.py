@@ -62,6 +62,11 @@ MAX_CHECKS_IN_FLIGHT: Final = 2000
 for this pass and asked again on the next."""
 
 
+_END_OF_QUEUE: Final = frozenset({
+    GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.OFFSET_OVERFLOW_BADLY,
+})
+
+
 @dataclass(frozen=True, slots=True)
 class CheckSettings:
     timeout_ms: int
@@ -211,9 +216,8 @@ class TransactionChecker:
             except message.MessageFormatError:
                 log.error("half message at offset %d is unreadable; passing over it", offset)
                 return None, offset + 1
-        if got.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.MESSAGE_WAS_REMOVING) \
-                and got.next_begin_offset > offset:
-            return None, got.next_begin_offset
+        if got.status not in _END_OF_QUEUE and got.next_begin_offset > offset:
+            return None, got.next_begin_offset  # expired or unreadable units: go past them
         return None, None
 
     def _read_ops(self, ops: _OpView, queue_id: int, half_offset: int) -> bool:
