@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from rocketq.broker import schedule
+from rocketq.broker import schedule, transactions
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import codes, message
@@ -201,6 +201,8 @@ class SendHandlers:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if isinstance(records, RemotingCommand):
             return records
+        if isinstance(records, list) and transactions.is_transactional(records[0]):
+            records = [transactions.to_half(records[0], self._topics)]  # hidden until END_TRANSACTION
         self._in_flight += 1
         try:
             result = await (
@@ -309,6 +311,8 @@ class SendHandlers:
             if refusal is not None:
                 return refusal
             get = props.get
+            if get(message.TRAN_MSG) == "true":
+                return request.response(ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
             messages.append((body, flag, self._stored_properties(props, text), message.tag_hash(get(message.TAGS)),
                              get(message.UNIQ_KEY), get(message.KEYS)))
         return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
@@ -332,10 +336,9 @@ class SendHandlers:
         return host
 
     def _property_refusal(self, request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
-        if props.get(message.TRAN_MSG) == "true":
-            return request.response(
-                ResponseCode.NO_PERMISSION, "transactional (half) messages are not supported by this broker yet"
-            )
+        if props.get(message.TRAN_MSG) == "true" and self._behaviour.reject_transaction_message:
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{self._identity.host}] sending transaction message is forbidden")
         return None
 
     @staticmethod

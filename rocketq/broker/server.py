@@ -20,6 +20,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry
 
 from rocketq.broker import clients as client_registry
+from rocketq.broker import locks, transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
@@ -32,7 +33,7 @@ from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
 from rocketq.broker.replies import ReplyHandlers
 from rocketq.broker.schedule import ScheduleService
-from rocketq.broker.send import BrokerAddress, SendHandlers
+from rocketq.broker.send import PUT_STATUS_TO_RESPONSE, BrokerAddress, SendHandlers
 from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
@@ -142,8 +143,9 @@ class BrokerServer:
             self.metadata_sync.start()
         for task in self._tasks:
             task.start()
-        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json
+        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json; the master checks transactions
             self.schedule.start()
+            self.transaction_checker.start()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -208,6 +210,8 @@ class BrokerServer:
             await _step("stopping replication", self.ha.close())
         for task in self._tasks:
             await _step(f"stopping {task.name}", task.stop())
+        if hasattr(self, "transaction_checker"):
+            await _step("stopping transaction checks", self.transaction_checker.close())
         for notify in list(self._notify_tasks):
             notify.cancel()
         await asyncio.gather(*self._notify_tasks, return_exceptions=True)
@@ -277,6 +281,9 @@ class BrokerServer:
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
         self._install_retry_and_delay()
+        self._install_transactions()
+        self._handlers.update(  # orderly consumers
+            locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
@@ -294,6 +301,14 @@ class BrokerServer:
         return reads.suggest_broker_id(
             result, self.store.max_phy_offset, group, slave_read_enable=self.ha_settings.slave_read_enable,
             max_ratio_percent=self.ha_settings.access_message_in_memory_max_ratio)
+
+    def _install_transactions(self) -> None:
+        halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))
+        is_slave = self.identity.broker_role is BrokerRole.SLAVE
+        self._handlers.update(transactions.TransactionHandlers(
+            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE).handlers())
+        self.transaction_checker = transactionchecks.TransactionChecker(
+            halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
     def _topics_changed(self) -> None:
         self._register_soon()

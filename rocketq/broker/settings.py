@@ -112,6 +112,24 @@ class BrokerBehaviour:
     store_reply_message_enable: bool = setting(
         "storeReplyMessageEnable", True, "also store request-reply replies in <cluster>_REPLY_TOPIC"
     )
+    # transactions (rocketq.broker.transactions)
+    reject_transaction_message: bool = setting(
+        "rejectTransactionMessage", False, "answer half messages with NO_PERMISSION"
+    )
+    transaction_time_out: int = setting(
+        "transactionTimeOut", 6000, "ms after its birth before an unfinished transaction is checked"
+    )
+    transaction_check_interval: int = setting(
+        "transactionCheckInterval", 60000, "ms between passes of the transaction check loop"
+    )
+    transaction_check_max: int = setting(
+        "transactionCheckMax", 15, "checks of one transaction before it is discarded"
+    )
+    # orderly consumers (rocketq.broker.locks)
+    rebalance_lock_max_live_time: int = setting(
+        "rebalanceLockMaxLiveTime", 60000,
+        "ms a queue lock lives without renewal (RocketMQ: rocketmq.broker.rebalance.lockMaxLiveTime)"
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -123,10 +141,15 @@ class BrokerBehaviour:
             "flushConsumerOffsetInterval": self.flush_consumer_offset_interval,
             "sendThreadPoolQueueCapacity": self.max_sends_in_flight,
             "maxMessageSize": self.max_message_size,
+            "transactionCheckInterval": self.transaction_check_interval,
+            "transactionCheckMax": self.transaction_check_max,
+            "rebalanceLockMaxLiveTime": self.rebalance_lock_max_live_time,
         }
         for key, value in positive.items():
             if value <= 0:
                 raise SettingsError(f"{key}={value}: must be positive")
+        if self.transaction_time_out < 0:
+            raise SettingsError(f"transactionTimeOut={self.transaction_time_out}: must not be negative")
         if self.broker_permission & ~7:
             raise SettingsError(f"brokerPermission={self.broker_permission}: expected a combination of "
                                 "4 (read), 2 (write), 1 (inherit)")

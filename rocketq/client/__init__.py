@@ -15,6 +15,7 @@ from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError, ProtocolError, RouteError
 from rocketq.client.messages import Message, MessageExt
 from rocketq.client.messageselectors import MessageSelector
+from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.pulling import PullResult, PullStatus
@@ -29,6 +30,12 @@ from rocketq.client.settings import (
     PullConsumerSettings,
     PushConsumerSettings,
 )
+from rocketq.client.transactionproducer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateStrategy",
@@ -37,7 +44,10 @@ __all__ = [
     "ClientStateError",
     "ConsumeContext",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
+    "LocalTransactionState",
     "Message",
     "MessageError",
     "MessageExt",
@@ -57,6 +67,9 @@ __all__ = [
     "RouteError",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "hash_by_key",

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from rocketq.client import wire
 from rocketq.client.errors import ClientError
@@ -77,8 +77,14 @@ def restore_retry_topic(msg: MessageExt, group: str) -> MessageExt:
     return msg
 
 
-async def call_listener(listener: Listener, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
-    """The listener's verdict; failures of any kind mean RECONSUME_LATER."""
+S = TypeVar("S", bound=enum.Enum)
+
+
+async def verdict(listener: Callable[[list[MessageExt], Any], object], msgs: list[MessageExt], ctx: Any,
+                  failure: S) -> S:
+    """Call a listener (plain or async) for its answer, a member of ``failure``'s enum; an
+    exception, or an answer of another kind, is logged and means ``failure``."""
+    queue = getattr(ctx, "message_queue", None)
     try:
         status = listener(msgs, ctx)
         if inspect.isawaitable(status):
@@ -86,12 +92,17 @@ async def call_listener(listener: Listener, msgs: list[MessageExt], ctx: Consume
     except asyncio.CancelledError:
         raise
     except Exception:
-        log.exception("listener failed on %d message(s) of %s; will reconsume", len(msgs), ctx.message_queue)
-        return ConsumeStatus.RECONSUME_LATER
-    if not isinstance(status, ConsumeStatus):
-        log.warning("listener returned %r for %s; treating it as RECONSUME_LATER", status, ctx.message_queue)
-        return ConsumeStatus.RECONSUME_LATER
+        log.exception("listener failed on %d message(s) of %s; answering %s", len(msgs), queue, failure.name)
+        return failure
+    if not isinstance(status, type(failure)):
+        log.warning("listener returned %r for %s; treating it as %s", status, queue, failure.name)
+        return failure
     return status
+
+
+async def call_listener(listener: Listener, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+    """The listener's verdict; failures of any kind mean RECONSUME_LATER."""
+    return await verdict(listener, msgs, ctx, ConsumeStatus.RECONSUME_LATER)
 
 
 class ConcurrentConsumeService:

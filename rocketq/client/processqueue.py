@@ -15,6 +15,10 @@ here, keyed by queue offset, and this is what makes two things work:
 A queue taken away by a rebalance is marked ``dropped``: its pull loop stops and results of
 listener calls still running are not committed. This object does no I/O and has no lock: it
 is used from one event loop.
+
+For orderly consumption it also carries the state of the queue's broker lock (``locked``,
+renewed at ``last_lock_timestamp``, considered lost locally after ``LOCK_MAX_LIVE_TIME``), and
+``first`` hands out the oldest messages, in offset order, for the next listener call.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from collections.abc import Iterable
 from rocketq.protocol.message import MessageExt
 
 MIB = 1024 * 1024
+LOCK_MAX_LIVE_TIME = 30.0
+"""Seconds after its last renewal a broker lock is no longer trusted here
+(``rocketmq.client.rebalance.lockMaxLiveTime``; the broker keeps it for 60 s)."""
 
 
 class ProcessQueue:
@@ -38,6 +45,26 @@ class ProcessQueue:
         self.dropped = False
         self.last_pull_timestamp = time.monotonic()
         self.last_consume_timestamp = time.monotonic()
+        self.locked = False
+        """Orderly, CLUSTERING: this client holds the queue's lock on its master broker."""
+        self.last_lock_timestamp = 0.0
+
+    def lock_expired(self) -> bool:
+        return time.monotonic() - self.last_lock_timestamp > LOCK_MAX_LIVE_TIME
+
+    def mark_locked(self, locked: bool) -> None:
+        self.locked = locked
+        if locked:
+            self.last_lock_timestamp = time.monotonic()
+
+    def first(self, count: int) -> list[MessageExt]:
+        """The ``count`` lowest-offset messages, in order (orderly consumption's next batch)."""
+        return [self._messages[offset] for offset in self._offsets[:count]]
+
+    def replace(self, msg: MessageExt) -> None:
+        """Put a changed copy (e.g. a counted-up reconsumeTimes) in place of a cached message."""
+        if msg.queue_offset in self._messages:
+            self._messages[msg.queue_offset] = msg
 
     @property
     def msg_count(self) -> int:

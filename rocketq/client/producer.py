@@ -22,8 +22,8 @@ A topic the name servers do not know is sent on the auto-create topic's (TBW102)
 the broker creates it. ``enable_msg_trace=True`` records a Pub trace of every answered send
 attempt to ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
 ``request`` sends a message and waits for its reply (request-reply, see
-``rocketq.client.replies``). What this producer does not do: transactions (half messages,
-check-back).
+``rocketq.client.replies``). Transactions (half messages, check-back) are
+``rocketq.client.transactionproducer``'s.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from rocketq.client.settings import ProducerSettings, configure
 from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
+from rocketq.remoting.connection import Handler
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ class Producer:
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Task[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
+        self._handlers: dict[int, Handler] = {}
+        """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop the producer started in; asking asyncio for it costs a getpid() syscall
         per call on Python 3.11, and a send asked three times."""
@@ -88,7 +91,7 @@ class Producer:
     async def start(self) -> None:
         if self._state is not ServiceState.CREATE_JUST:
             raise ClientStateError(f"producer {self.group} is {self._state.value}, cannot start")
-        self._instance = ClientInstance(self.settings, producer_groups=[self.group])
+        self._instance = ClientInstance(self.settings, handlers=self._handlers, producer_groups=[self.group])
         self._instance.start()
         self._loop = asyncio.get_running_loop()
         self._state = ServiceState.RUNNING

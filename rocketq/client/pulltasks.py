@@ -20,6 +20,10 @@ timer's offset commits. Outcomes:
 
 The broker may suggest pulling from a slave (``suggestWhichBrokerId``); the next pull follows
 it, and a pull from a slave never carries COMMIT_OFFSET (only a master stores offsets).
+
+An orderly queue (``orderly=True``) has no span limit (its cache is consumed in order anyway)
+and, in CLUSTERING, is pulled only while this client holds its broker lock: otherwise the
+pull waits 3 s and looks again.
 """
 
 from __future__ import annotations
@@ -27,10 +31,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from rocketq.client import pulling, wire
-from rocketq.client.consuming import ConcurrentConsumeService
 from rocketq.client.errors import ClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.offsetstores import OffsetStore
@@ -39,6 +42,7 @@ from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
 from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.message import MessageExt
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.errors import RemotingError
 from rocketq.tasks import OwnedTask
@@ -50,13 +54,21 @@ FLOW_CONTROL_DELAY: Final = 0.05
 ERROR_DELAY: Final = 3.0
 """Seconds before retrying a pull that failed (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
 NO_SUBSCRIPTION_DELAY: Final = 3.0
+UNLOCKED_DELAY: Final = 3.0
+"""Seconds an orderly queue whose lock this client does not hold waits before pulling."""
+
+
+class ConsumeService(Protocol):
+    """Where pulled messages go: the concurrent or the orderly consume service."""
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None: ...
 
 
 class PullTask:
     def __init__(
         self, mq: MessageQueue, offset: int, *, group: str, settings: PushConsumerSettings,
-        instance: ClientInstance, offsets: OffsetStore, consume: ConcurrentConsumeService,
-        subscription: Callable[[str], SubscriptionData | None],
+        instance: ClientInstance, offsets: OffsetStore, consume: ConsumeService,
+        subscription: Callable[[str], SubscriptionData | None], orderly: bool = False,
     ) -> None:
         self.mq = mq
         self.pq = ProcessQueue()
@@ -69,6 +81,8 @@ class PullTask:
         self._subscription = subscription
         self._suggested_broker = MASTER_ID
         self._flow_controlled = 0
+        self._orderly = orderly
+        self._needs_lock = orderly and settings.message_model is MessageModel.CLUSTERING
         self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
@@ -93,7 +107,7 @@ class PullTask:
             return f"cached {pq.msg_count} messages > pullThresholdForQueue {s.pull_threshold_for_queue}"
         if pq.msg_size_mib > s.pull_threshold_size_for_queue:
             return f"cached {pq.msg_size_mib} MiB > pullThresholdSizeForQueue {s.pull_threshold_size_for_queue}"
-        if pq.max_span() > s.consume_concurrently_max_span:
+        if not self._orderly and pq.max_span() > s.consume_concurrently_max_span:
             return f"offset span {pq.max_span()} > consumeConcurrentlyMaxSpan {s.consume_concurrently_max_span}"
         return None
 
@@ -105,6 +119,8 @@ class PullTask:
             if self._flow_controlled % 1000 == 1:
                 log.warning("%s: flow control on %s: %s", self._group, self.mq, reason)
             return FLOW_CONTROL_DELAY
+        if self._needs_lock and not self.pq.locked:
+            return UNLOCKED_DELAY
         sub = self._subscription(self.mq.topic)
         if sub is None:
             return NO_SUBSCRIPTION_DELAY
@@ -149,7 +165,8 @@ class PullTask:
         # Start over with a fresh cache: results of listener calls still running on the old one
         # are not committed (they may be redelivered, never skipped).
         self.pq.dropped = True
-        self.pq = ProcessQueue()
+        locked, self.pq = self.pq.locked, ProcessQueue()
+        self.pq.mark_locked(locked)  # same queue, same broker lock
         self._offsets.update(self.mq, result.next_begin_offset, increase_only=False)
         try:
             await self._offsets.persist(self.mq)

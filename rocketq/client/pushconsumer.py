@@ -21,7 +21,10 @@ can be delivered again after a rebalance, a crash or a close, never skipped.
 ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.tracing``).
 SQL92 subscriptions (``MessageSelector.by_sql``) are filtered by the broker; see messageselectors.
 
-Not provided: orderly consumption (queue locks: LOCK_BATCH_MQ).
+``register_orderly_listener`` instead consumes each queue in order (``rocketq.client.orderly``):
+in CLUSTERING a queue is taken only with its broker lock (``rocketq.client.queuelocks``),
+renewed every 20 s, released when the queue is given away and on close. Traces are recorded
+for concurrent listeners only.
 """
 
 from __future__ import annotations
@@ -33,20 +36,23 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import messageselectors, names, periodic, tracing
+from rocketq.client import messageselectors, names, orderly, periodic, tracing
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData, ConsumeType
 from rocketq.client.instance import ClientInstance, ServiceState
 from rocketq.client.offsetstores import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.pulltasks import PullTask
+from rocketq.client.queuelocks import QueueLocker
 from rocketq.client.queues import MessageQueue
 from rocketq.client.rebalance import Rebalancer
 from rocketq.client.settings import MessageModel, PushConsumerSettings, configure
 from rocketq.protocol import subscription
 from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RETRY_GROUP_TOPIC_PREFIX, RequestCode, retry_topic
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.message import MessageExt
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.connection import Connection
@@ -54,8 +60,14 @@ from rocketq.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
 
+RELEASE_WAIT: Final = 1.0
+"""Seconds a queue given away waits for its orderly listener call before unlocking."""
 DEFAULT_TIMESTAMP_LOOKBACK: Final = datetime.timedelta(minutes=30)
 TIMESTAMP_FORMAT: Final = "%Y%m%d%H%M%S"
+
+
+async def _always(_mq: MessageQueue) -> bool:
+    return True
 
 
 def parse_consume_timestamp(text: str, now: datetime.datetime | None = None) -> int:
@@ -80,10 +92,12 @@ class PushConsumer:
         self._allocate = allocate
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Listener | None = None
+        self._orderly_listener: orderly.OrderlyListener | None = None
+        self._locker: QueueLocker | None = None
         self._state = ServiceState.CREATE_JUST
         self._instance: ClientInstance | None = None
         self._offsets: OffsetStore | None = None
-        self._consume: ConcurrentConsumeService | None = None
+        self._consume: ConcurrentConsumeService | orderly.OrderlyConsumeService | None = None
         self._rebalancer: Rebalancer | None = None
         self._pull_tasks: dict[MessageQueue, PullTask] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -120,6 +134,18 @@ class PushConsumer:
         if not callable(listener):
             raise ClientStateError("the listener must be callable: (msgs, context) -> ConsumeStatus")
         self._listener = listener
+        self._orderly_listener = None
+
+    def register_orderly_listener(self, listener: orderly.OrderlyListener) -> None:
+        """Consume each queue in order: ``listener(msgs, ConsumeOrderlyContext) -> ConsumeOrderlyStatus``."""
+        if not callable(listener):
+            raise ClientStateError("the listener must be callable: (msgs, context) -> ConsumeOrderlyStatus")
+        self._orderly_listener = listener
+        self._listener = None
+
+    @property
+    def is_orderly(self) -> bool:
+        return self._orderly_listener is not None
 
     def subscriptions(self) -> dict[str, SubscriptionData]:
         return dict(self._subscriptions)
@@ -129,19 +155,19 @@ class PushConsumer:
     async def start(self) -> None:
         if self._state is not ServiceState.CREATE_JUST:
             raise ClientStateError(f"consumer {self.group} is {self._state.value}, cannot start")
-        if self._listener is None:
+        if self._listener is None and self._orderly_listener is None:
             raise ClientStateError("register a listener before start()")
         if self.settings.message_model is MessageModel.CLUSTERING:
             retry = retry_topic(self.group)
             self._subscriptions.setdefault(retry, subscription.build(retry, subscription.SUB_ALL))
         self._state = ServiceState.RUNNING
         try:
-            await self._start_parts(self._listener)
+            await self._start_parts(self._listener)  # None for an orderly consumer
         except BaseException:
             await self.close()
             raise
 
-    async def _start_parts(self, listener: Listener) -> None:
+    async def _start_parts(self, listener: Listener | None) -> None:
         instance = ClientInstance(self.settings, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed},
                                   consumer_data=self._consumer_data)
         self._instance = instance
@@ -156,16 +182,35 @@ class PushConsumer:
         await instance.heartbeat()
         if self.tracer is not None:
             await self.tracer.start()
-            listener = tracing.traced_listener(listener, self.tracer, self.group)
-        self._consume = ConcurrentConsumeService(self.group, self.settings, listener, instance, self._offsets)
+            if listener is not None:
+                listener = tracing.traced_listener(listener, self.tracer, self.group)
+        if listener is not None:
+            self._consume = ConcurrentConsumeService(self.group, self.settings, listener, instance, self._offsets)
+        else:
+            self._consume = self._orderly_service(instance)
         self._rebalancer = Rebalancer(
             instance, self.group, model=self.settings.message_model, strategy=self._allocate,
             subscriptions=self.subscriptions, assignment=self, offsets=self._offsets,
             policy=self.settings.consume_from_where, timestamp_ms=self._timestamp_ms,
-            interval_ms=self.settings.rebalance_interval)
+            interval_ms=self.settings.rebalance_interval,
+            claim=self._locker.lock if self._locker is not None else None)
         self._rebalancer.start()
         self._spawn(periodic.every(self.settings.persist_consumer_offset_interval, self.persist_offsets,
                                    what="offset persist", owner=instance.client_id))
+
+    def _orderly_service(self, instance: ClientInstance) -> orderly.OrderlyConsumeService:
+        assert self._orderly_listener is not None and self._offsets is not None
+        if self.settings.message_model is MessageModel.CLUSTERING:
+            self._locker = QueueLocker(instance, self.group, lambda: {mq: t.pq for mq, t in self._pull_tasks.items()})
+            self._locker.start()
+        max_times = orderly.max_reconsume_times(self.settings)
+
+        async def send_back(msg: MessageExt, mq: MessageQueue) -> bool:
+            return await orderly.send_to_retry(instance, self.group, max_times, msg, mq)
+
+        return orderly.OrderlyConsumeService(self.group, self.settings, self._orderly_listener, self._offsets,
+                                             lock=self._locker.lock if self._locker is not None else _always,
+                                             send_back=send_back)
 
     async def close(self) -> None:
         """Stop pulling, let listeners finish (up to awaitTerminationMillisWhenShutdown), commit
@@ -176,6 +221,8 @@ class PushConsumer:
         self._state = ServiceState.SHUTDOWN_ALREADY
         if self._rebalancer is not None:
             await self._rebalancer.close()
+        if self._locker is not None:
+            await self._locker.close()
         tasks, self._tasks = list(self._tasks), set()
         for task in tasks:
             task.cancel()
@@ -188,6 +235,8 @@ class PushConsumer:
             await self._consume.close(self.settings.await_termination_millis_when_shutdown / 1000)
         if was_running and self._instance is not None:
             await self._persist_on_close()
+            if self._locker is not None:  # after the offsets: the next owner starts where we stopped
+                await self._locker.unlock(self.assigned(), oneway=False)
             await self._instance.unregister(consumer_group=self.group)
         await asyncio.gather(*(p.stop() for p in pulls))
         self._pull_tasks.clear()
@@ -219,7 +268,9 @@ class PushConsumer:
             return
         assert self._instance and self._offsets and self._consume
         task = PullTask(mq, offset, group=self.group, settings=self.settings, instance=self._instance,
-                        offsets=self._offsets, consume=self._consume, subscription=self._subscriptions.get)
+                        offsets=self._offsets, consume=self._consume, subscription=self._subscriptions.get,
+                        orderly=self.is_orderly)
+        task.pq.mark_locked(self._locker is not None)  # the rebalancer added it only once locked
         self._pull_tasks[mq] = task
         task.start()
 
@@ -233,6 +284,17 @@ class PushConsumer:
         except (ClientError, RemotingError, OSError) as exc:
             log.warning("%s: committing the offset of released %s failed: %s", self.group, mq, exc)
         self._offsets.remove(mq)
+        if self._locker is not None:
+            await self._release_lock(mq, task.pq)
+
+    async def _release_lock(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Unlock a queue given away, once its listener call in flight (whose result is not
+        committed) has ended, so the next owner never runs beside it."""
+        assert isinstance(self._consume, orderly.OrderlyConsumeService) and self._locker is not None
+        if not await self._consume.wait_idle(pq, RELEASE_WAIT):
+            log.warning("%s: a listener call on %s is still running; its lock expires instead", self.group, mq)
+            return
+        await self._locker.unlock([mq], oneway=True)
 
     async def persist_offsets(self) -> None:
         if self._offsets is not None:

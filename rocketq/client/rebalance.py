@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Protocol
 
 from rocketq import tasks
@@ -75,7 +75,10 @@ class Rebalancer:
         self, instance: ClientInstance, group: str, *, model: MessageModel, strategy: AllocateStrategy,
         subscriptions: Callable[[], Mapping[str, SubscriptionData]], assignment: Assignment,
         offsets: OffsetStore, policy: ConsumeFromWhere, timestamp_ms: int, interval_ms: int,
+        claim: Callable[[MessageQueue], Awaitable[bool]] | None = None,
     ) -> None:
+        """``claim(mq)``, if given, must succeed before a queue is added (orderly consumers
+        lock the queue on its broker); a refused queue is tried again next round."""
         self._instance = instance
         self._group = group
         self._model = model
@@ -86,6 +89,7 @@ class Rebalancer:
         self._policy = policy
         self._timestamp_ms = timestamp_ms
         self._interval = interval_ms / 1000
+        self._claim = claim
         self._wake = asyncio.Event()
         self._task = OwnedTask(f"rebalance {self._group}", self._loop)
 
@@ -158,6 +162,9 @@ class Rebalancer:
             log.info("%s: rebalance drops %s", self._group, mq)
             await self._assignment.remove_queue(mq)
         for mq in sorted(target - current):
+            if self._claim is not None and not await self._claim(mq):
+                log.info("%s: %s is still locked by another member; not added this round", self._group, mq)
+                continue
             self._offsets.remove(mq)
             try:
                 offset = await initial_offset(mq, instance=self._instance, offsets=self._offsets,

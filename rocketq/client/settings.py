@@ -114,6 +114,8 @@ class PushConsumerSettings(ClientSettings):
         "awaitTerminationMillisWhenShutdown", 0, "ms close() lets running listener calls finish before cancelling.")
     offset_store_dir: str = setting(
         "localOffsetStoreDir", "", "Directory of broadcasting offsets; empty: ~/.rocketmq_offsets.")
+    suspend_current_queue_time_millis: int = setting(
+        "suspendCurrentQueueTimeMillis", 1000, "Orderly: ms a queue waits after SUSPEND_CURRENT_QUEUE_A_MOMENT.")
 
     def __post_init__(self) -> None:
         ClientSettings.__post_init__(self)

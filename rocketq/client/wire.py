@@ -9,7 +9,7 @@ caches or chooses addresses; that is the caller's policy. Timeouts are in second
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -131,6 +131,19 @@ async def consumer_send_back(
     await _invoke_ok(rc, addr, _request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
 
 
+def end_transaction_request(header: headers.EndTransactionRequestHeader, remark: str | None) -> RemotingCommand:
+    """END_TRANSACTION: commit (8), roll back (12) or "unknown" (0) a half message."""
+    request = _request(RequestCode.END_TRANSACTION, header)
+    request.remark = remark
+    return request
+
+
+async def end_transaction_oneway(rc: RemotingClient, addr: str, header: headers.EndTransactionRequestHeader,
+                                 remark: str | None) -> None:
+    """END_TRANSACTION, oneway as RocketMQ's producers send it: the broker answers nothing we wait for."""
+    await rc.invoke_oneway(addr, end_transaction_request(header, remark))
+
+
 # --- pulling and offsets ----------------------------------------------------------------------
 
 
@@ -229,3 +242,35 @@ async def get_consumer_list(rc: RemotingClient, addr: str, group: str, timeout: 
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ProtocolError(f"consumer list from {addr} has no consumerIdList of strings")
     return ids
+
+
+# --- queue locks (orderly consumption) --------------------------------------------------------
+
+
+def _lock_body(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> bytes:
+    return orjson.dumps({"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]})
+
+
+async def lock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
+                        timeout: float) -> set[MessageQueue]:
+    """LOCK_BATCH_MQ: lock (or renew) queues for this client on their master; the queues granted."""
+    request = _request(RequestCode.LOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
+    response = await _invoke_ok(rc, addr, request, timeout)
+    try:
+        raw = orjson.loads(response.body) if response.body else {}
+        items = (raw.get("lockOKMQSet") or []) if isinstance(raw, dict) else None
+        if not isinstance(items, list):
+            raise ValueError("no lockOKMQSet array")
+        return {MessageQueue.from_json(item) for item in items}
+    except (orjson.JSONDecodeError, ValueError) as exc:
+        raise ProtocolError(f"lock answer from {addr} is not a LockBatchResponseBody: {exc}") from None
+
+
+async def unlock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
+                          timeout: float, *, oneway: bool = False) -> None:
+    """UNLOCK_BATCH_MQ: release this client's locks on the queues (others' locks are untouched)."""
+    request = _request(RequestCode.UNLOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
+    if oneway:
+        await rc.invoke_oneway(addr, request)
+    else:
+        await _invoke_ok(rc, addr, request, timeout)

@@ -85,8 +85,8 @@ def test_the_metrics_port_defaults_to_any_free_port() -> None:
 
 def test_settings_that_did_nothing_are_reported_as_ignored() -> None:
     *_, unknown = broker_cli.load(str(FIXTURES / "broker.conf"),
-                                  {"waitTimeMillsInSendQueue": "200", "rejectTransactionMessage": "true"})
-    assert unknown == ["rejectTransactionMessage", "waitTimeMillsInSendQueue"]
+                                  {"waitTimeMillsInSendQueue": "200", "transientStorePoolEnable": "true"})
+    assert unknown == ["transientStorePoolEnable", "waitTimeMillsInSendQueue"]
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -73,6 +73,7 @@ class FakeBroker:
         self.heartbeats: list[dict] = []
         self.members: dict[str, dict[str, Connection]] = defaultdict(dict)
         self.sent_back: list[headers.ConsumerSendMsgBackRequestHeader] = []
+        self.end_remarks: list[str | None] = []
         self.unregistered: list[headers.UnregisterClientRequestHeader] = []
         self.send_code = ResponseCode.SUCCESS
         self.hang: set[int] = set()
@@ -91,6 +92,7 @@ class FakeBroker:
             RequestCode.UNREGISTER_CLIENT: self._unregister,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
             RequestCode.CONSUMER_SEND_MSG_BACK: self._send_back,
+            RequestCode.END_TRANSACTION: self._end_transaction,
         }
         self.server = RemotingServer({code: self._recording(code, h) for code, h in handlers.items()},
                                      host="127.0.0.1", on_connection_closed=self._closed)
@@ -276,6 +278,11 @@ class FakeBroker:
         if not ids:
             return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
         return req.response(ResponseCode.SUCCESS, body=orjson.dumps({"consumerIdList": ids}))
+
+    async def _end_transaction(self, conn: Connection, req: RemotingCommand) -> RemotingCommand | None:
+        """Recorded (see ``requests`` and ``end_remarks``); sent oneway, so nothing to answer."""
+        self.end_remarks.append(req.remark)
+        return None
 
     async def _send_back(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         h = headers.ConsumerSendMsgBackRequestHeader.from_ext(req.ext_fields)
