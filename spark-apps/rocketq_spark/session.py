@@ -36,6 +36,9 @@ def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     builder = SparkSession.builder.appName(app_name)
     if master or not under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need the same packages
+        # Local mode talks to itself only: binding to loopback spares the "hostname resolves to a
+        # loopback address" warning and any firewall prompt on a laptop.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.master(master or LOCAL_MASTER)
         for key, value in LOCAL_CONF.items():
             builder = builder.config(key, value)
