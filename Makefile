@@ -25,7 +25,7 @@ test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
 
 lint: venv
-	$(VENV)/bin/ruff check rocketq operator tests e2e bench spark-apps
+	$(VENV)/bin/ruff check rocketq operator tests e2e bench spark-apps conftest.py
 	$(VENV)/bin/mypy rocketq operator/rocketq_operator spark-apps/rocketq_spark
 
 ## bench: the benchmark matrix of docs/benchmarks.md (throughput and latency, both flush modes)
