@@ -62,6 +62,8 @@ class AnalyticsSpec:
     history_size: str = "5Gi"
     storage_class: str | None = None
     pushgateway: str | None = None
+    cluster: str | None = None
+    """The RocketMQCluster the jobs serve (set by the operator): labels the pushed gauges."""
     driver: Resources = field(default_factory=Resources)
     executor: Resources = field(default_factory=Resources)
     executors: int = 1
@@ -78,7 +80,10 @@ def _meta(spec: AnalyticsSpec, suffix: str) -> dict[str, Any]:
 
 def lag_arguments(spec: AnalyticsSpec) -> list[str]:
     args = ["--namesrv", spec.namesrv, "--history", f"{DATA_MOUNT}/lag-history", "--output", f"{DATA_MOUNT}/lag"]
-    return [*args, "--pushgateway", spec.pushgateway] if spec.pushgateway else args
+    if not spec.pushgateway:
+        return args
+    args += ["--pushgateway", spec.pushgateway]
+    return [*args, "--cluster", spec.cluster, "--cluster-namespace", spec.namespace] if spec.cluster else args
 
 
 def trace_arguments(spec: AnalyticsSpec) -> list[str]:

@@ -361,7 +361,7 @@ def test_prometheus_rule_alerts() -> None:
     alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
     assert set(alerts) == {
         "RocketQBrokerDown", "RocketQNameServerDown", "RocketQBrokerGroupNoMaster",
-        "RocketQBrokerDiskAlmostFull", "RocketQConsumerLagGrowing",
+        "RocketQBrokerDiskAlmostFull", "RocketQConsumerLagGrowing", "RocketQConsumerQueuesStuck",
     }
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"}

@@ -110,7 +110,8 @@ def test_scheduled_jobs_are_valid_v1beta2_and_point_at_the_clusters_name_servers
     assert lag["spec"]["schedule"] == "*/5 * * * *" and traces["spec"]["schedule"] == "0 * * * *"
     assert lag["spec"]["template"]["mainApplicationFile"].endswith("/consumer_lag.py")
     assert traces["spec"]["template"]["mainApplicationFile"].endswith("/trace_analysis.py")
-    assert lag["spec"]["template"]["arguments"][-2:] == ["--pushgateway", "pg:9091"]
+    assert lag["spec"]["template"]["arguments"][-6:] == [
+        "--pushgateway", "pg:9091", "--cluster", "demo", "--cluster-namespace", "mq"]
 
 
 def test_a_long_job_name_still_leaves_room_for_spark_operators_run_suffix() -> None:

@@ -44,6 +44,7 @@ def spark_spec(cluster: Cluster) -> manifests.AnalyticsSpec:
         history_size=wanted.history_size,
         storage_class=wanted.history_storage_class,
         pushgateway=wanted.pushgateway,
+        cluster=meta.name,
         driver=manifests.Resources(cores=wanted.driver.cores, memory=wanted.driver.memory),
         executor=manifests.Resources(cores=wanted.executor.cores, memory=wanted.executor.memory),
         executors=wanted.executors,
