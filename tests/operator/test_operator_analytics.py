@@ -15,7 +15,8 @@ import pytest
 import sparkschema
 from hypothesis import strategies as st
 from operator_harness import PATHS, OperatorEnv, declare_spark_operator
-from rocketq_operator import names
+from rocketq_operator import analytics as step
+from rocketq_operator import applying, kubeapi, names
 from rocketq_operator import spec as specs
 from rocketq_operator.rendering import analytics, common
 
@@ -138,6 +139,61 @@ def test_support_objects_are_valid_kubernetes_and_owned() -> None:
 def test_disabling_removes_jobs_and_rbac_but_keeps_the_history() -> None:
     assert analytics.removable("demo") == [("ScheduledSparkApplication", j) for j in JOBS] + [
         ("RoleBinding", "demo-spark"), ("Role", "demo-spark"), ("ServiceAccount", "demo-spark")]
+
+
+# ---- the step, with an API that refuses ---------------------------------------------------------
+
+
+class ForbiddingApi:
+    """Every read finds nothing; every write of ``forbidden`` kinds is 403, others are stored."""
+
+    def __init__(self, forbidden: set[str], reads_forbidden: bool = False) -> None:
+        self.forbidden = forbidden
+        self.reads_forbidden = reads_forbidden
+        self.created: list[str] = []
+
+    async def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if self.reads_forbidden and kind in self.forbidden:
+            raise kubeapi.Forbidden(f"GET {kind} {name}: 403", 403)
+        return None
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] in self.forbidden:
+            raise kubeapi.Forbidden(f"POST {obj['kind']}: 403 forbidden", 403)
+        self.created.append(obj["kind"])
+        return obj
+
+
+class FakePass:
+    """What the analytics step uses of a ClusterPass."""
+
+    def __init__(self, api: ForbiddingApi, previous: dict[str, Any] | None = None) -> None:
+        self.api = api
+        self.previous = previous or {}
+        self.events: list[tuple[str, str, str]] = []
+        self.ctx = self
+        self.emit = lambda kind, reason, message: self.events.append((kind, reason, message))
+
+    async def apply_one(self, desired: dict[str, Any]) -> applying.ApplyResult | None:
+        return await applying.apply(self.api, desired)  # type: ignore[arg-type]
+
+
+async def test_a_forbidden_write_is_a_condition_and_one_event_not_a_failed_pass() -> None:
+    cluster = cluster_of({"analytics": {"enabled": True}})
+    first = FakePass(ForbiddingApi({"Role"}))
+    found = await step.reconcile(first, cluster)  # type: ignore[arg-type]
+    assert (found.status, found.reason) == (True, "Forbidden") and "403" in found.message
+    assert first.api.created == ["ServiceAccount"] and [e[1] for e in first.events] == ["AnalyticsUnavailable"]
+    told = {"conditions": [{"type": "AnalyticsUnavailable", "status": "True", "reason": "Forbidden"}]}
+    again = FakePass(ForbiddingApi({"Role"}), told)
+    assert (await step.reconcile(again, cluster)).reason == "Forbidden"  # type: ignore[arg-type]
+    assert again.events == [], "the status already says it"
+
+
+async def test_disabled_analytics_without_access_to_spark_objects_is_just_disabled() -> None:
+    api = ForbiddingApi({"ScheduledSparkApplication"}, reads_forbidden=True)
+    found = await step.reconcile(FakePass(api), cluster_of({}))  # type: ignore[arg-type]
+    assert (found.status, found.reason) == (False, "Disabled") and "no access" in found.message
 
 
 # ---- against the emulator ---------------------------------------------------------------------
