@@ -2,7 +2,7 @@
 
 The chart's Grafana dashboard and alert rules name metrics and labels in PromQL strings; a
 typo there (``consumer_group`` for ``group``) gives an empty panel, not an error. This module
-builds the catalogue those strings are checked against, from three places:
+builds the catalogue those strings are checked against, from four places:
 
 1. **The code.** Every metric is declared by a constructor call with a literal name and a
    literal label list: prometheus_client's ``Counter``/``Gauge``/``Histogram``/``Summary`` and
@@ -10,17 +10,15 @@ builds the catalogue those strings are checked against, from three places:
    ``_gauge`` shorthand), in ``rocketq/broker/metrics.py``, ``rocketq/namesrv/metrics.py`` and
    ``operator/rocketq_operator/metrics.py``. They are read with ``ast``, so a metric counts
    even when a test would see no sample of it. A label list held in a variable is followed to
-   its assignment in the same function, and a parameter to the argument every call of that
-   function in the module passes (they must agree); anything else is an error here, never a
-   guess.
-4. **The Pushgateway.** The Spark lag job pushes ``rocketq_spark_*`` gauges
-   (``spark-apps/rocketq_spark/pushing.py``, read the same way); the Pushgateway adds the push
-   group's labels (``GROUPING_LABELS`` there) and Prometheus scrapes them with ``honor_labels``,
-   so they carry ``job`` and ``instance`` but not the PodMonitor's target labels.
+   its assignment in the same function; anything else is an error here, never a guess.
 2. **The exposition format.** A counter ``x`` is exported as ``x_total``; a histogram ``h`` as
    ``h_bucket`` (with ``le``), ``h_sum`` and ``h_count``.
 3. **Scraping.** Prometheus adds ``job`` and ``instance`` and the synthetic ``up`` series; the
    chart's PodMonitor copies pod labels onto every series (``targetLabel`` of its relabelings).
+4. **The Pushgateway.** The Spark lag job pushes ``rocketq_spark_*`` gauges
+   (``spark-apps/rocketq_spark/pushing.py``, read the same way); the Pushgateway adds the push
+   group's labels (``GROUPING_LABELS`` there) and Prometheus scrapes them with ``honor_labels``,
+   so they carry ``job`` and ``instance`` but not the PodMonitor's target labels.
 
 Public API: ``exported(target_labels) -> dict[str, frozenset[str]]``, ``SOURCES``, ``PUSHED``.
 """
@@ -40,8 +38,6 @@ SOURCES: Final = (
 PUSHED: Final = REPO / "spark-apps" / "rocketq_spark" / "pushing.py"
 GROUPING_CONSTANT: Final = "GROUPING_LABELS"
 SCRAPE_LABELS: Final = frozenset({"job", "instance"})
-MAX_FOLLOW: Final = 8
-"""How many variables and call sites a label list may be passed through before it is read."""
 
 # constructor -> (kind, position of the label list among its positional arguments, from 1)
 CONSTRUCTORS: Final = {
@@ -64,52 +60,13 @@ def _callee(call: ast.Call) -> str | None:
     return None
 
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def _assignments(scope: Function) -> dict[str, ast.expr]:
-    return {target.id: node.value for node in ast.walk(scope) if isinstance(node, ast.Assign)
-            for target in node.targets if isinstance(target, ast.Name)}
-
-
-class _Module:
-    """One source file's functions, to follow a label list through variables and parameters."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.functions = [n for n in ast.walk(tree) if isinstance(n, Function)]
-
-    @staticmethod
-    def literal(node: ast.expr, where: str) -> frozenset[str]:
-        if isinstance(node, ast.List | ast.Tuple) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
-            return frozenset(str(e.value) for e in node.elts if isinstance(e, ast.Constant))
-        raise CatalogError(f"{where}: label list is not a literal list of strings: {ast.unparse(node)}")
-
-    def strings(self, node: ast.expr, scope: Function, where: str, depth: int = 0) -> frozenset[str]:
-        if isinstance(node, ast.Name) and depth < MAX_FOLLOW:
-            assigned = _assignments(scope)
-            if node.id in assigned:
-                return self.strings(assigned[node.id], scope, where, depth + 1)
-            params = [a.arg for a in scope.args.args]
-            if node.id in params:
-                return self._passed(scope, params, node.id, where, depth)
-        return self.literal(node, where)
-
-    def _passed(self, scope: Function, params: list[str], name: str, where: str, depth: int) -> frozenset[str]:
-        """What every call of ``scope`` in the module passes as parameter ``name``: one value."""
-        position = params.index(name) - (1 if params[:1] in (["self"], ["cls"]) else 0)
-        found: set[frozenset[str]] = set()
-        for caller in self.functions:
-            for call in (n for n in ast.walk(caller) if isinstance(n, ast.Call) and _callee(n) == scope.name):
-                given = next((k.value for k in call.keywords if k.arg == name), None)
-                if given is None and position < len(call.args):
-                    given = call.args[position]
-                if given is None:
-                    raise CatalogError(f"{where}: a call of {scope.name} does not pass {name}")
-                found.add(self.strings(given, caller, where, depth + 1))
-        if len(found) != 1:
-            raise CatalogError(f"{where}: {scope.name}'s {name} is not one literal list at every call: {found}")
-        return found.pop()
+def _strings(node: ast.expr, assigned: dict[str, ast.expr], where: str) -> frozenset[str]:
+    if isinstance(node, ast.Name) and node.id in assigned:
+        return _strings(assigned[node.id], assigned, where)
+    if isinstance(node, ast.List | ast.Tuple) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return frozenset(str(e.value) for e in node.elts if isinstance(e, ast.Constant))
+    raise CatalogError(f"{where}: label list is not a literal list of strings: {ast.unparse(node)}")
 
 
 def _series(name: str, kind: str) -> dict[str, frozenset[str]]:
@@ -124,9 +81,17 @@ def _series(name: str, kind: str) -> dict[str, frozenset[str]]:
 
 def _declared(path: pathlib.Path) -> dict[str, frozenset[str]]:
     tree = ast.parse(path.read_text(), str(path))
-    module = _Module(tree)
     found: dict[str, frozenset[str]] = {}
-    for scope in module.functions:
+    module_constants = {node.target.id if isinstance(node, ast.AnnAssign) else node.targets[0].id: node.value
+                        for node in tree.body
+                        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value)
+                        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))}
+    for scope in ast.walk(tree):
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        assigned = {**module_constants, **{target.id: node.value for node in ast.walk(scope)
+                                           if isinstance(node, ast.Assign)
+                                           for target in node.targets if isinstance(target, ast.Name)}}
         for call in (n for n in ast.walk(scope) if isinstance(n, ast.Call)):
             callee = _callee(call)
             if callee not in CONSTRUCTORS or not call.args:
@@ -136,17 +101,17 @@ def _declared(path: pathlib.Path) -> dict[str, frozenset[str]]:
             if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
                 continue  # e.g. a loop over (name, doc) pairs: handled below
             kind, index = CONSTRUCTORS[callee]
-            found.update(_with_labels(first.value, kind, _labels_of(module, scope, call, index, where)))
+            found.update(_with_labels(first.value, kind, _labels_of(call, index, assigned, where)))
         found.update(_looped_gauges(scope))
     return found
 
 
-def _labels_of(module: _Module, scope: Function, call: ast.Call, index: int, where: str) -> frozenset[str]:
+def _labels_of(call: ast.Call, index: int, assigned: dict[str, ast.expr], where: str) -> frozenset[str]:
     for keyword in call.keywords:
         if keyword.arg in LABEL_KEYWORDS:
-            return module.strings(keyword.value, scope, where)
+            return _strings(keyword.value, assigned, where)
     if len(call.args) >= index:
-        return module.strings(call.args[index - 1], scope, where)
+        return _strings(call.args[index - 1], assigned, where)
     return frozenset()
 
 
@@ -154,7 +119,7 @@ def _with_labels(name: str, kind: str, labels: frozenset[str]) -> dict[str, froz
     return {series: extra | labels for series, extra in _series(name, kind).items()}
 
 
-def _looped_gauges(scope: Function) -> dict[str, frozenset[str]]:
+def _looped_gauges(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, frozenset[str]]:
     """``for name, doc, read in ((\"x\", ...), ...): Gauge(name, doc, ...)``: label-less gauges."""
     found: dict[str, frozenset[str]] = {}
     for loop in (n for n in ast.walk(scope) if isinstance(n, ast.For)):
@@ -180,7 +145,7 @@ def grouping_labels(path: pathlib.Path = PUSHED) -> frozenset[str]:
             list(node.targets) if isinstance(node, ast.Assign) else [])
         value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
         if value is not None and any(isinstance(t, ast.Name) and t.id == GROUPING_CONSTANT for t in targets):
-            return _Module.literal(value, f"{path.relative_to(REPO)}:{node.lineno}")
+            return _strings(value, {}, f"{path.relative_to(REPO)}:{node.lineno}")
     raise CatalogError(f"{path.relative_to(REPO)}: no literal {GROUPING_CONSTANT} tuple")
 
 
