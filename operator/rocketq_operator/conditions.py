@@ -38,6 +38,8 @@ class Type(enum.Enum):
     PROGRESSING = "Progressing"
     DEGRADED = "Degraded"
     PAUSED = "ReconciliationPaused"
+    ANALYTICS_UNAVAILABLE = "AnalyticsUnavailable"
+    """spec.analytics is enabled but its Spark jobs cannot be created (no spark-operator CRD, no RBAC)."""
 
 
 @dataclass(frozen=True)

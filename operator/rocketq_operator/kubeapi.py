@@ -63,6 +63,12 @@ KINDS: Final[Mapping[str, Kind]] = {
     "Pod": Kind("v1", "pods"),
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
+    # spec.analytics: the Spark jobs and what their drivers need
+    "ServiceAccount": Kind("v1", "serviceaccounts"),
+    "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": Kind("rbac.authorization.k8s.io/v1", "rolebindings"),
+    "PersistentVolumeClaim": Kind("v1", "persistentvolumeclaims"),
+    "ScheduledSparkApplication": Kind("sparkoperator.k8s.io/v1beta2", "scheduledsparkapplications"),
     "RocketMQCluster": Kind("rocketq.io/v1alpha1", "rocketmqclusters"),
     "RocketMQTopic": Kind("rocketq.io/v1alpha1", "rocketmqtopics"),
     "RocketMQConsumerGroup": Kind("rocketq.io/v1alpha1", "rocketmqconsumergroups"),
@@ -86,6 +92,10 @@ class ApiError(Exception):
 
 class NotFound(ApiError):
     """404: the object is not there (deleting it is then already done)."""
+
+
+class Forbidden(ApiError):
+    """403: the operator's service account may not do this (its RBAC lacks the grant)."""
 
 
 class Conflict(ApiError):
@@ -212,4 +222,6 @@ def _error(what: str, status: int, data: bytes | None) -> ApiError:
         return NotFound(text, status)
     if status == HTTPStatus.CONFLICT:
         return Conflict(text, status)
+    if status == HTTPStatus.FORBIDDEN:
+        return Forbidden(text, status)
     return ApiError(text, status)

@@ -90,3 +90,28 @@ def pod_ordinal(pod_name: str) -> int | None:
     if not sep or not head or not tail.isdigit() or (len(tail) > 1 and tail[0] == "0"):
         return None
     return int(tail)
+
+
+def analytics_lag(cluster: str) -> str:
+    """The consumer_lag job's ScheduledSparkApplication (kept short: see spec.MAX_ANALYTICS_CLUSTER_NAME)."""
+    return f"{cluster}-lag"
+
+
+def analytics_traces(cluster: str) -> str:
+    """The trace_analysis job's ScheduledSparkApplication."""
+    return f"{cluster}-traces"
+
+
+def analytics_history(cluster: str) -> str:
+    """The PersistentVolumeClaim holding the lag history and the jobs' results."""
+    return f"{cluster}-analytics"
+
+
+def spark_account(cluster: str) -> str:
+    """The Spark drivers' ServiceAccount, and the Role and RoleBinding that let them run executors."""
+    return f"{cluster}-spark"
+
+
+def namesrv_service_address(cluster: str, namespace: str) -> str:
+    """The name servers' headless Service: one DNS name for all of them, whatever their count."""
+    return f"{namesrv(cluster)}.{namespace}.svc:{NAMESRV_PORT}"

@@ -16,7 +16,11 @@ steps, in order:
    StatefulSet, PDB. Results are values; nothing is restarted here.
 5. ``failover`` (MasterSlave), ``seed`` new groups with topics and consumer groups,
    ``manual_roll`` bookkeeping, ``roll`` one out-of-date pod, ``scale_down`` (drain, remove).
-6. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
+6. ``analytics``: with ``spec.analytics.enabled`` the Spark jobs' ServiceAccount, Role,
+   RoleBinding, history claim and two ScheduledSparkApplications; without it, the jobs and
+   their RBAC are removed (the claim is kept). A cluster without spark-operator's CRD gets
+   ``AnalyticsUnavailable=True`` and a Warning Event; nothing else waits for it.
+7. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
    writes it only when it changed.
 
 The pass never sleeps: anything that needs time (a pod becoming ready, a drain emptying)
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rocketq_operator import (
+    analytics,
     applying,
     conditions,
     failover,
@@ -81,6 +86,7 @@ class ClusterPass:
         self.api = ctx.runtime.api
         self.found = Findings()
         self.refused: dict[int, list[str]] = {}
+        self.analytics: Condition | None = None
 
     @property
     def previous(self) -> Mapping[str, Any]:
@@ -112,6 +118,7 @@ class ClusterPass:
             manual = await self.manual_roll(cluster, state)
             await self.roll(cluster, state, registry, hashes, manual)
         await self.scale_down(cluster, state, registry)
+        self.analytics = await analytics.reconcile(self, cluster)
         status = self.status(cluster, state, registry)
         self.announce_refusals()
         return status
@@ -411,6 +418,8 @@ class ClusterPass:
                       found.degraded[0][0] if found.degraded else "AsExpected", degraded),
             Condition(Type.PAUSED, False, "Reconciling"),
         ]
+        if self.analytics is not None:
+            wanted.append(self.analytics)
         return conditions.render(wanted, self.previous.get("conditions"), _stamp(self.ctx), self.meta.generation)
 
     def invalid_status(self, errors: tuple[str, ...]) -> dict[str, Any]:

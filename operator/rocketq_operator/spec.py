@@ -57,6 +57,26 @@ _QUANTITY: Final = re.compile(
 _STORAGE_SIZE: Final = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _CONFIG_KEY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
 
+DEFAULT_ANALYTICS_IMAGE: Final = "ghcr.io/rocketq/rocketq-spark:0.1.0"
+DEFAULT_LAG_SCHEDULE: Final = "*/5 * * * *"
+DEFAULT_TRACE_SCHEDULE: Final = "0 * * * *"
+DEFAULT_HISTORY_SIZE: Final = "5Gi"
+DEFAULT_SPARK_MEMORY: Final = "512m"
+MAX_SPARK_CORES: Final = 64
+MAX_EXECUTORS: Final = 64
+MAX_SCHEDULE_LENGTH: Final = 128
+SPARK_RUN_SUFFIX: Final = 20
+"""spark-operator names each run ``<ScheduledSparkApplication>-<UnixNano>`` (19 digits and a dash),
+and that name becomes a label value on the driver: at most 63 characters."""
+ANALYTICS_JOB_SUFFIXES: Final = ("-lag", "-traces")
+MAX_ANALYTICS_CLUSTER_NAME: Final = 63 - SPARK_RUN_SUFFIX - max(len(s) for s in ANALYTICS_JOB_SUFFIXES)
+"""36: a cluster whose scheduled jobs' runs still have names spark-operator can label."""
+SCHEDULE: Final = re.compile(
+    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9][0-9a-z.]*|[^ ]+( [^ ]+){4})$")
+"""What spark-operator's cron parser takes: five fields, a descriptor, or ``@every <duration>``."""
+_SPARK_MEMORY: Final = re.compile(r"^[1-9][0-9]*[kmgt]$")
+_PUSHGATEWAY: Final = re.compile(r"^[^\s]+$")
+
 
 class PullPolicy(enum.Enum):
     ALWAYS = "Always"
@@ -132,6 +152,30 @@ class SchedulingSpec:
 
 
 @dataclass(frozen=True)
+class SparkPods:
+    """Cores and memory (Spark's notation: ``512m``, ``2g``) of a driver or of each executor."""
+
+    cores: int = 1
+    memory: str = DEFAULT_SPARK_MEMORY
+
+
+@dataclass(frozen=True)
+class AnalyticsSpec:
+    """``spec.analytics``: the two Spark jobs, scheduled for this cluster (off unless enabled)."""
+
+    enabled: bool = False
+    image: str = DEFAULT_ANALYTICS_IMAGE
+    lag_schedule: str = DEFAULT_LAG_SCHEDULE
+    trace_schedule: str = DEFAULT_TRACE_SCHEDULE
+    pushgateway: str | None = None
+    history_size: str = DEFAULT_HISTORY_SIZE
+    history_storage_class: str | None = None
+    driver: SparkPods = field(default_factory=SparkPods)
+    executor: SparkPods = field(default_factory=SparkPods)
+    executors: int = 1
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     image: str = DEFAULT_IMAGE
     image_pull_policy: PullPolicy = PullPolicy.IF_NOT_PRESENT
@@ -141,6 +185,7 @@ class ClusterSpec:
     metrics_enabled: bool = True
     scheduling: SchedulingSpec = field(default_factory=SchedulingSpec)
     acl_secret_name: str | None = None
+    analytics: AnalyticsSpec = field(default_factory=AnalyticsSpec)
 
 
 @dataclass(frozen=True)
@@ -184,6 +229,7 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
                                   "spec.metrics.enabled", True),
         scheduling=_scheduling(r, r.mapping(top.get("scheduling"), "spec.scheduling")),
         acl_secret_name=_acl(r, top.get("acl")),
+        analytics=_analytics(r, r.mapping(top.get("analytics"), "spec.analytics"), name),
     )
     errors = tuple(r.errors)
     return Parsed(spec=None if errors else spec, errors=errors)
@@ -309,6 +355,43 @@ def _acl(r: Reader, raw: Any) -> str | None:
     if name is None and "secretName" not in top:
         r.fail("spec.acl.secretName", "is required when spec.acl is set")
     return name
+
+
+def _analytics(r: Reader, raw: Mapping[str, Any], name: str) -> AnalyticsSpec:
+    enabled = r.boolean(raw.get("enabled"), "spec.analytics.enabled", False)
+    if enabled and len(name) > MAX_ANALYTICS_CLUSTER_NAME:
+        r.fail("metadata.name", f"must be at most {MAX_ANALYTICS_CLUSTER_NAME} characters when analytics is "
+                                "enabled: the Spark runs' names <cluster>-traces-<19 digits> must fit in a label")
+    history = r.mapping(raw.get("history"), "spec.analytics.history")
+    executor = r.mapping(raw.get("executor"), "spec.analytics.executor")
+    return AnalyticsSpec(
+        enabled=enabled,
+        image=r.string(raw.get("image"), "spec.analytics.image", DEFAULT_ANALYTICS_IMAGE, max_length=512)
+        or DEFAULT_ANALYTICS_IMAGE,
+        lag_schedule=_schedule(r, raw.get("lagSchedule"), "spec.analytics.lagSchedule", DEFAULT_LAG_SCHEDULE),
+        trace_schedule=_schedule(r, raw.get("traceSchedule"), "spec.analytics.traceSchedule",
+                                 DEFAULT_TRACE_SCHEDULE),
+        pushgateway=r.string(raw.get("pushgateway"), "spec.analytics.pushgateway", None, _PUSHGATEWAY, 253),
+        history_size=r.string(history.get("size"), "spec.analytics.history.size", DEFAULT_HISTORY_SIZE,
+                              _STORAGE_SIZE, 32) or DEFAULT_HISTORY_SIZE,
+        history_storage_class=r.string(history.get("storageClassName"), "spec.analytics.history.storageClassName",
+                                       None, validation.DNS_1123_SUBDOMAIN),
+        driver=_spark_pods(r, r.mapping(raw.get("driver"), "spec.analytics.driver"), "spec.analytics.driver"),
+        executor=_spark_pods(r, executor, "spec.analytics.executor"),
+        executors=r.integer(executor.get("instances"), "spec.analytics.executor.instances", 1, 1, MAX_EXECUTORS),
+    )
+
+
+def _schedule(r: Reader, raw: Any, path: str, default: str) -> str:
+    return r.string(raw, path, default, SCHEDULE, MAX_SCHEDULE_LENGTH) or default
+
+
+def _spark_pods(r: Reader, raw: Mapping[str, Any], path: str) -> SparkPods:
+    return SparkPods(
+        cores=r.integer(raw.get("cores"), f"{path}.cores", 1, 1, MAX_SPARK_CORES),
+        memory=r.string(raw.get("memory"), f"{path}.memory", DEFAULT_SPARK_MEMORY, _SPARK_MEMORY, 16)
+        or DEFAULT_SPARK_MEMORY,
+    )
 
 
 def cluster_meta(body: Mapping[str, Any]) -> ClusterMeta:

@@ -32,6 +32,8 @@ IMAGE: Final = "ghcr.io/rocketq/rocketq-spark:0.1.0"
 APP_ROOT: Final = "/opt/rocketq/spark-apps/rocketq_spark/jobs"
 DATA_MOUNT: Final = "/data"
 VOLUME: Final = "rocketq-analytics"
+LAG_JOB: Final = "consumer-lag"
+TRACE_JOB: Final = "trace-analysis"
 POD_RULES: Final = [{
     "apiGroups": [""],
     "resources": ["pods", "services", "configmaps", "persistentvolumeclaims"],
@@ -60,6 +62,8 @@ class AnalyticsSpec:
     history_size: str = "5Gi"
     storage_class: str | None = None
     pushgateway: str | None = None
+    cluster: str | None = None
+    """The RocketMQCluster the jobs serve (set by the operator): labels the pushed gauges."""
     driver: Resources = field(default_factory=Resources)
     executor: Resources = field(default_factory=Resources)
     executors: int = 1
@@ -76,7 +80,10 @@ def _meta(spec: AnalyticsSpec, suffix: str) -> dict[str, Any]:
 
 def lag_arguments(spec: AnalyticsSpec) -> list[str]:
     args = ["--namesrv", spec.namesrv, "--history", f"{DATA_MOUNT}/lag-history", "--output", f"{DATA_MOUNT}/lag"]
-    return [*args, "--pushgateway", spec.pushgateway] if spec.pushgateway else args
+    if not spec.pushgateway:
+        return args
+    args += ["--pushgateway", spec.pushgateway]
+    return [*args, "--cluster", spec.cluster, "--cluster-namespace", spec.namespace] if spec.cluster else args
 
 
 def trace_arguments(spec: AnalyticsSpec) -> list[str]:
@@ -123,6 +130,12 @@ def scheduled(spec: AnalyticsSpec, job: str, schedule: str, arguments: list[str]
                      "failedRunHistoryLimit": 3, "template": application_spec(spec, job, arguments)}}
 
 
+def scheduled_jobs(spec: AnalyticsSpec) -> dict[str, dict[str, Any]]:
+    """Job name -> its ScheduledSparkApplication (what the operator applies per cluster, too)."""
+    return {LAG_JOB: scheduled(spec, LAG_JOB, spec.lag_schedule, lag_arguments(spec)),
+            TRACE_JOB: scheduled(spec, TRACE_JOB, spec.trace_schedule, trace_arguments(spec))}
+
+
 def rbac(spec: AnalyticsSpec) -> list[dict[str, Any]]:
     meta = {"name": spec.service_account, "namespace": spec.namespace}
     return [
@@ -144,14 +157,14 @@ def volume_claim(spec: AnalyticsSpec) -> dict[str, Any]:
 
 def render(spec: AnalyticsSpec) -> dict[str, list[dict[str, Any]]]:
     """File name -> objects, the layout of ``spark-apps/manifests/``."""
-    lag, traces = lag_arguments(spec), trace_arguments(spec)
+    jobs = scheduled_jobs(spec)
     return {
         "rbac.yaml": rbac(spec),
         "volume.yaml": [volume_claim(spec)],
-        "consumer-lag-scheduled.yaml": [scheduled(spec, "consumer-lag", spec.lag_schedule, lag)],
-        "trace-analysis-scheduled.yaml": [scheduled(spec, "trace-analysis", spec.trace_schedule, traces)],
-        "consumer-lag-once.yaml": [spark_application(spec, "consumer-lag", lag)],
-        "trace-analysis-once.yaml": [spark_application(spec, "trace-analysis", traces)],
+        "consumer-lag-scheduled.yaml": [jobs[LAG_JOB]],
+        "trace-analysis-scheduled.yaml": [jobs[TRACE_JOB]],
+        "consumer-lag-once.yaml": [spark_application(spec, LAG_JOB, lag_arguments(spec))],
+        "trace-analysis-once.yaml": [spark_application(spec, TRACE_JOB, trace_arguments(spec))],
     }
 
 

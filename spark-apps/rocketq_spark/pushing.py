@@ -1,18 +1,33 @@
 """Pushing a run's summary to a Prometheus Pushgateway, so dashboards can graph the job's findings.
 
 The gauges are named ``rocketq_spark_*`` and labelled by group and topic; one push replaces the
-previous one of the same job (HTTP PUT), so a group that disappeared stops being reported.
+previous one of the same push group (HTTP PUT), so a group that disappeared stops being reported.
+
+The push group is the job plus ``GROUPING_LABELS`` when the run knows its cluster (the operator
+passes ``--cluster``): without them, the jobs of two clusters pushing to one Pushgateway would
+replace each other's series. The Pushgateway adds the grouping labels to every series, so the
+dashboard selects the Spark gauges by ``rocketq_cluster`` and ``namespace`` as it does the
+brokers' (tests/k8s/metriccatalog.py reads ``GROUPING_LABELS`` from here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
+GROUPING_LABELS: Final = ("rocketq_cluster", "namespace")
 
-def push_lag(gateway: str, job: str, groups: Iterable[Any]) -> int:
+
+def grouping_key(cluster: str | None, namespace: str | None) -> dict[str, str]:
+    """The push group's labels beyond ``job``: the cluster's name and namespace when known."""
+    if not cluster:
+        return {}
+    return dict(zip(GROUPING_LABELS, (cluster, namespace or ""), strict=True))
+
+
+def push_lag(gateway: str, job: str, groups: Iterable[Any], grouping: Mapping[str, str] | None = None) -> int:
     """Push per group/topic lag metrics (rows of ``lag.group_metrics``); returns the series count."""
     registry = CollectorRegistry()
     labels = ["group", "topic"]
@@ -35,5 +50,5 @@ def push_lag(gateway: str, job: str, groups: Iterable[Any]) -> int:
         stuck.labels(*key).set(row["stuckQueues"])
         unserved.labels(*key).set(row["noConsumerQueues"])
         count += 1
-    push_to_gateway(gateway, job=job, registry=registry)
+    push_to_gateway(gateway, job=job, registry=registry, grouping_key=dict(grouping or {}))
     return count

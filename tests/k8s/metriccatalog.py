@@ -2,7 +2,7 @@
 
 The chart's Grafana dashboard and alert rules name metrics and labels in PromQL strings; a
 typo there (``consumer_group`` for ``group``) gives an empty panel, not an error. This module
-builds the catalogue those strings are checked against, from three places:
+builds the catalogue those strings are checked against, from four places:
 
 1. **The code.** Every metric is declared by a constructor call with a literal name and a
    literal label list: prometheus_client's ``Counter``/``Gauge``/``Histogram``/``Summary`` and
@@ -15,8 +15,12 @@ builds the catalogue those strings are checked against, from three places:
    ``h_bucket`` (with ``le``), ``h_sum`` and ``h_count``.
 3. **Scraping.** Prometheus adds ``job`` and ``instance`` and the synthetic ``up`` series; the
    chart's PodMonitor copies pod labels onto every series (``targetLabel`` of its relabelings).
+4. **The Pushgateway.** The Spark lag job pushes ``rocketq_spark_*`` gauges
+   (``spark-apps/rocketq_spark/pushing.py``, read the same way); the Pushgateway adds the push
+   group's labels (``GROUPING_LABELS`` there) and Prometheus scrapes them with ``honor_labels``,
+   so they carry ``job`` and ``instance`` but not the PodMonitor's target labels.
 
-Public API: ``exported(target_labels) -> dict[str, frozenset[str]]``, ``SOURCES``.
+Public API: ``exported(target_labels) -> dict[str, frozenset[str]]``, ``SOURCES``, ``PUSHED``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ SOURCES: Final = (
     REPO / "rocketq" / "namesrv" / "metrics.py",
     REPO / "operator" / "rocketq_operator" / "metrics.py",
 )
+PUSHED: Final = REPO / "spark-apps" / "rocketq_spark" / "pushing.py"
+GROUPING_CONSTANT: Final = "GROUPING_LABELS"
 SCRAPE_LABELS: Final = frozenset({"job", "instance"})
 
 # constructor -> (kind, position of the label list among its positional arguments, from 1)
@@ -131,6 +137,18 @@ def _looped_gauges(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, f
     return found
 
 
+def grouping_labels(path: pathlib.Path = PUSHED) -> frozenset[str]:
+    """The push group's labels: the literal tuple ``GROUPING_LABELS`` of the pushing module."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in tree.body:
+        targets: list[ast.expr] = [node.target] if isinstance(node, ast.AnnAssign) else (
+            list(node.targets) if isinstance(node, ast.Assign) else [])
+        value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
+        if value is not None and any(isinstance(t, ast.Name) and t.id == GROUPING_CONSTANT for t in targets):
+            return _strings(value, {}, f"{path.relative_to(REPO)}:{node.lineno}")
+    raise CatalogError(f"{path.relative_to(REPO)}: no literal {GROUPING_CONSTANT} tuple")
+
+
 def exported(target_labels: frozenset[str]) -> dict[str, frozenset[str]]:
     """Every series name Prometheus stores for rocketq, with the labels it carries there."""
     catalog: dict[str, frozenset[str]] = {}
@@ -138,4 +156,7 @@ def exported(target_labels: frozenset[str]) -> dict[str, frozenset[str]]:
         for name, labels in _declared(path).items():
             catalog[name] = labels | target_labels | SCRAPE_LABELS
     catalog["up"] = target_labels | SCRAPE_LABELS
+    pushed = grouping_labels() | SCRAPE_LABELS
+    for name, labels in _declared(PUSHED).items():
+        catalog[name] = labels | pushed
     return catalog

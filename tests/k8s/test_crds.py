@@ -167,6 +167,21 @@ def test_defaults_fill_the_whole_cluster_spec() -> None:
     assert spec["storage"] == {"type": "PersistentVolumeClaim", "size": "20Gi"}
     assert spec["metrics"] == {"enabled": True}
     assert "acl" not in spec
+    assert "analytics" not in spec, "analytics is off unless asked for"
+
+
+def test_defaults_fill_an_enabled_analytics() -> None:
+    spec = crdschema.apply_defaults("RocketMQCluster", cr("RocketMQCluster", analytics={"enabled": True}))["spec"]
+    assert spec["analytics"] == {
+        "enabled": True, "image": "ghcr.io/rocketq/rocketq-spark:0.1.0", "lagSchedule": "*/5 * * * *",
+        "traceSchedule": "0 * * * *", "history": {"size": "5Gi"}, "driver": {"cores": 1, "memory": "512m"},
+        "executor": {"instances": 1, "cores": 1, "memory": "512m"},
+    }
+
+
+def test_a_long_cluster_name_is_fine_without_analytics() -> None:
+    for analytics in ({}, {"enabled": False}):
+        assert crdschema.validate("RocketMQCluster", cr("RocketMQCluster", "a" * 40, analytics=analytics)) == []
 
 
 def test_defaults_keep_given_values_and_are_idempotent() -> None:
@@ -225,6 +240,10 @@ def test_every_example_can_be_applied_again(where: str, doc: dict[str, Any]) -> 
         {"storage": {"type": "EmptyDir", "size": "500Mi"}},
         {"brokers": {"resources": {"requests": {"cpu": 2, "memory": "1.5Gi"}}}},
         {"brokers": {"config": {"fileReservedTime": "48", "deleteWhen": "04", "maxMessageSize": "4194304"}}},
+        {"analytics": {"enabled": True}},
+        {"analytics": {"enabled": True, "lagSchedule": "@every 10m", "traceSchedule": "@hourly",
+                       "pushgateway": "pushgateway.monitoring.svc:9091", "history": {"storageClassName": "nfs"},
+                       "driver": {"memory": "2g"}, "executor": {"instances": 4, "cores": 2}}},
     ],
 )
 def test_valid_cluster_specs(spec: dict[str, Any]) -> None:
@@ -275,6 +294,16 @@ INVALID = [
     ("RocketMQCluster", "demo", {"replicas": 3}, 'unknown field "spec.replicas"'),
     ("RocketMQCluster", "Demo", {}, "metadata.name must be a DNS-1035 label"),
     ("RocketMQCluster", "a" * 41, {}, "metadata.name must be at most 40 characters"),
+    ("RocketMQCluster", "a" * 37, {"analytics": {"enabled": True}},
+     "metadata.name must be at most 36 characters when spec.analytics is enabled"),
+    ("RocketMQCluster", "demo", {"analytics": {"enabled": True, "lagSchedule": "every five minutes"}},
+     "spec.analytics.lagSchedule: Invalid value"),
+    ("RocketMQCluster", "demo", {"analytics": {"enabled": True, "driver": {"memory": "512Mi"}}},
+     "spec.analytics.driver.memory: Invalid value"),
+    ("RocketMQCluster", "demo", {"analytics": {"executor": {"instances": 0}}},
+     "spec.analytics.executor.instances: Invalid value: 0"),
+    ("RocketMQCluster", "demo", {"analytics": {"pushgateway": "pg :9091"}},
+     "spec.analytics.pushgateway: Invalid value"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "perm": 5},
      "spec.perm: Unsupported value: 5: supported values: 2, 4, 6"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "readQueueNums": 0},

@@ -165,6 +165,14 @@ def test_copied_sources_exist_and_reach_the_build_context(image: Image) -> None:
         assert package_root in copied
 
 
+def test_the_operator_image_has_the_spark_manifest_renderer_it_imports() -> None:
+    """rendering/analytics.py imports rocketq_spark.manifests: the operator image must copy it."""
+    copied = " ".join(values_of(instructions(REPO / "operator/Dockerfile"), "COPY"))
+    assert "spark-apps/rocketq_spark" in copied
+    imports = (REPO / "spark-apps/rocketq_spark/manifests.py").read_text()
+    assert "import pyspark" not in imports and "from pyspark" not in imports, "the operator has no pyspark"
+
+
 @pytest.mark.parametrize("image", COMMAND_CASES)
 def test_default_command_is_the_engine_command(image: Image) -> None:
     parsed = instructions(REPO / image.dockerfile)

@@ -8,16 +8,18 @@ or shows (``{{x}}`` in a legend, ``$labels.x`` in an alert) must be a label of e
 query reads. A mismatch is a panel that shows no data or an alert that never fires.
 
 The PromQL reading is deliberately small: selectors ``name{matchers}``, bare metric names
-(those starting with ``rocketmq_``, ``rocketq_operator_``, or ``up``), and ``by``/``without``
+(those starting with ``rocketmq_``, ``rocketq_operator_``, ``rocketq_spark_``, or ``up``), and ``by``/``without``
 clauses. The chart's queries use nothing else; a new construct this cannot read fails the
 "every query names a metric" check rather than passing unchecked.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import pathlib
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -32,7 +34,7 @@ DASHBOARD: Final = CHART / "dashboards" / "rocketq-overview.json"
 
 QUOTED: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 SELECTOR: Final = re.compile(r"([a-zA-Z_:][\w:]*)\s*\{([^}]*)\}")
-BARE_METRIC: Final = re.compile(r"\b(up|rocketmq_\w+|rocketq_operator_\w+)\b(?!\s*\()")
+BARE_METRIC: Final = re.compile(r"\b(up|rocketmq_\w+|rocketq_operator_\w+|rocketq_spark_\w+)\b(?!\s*\()")
 MATCHER: Final = re.compile(r"([a-zA-Z_]\w*)\s*(=~|!~|!=|=)")
 GROUPING: Final = re.compile(r"\b(by|without)\s*\(([^)]*)\)")
 LEGEND_LABEL: Final = re.compile(r"\{\{\s*([a-zA-Z_]\w*)\s*\}\}")
@@ -118,6 +120,58 @@ def test_the_catalogue_holds_what_the_dashboard_documentation_promises(catalog: 
     assert catalog["rocketmq_group_diff"] >= {"group", "topic", "broker", "rocketq_cluster", "namespace", "pod"}
     assert catalog["rocketq_operator_reconciles_total"] >= {"kind", "result"}
     assert "consumer_group" not in catalog["rocketmq_consumer_lag_messages"]
+    # the Spark job's pushed gauges: its labels, the push group's, the scrape's; no pod labels
+    assert catalog["rocketq_spark_stuck_queues"] == {
+        "group", "topic", "rocketq_cluster", "namespace", "job", "instance"}
+
+
+def test_the_dashboard_and_alerts_show_the_spark_jobs_findings(rendered: dict[str, str]) -> None:
+    read = {m for _where, text, _shown in dashboard_queries() for m in Query(text).metrics}
+    assert {"rocketq_spark_consumer_lag", "rocketq_spark_consumer_lag_growth_per_second",
+            "rocketq_spark_stuck_queues", "rocketq_spark_no_consumer_queues",
+            "rocketq_spark_consumer_drain_seconds"} <= read
+    alerted = {m for rule in alert_rules(rendered) for m in Query(rule["expr"]).metrics}
+    assert "rocketq_spark_stuck_queues" in alerted
+
+
+def test_pushed_series_carry_the_labels_the_catalogue_says(catalog: dict[str, frozenset[str]]) -> None:
+    """push_lag against a local HTTP server standing in for the Pushgateway: the PUT path holds
+    the push group's labels and the body every gauge with the catalogue's own labels."""
+    pushing = pytest.importorskip("rocketq_spark.pushing")
+    received: list[tuple[str, str]] = []
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            received.append((self.path, body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_args: Any) -> None:
+            return
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Gateway)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        row = {"group": "g", "topic": "t", "lag": 5, "lagGrowthPerSec": 0.5, "drainSeconds": None,
+               "stuckQueues": 2, "noConsumerQueues": 1}
+        gateway = f"127.0.0.1:{server.server_address[1]}"
+        assert pushing.push_lag(gateway, "rocketq-consumer-lag", [row], pushing.grouping_key("demo", "mq")) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    ((path, body),) = received
+    assert path == "/metrics/job/rocketq-consumer-lag/namespace/mq/rocketq_cluster/demo"
+    samples = [line for line in body.splitlines() if line and not line.startswith("#")]
+    spark = {name for name in catalog if name.startswith("rocketq_spark_")}
+    assert {line.split("{")[0] for line in samples} == spark
+    pushed_labels = set(pushing.grouping_key("demo", "mq")) | {"job", "instance"}
+    for line in samples:
+        labels = set(re.findall(r'(\w+)="', line))
+        assert labels | pushed_labels == catalog[line.split("{")[0]], line
+    assert 'rocketq_spark_consumer_drain_seconds{group="g",topic="t"} -1.0' in samples
 
 
 def test_every_dashboard_query_asks_for_exported_metrics_and_labels(catalog: dict[str, frozenset[str]]) -> None:

@@ -1,59 +1,25 @@
 """The analytics manifests (spark-apps/manifests and the chart's analytics switch) against
-spark-operator's v1beta2 CRD schemas (tests/fixtures/spark-operator, see its README for origin).
-
-Validation is strict: besides types, enums, bounds and required fields, a field the schema does
-not know is an error (the API server would silently prune it, and the job would run without it).
+spark-operator's v1beta2 CRD schemas (tests/fixtures/spark-operator, see its README for origin),
+validated strictly by sparkschema.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import pathlib
 from typing import Any
 
 import helm_python as helm
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 from rocketq_spark import manifests
+from sparkschema import SPARK_KINDS, problems
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "spark-operator"
 CHART = REPO / "charts" / "rocketq"
 RELEASE, NAMESPACE, FULLNAME = "rq", "rocketq-system", "rq-rocketq"
-SPARK_KINDS = ("SparkApplication", "ScheduledSparkApplication")
 NAMESRV = "demo-namesrv.mq.svc:9876"
-
-
-def _closed(schema: Any) -> Any:
-    """Every object schema with known properties refuses unknown ones (kubectl --validate=strict)."""
-    if isinstance(schema, dict):
-        out = {k: _closed(v) for k, v in schema.items()}
-        if ("properties" in out and "additionalProperties" not in out
-                and not out.get("x-kubernetes-preserve-unknown-fields")):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_closed(v) for v in schema]
-    return schema
-
-
-def _schemas() -> dict[str, Any]:
-    app = json.loads((FIXTURES / "sparkapplication.v1beta2.schema.json").read_text())
-    scheduled = json.loads((FIXTURES / "scheduledsparkapplication.v1beta2.schema.json").read_text())
-    scheduled["properties"]["spec"]["properties"]["template"] = copy.deepcopy(app["properties"]["spec"])
-    return {"SparkApplication": _closed(app), "ScheduledSparkApplication": _closed(scheduled)}
-
-
-SCHEMAS = _schemas()
-
-
-def problems(obj: dict[str, Any]) -> list[str]:
-    assert obj["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
-    validator = jsonschema.Draft7Validator(SCHEMAS[obj["kind"]])
-    return sorted(f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj))
 
 
 def check(objs: list[dict[str, Any]]) -> None:

@@ -13,8 +13,10 @@ filled in here, as narrowly as possible:
   server does, a rocketq.io object whose create or update fails the CRD's schema or CEL rules
   (crdschema.validate, transition rules against the stored object): so every write the
   operator makes to its own objects passes the rules a real server runs. Tests of the
-  operator's own checks (for API servers without CEL) turn it off. It does not filter by label
-  selector or garbage-collect by owner reference.
+  operator's own checks (for API servers without CEL) turn it off. A request for a resource
+  it does not declare is 404, as for a CRD that is not installed (spark-operator's only exists
+  after ``declare_spark_operator``). It does not filter by label selector or garbage-collect by
+  owner reference.
 - ``StatefulSetController`` plays the StatefulSet controller and kubelet: it creates pods
   ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
   ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
@@ -72,6 +74,11 @@ PATHS: Final = {
     "Service": "/api/v1/namespaces/{ns}/services",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "Event": "/api/v1/namespaces/{ns}/events",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "ScheduledSparkApplication": "/apis/sparkoperator.k8s.io/v1beta2/namespaces/{ns}/scheduledsparkapplications",
 }
 RESOURCES: Final = {
     "RocketMQCluster": "rocketq.io/v1alpha1/rocketmqclusters",
@@ -83,6 +90,11 @@ RESOURCES: Final = {
     "Service": "v1/services",
     "PodDisruptionBudget": "policy/v1/poddisruptionbudgets",
     "Event": "v1/events",
+    "ServiceAccount": "v1/serviceaccounts",
+    "Role": "rbac.authorization.k8s.io/v1/roles",
+    "RoleBinding": "rbac.authorization.k8s.io/v1/rolebindings",
+    "PersistentVolumeClaim": "v1/persistentvolumeclaims",
+    "ScheduledSparkApplication": "sparkoperator.k8s.io/v1beta2/scheduledsparkapplications",
 }
 
 
@@ -108,6 +120,12 @@ class ApiServer(kmock.KubernetesEmulator):
     _versions: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
     async def _handle(self, request: kmock.Request) -> Any:
+        if (request.resource is not None and request.namespace is not None and self.resources
+                and request.resource not in self.resources):
+            # kmock stores objects of any namespaced path; a real server has no such resource (no
+            # CRD): 404. (Cluster-wide requests are left alone: kopf's discovery and CRD watch.)
+            raise kmock.KubernetesError(status=404, reason="NotFound",
+                                        message="the server could not find the requested resource")
         data = request.data
         if request.resource is not None and isinstance(data, dict):
             if request.action == kmock.action.CREATE:
@@ -176,6 +194,16 @@ class ApiServer(kmock.KubernetesEmulator):
         spec_changed = "spec" in data and _merge(current.get("spec"), data["spec"]) != current.get("spec")
         if request.subresource is None and spec_changed:
             meta["generation"] = int(current.get("metadata", {}).get("generation", 1)) + 1
+
+
+def declare_spark_operator(server: kmock.KubernetesEmulator) -> None:
+    """What installing spark-operator adds: its ScheduledSparkApplication resource (not declared
+    by default, as in a cluster without spark-operator)."""
+    server.resources[RESOURCES["ScheduledSparkApplication"]] = kmock.ResourceInfo(
+        kind="ScheduledSparkApplication", singular="scheduledsparkapplication", namespaced=True,
+        shortnames={"scheduledsparkapp"}, subresources={"status"},
+        verbs={"get", "list", "watch", "create", "update", "patch", "delete"},
+    )
 
 
 def declare_resources(server: kmock.KubernetesEmulator) -> None:

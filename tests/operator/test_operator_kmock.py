@@ -9,36 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import crdschema
-import kmock
 import pytest
-from operator_harness import PATHS, ApiServer, OperatorEnv, fast_config, quiet_logs
+from operator_harness import PATHS, OperatorEnv, fast_config
 from rocketq_operator import applying, names, spec
 from rocketq_operator.brokeradmin import GroupConfig, TopicConfig
 from rocketq_operator.rendering import broker, common, namesrv, pdb
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation")
-
-
-@pytest.fixture
-async def env(request: pytest.FixtureRequest) -> AsyncIterator[OperatorEnv]:
-    """A running operator; ``@pytest.mark.operator_config(...)`` overrides its settings.
-
-    Failover waits 10 s by default here, so a pod restarted by a roll on a busy machine is
-    never mistaken for a lost master; failover tests ask for a short grace period."""
-    quiet_logs()
-    marker = request.node.get_closest_marker("operator_config")
-    admission = request.node.get_closest_marker("without_admission") is None
-    async with ApiServer(admission=admission) as server, kmock.Server(server):
-        operator = OperatorEnv(server, fast_config(**(marker.kwargs if marker else {})))
-        await operator.start()
-        try:
-            yield operator
-        finally:
-            await operator.close()
 
 
 def as_applied(live: dict[str, Any] | None) -> dict[str, Any]:
@@ -112,7 +92,8 @@ async def test_create_renders_every_child_and_reports_ready(env: OperatorEnv) ->
     ready = env.condition("RocketMQCluster", "demo", "Ready")
     assert ready is not None and ready["status"] == "True" and ready["observedGeneration"] == 1
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "Ready": "True", "Progressing": "False", "Degraded": "False", "ReconciliationPaused": "False"}
+        "Ready": "True", "Progressing": "False", "Degraded": "False", "ReconciliationPaused": "False",
+        "AnalyticsUnavailable": "False"}
 
 
 def pod_uid(env: OperatorEnv, name: str) -> str | None:

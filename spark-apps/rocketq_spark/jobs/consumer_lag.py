@@ -36,6 +36,9 @@ def arguments(argv: Sequence[str] | None) -> Any:
                    help="runs without consumer progress that make a queue with lag stuck (default 2)")
     p.add_argument("--pushgateway", default=os.environ.get("PUSHGATEWAY_URL"),
                    help="Prometheus Pushgateway host:port or URL (default: $PUSHGATEWAY_URL; none: no push)")
+    p.add_argument("--cluster", default=None,
+                   help="the RocketMQCluster's name: pushed series get rocketq_cluster (and namespace) labels")
+    p.add_argument("--cluster-namespace", default=None, help="the RocketMQCluster's namespace (with --cluster)")
     args = p.parse_args(argv)
     args.namesrv = jobargs.need_namesrv(args.namesrv)
     if not args.history:
@@ -108,7 +111,8 @@ def run(args: Any, spark: Any) -> str:
         (local / "report.txt").write_text(text + "\n")
         charts.lag_over_time(points, local / "lag_over_time.png")
     if args.pushgateway:
-        pushing.push_lag(args.pushgateway, JOB_NAME, groups)
+        pushing.push_lag(args.pushgateway, JOB_NAME, groups,
+                         pushing.grouping_key(args.cluster, args.cluster_namespace))
     snap.unpersist()
     queues_df.unpersist()
     return text
