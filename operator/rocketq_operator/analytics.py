@@ -36,9 +36,14 @@ NO_SPARK_OPERATOR: Final = "SparkOperatorMissing"
 FORBIDDEN: Final = "Forbidden"
 
 
+WARNINGS: Final = "analytics"
+"""The runtime's memory of this step's Warning Events (``Announcements.not_yet``)."""
+
+
 async def reconcile(step: ClusterPass, cluster: Cluster) -> Condition:
     """Bring the analytics children to the spec; the ``AnalyticsUnavailable`` condition to report."""
     if not cluster.spec.analytics.enabled:
+        step.ctx.runtime.announcements.not_yet(step.warnings_key(WARNINGS), [])  # a later failure is news again
         return await _disable(step, cluster)
     try:
         for obj in rendering.render_support(cluster):
@@ -53,6 +58,7 @@ async def reconcile(step: ClusterPass, cluster: Cluster) -> Condition:
         return _unavailable(step, FORBIDDEN, (
             f"spec.analytics is enabled but the operator may not create the Spark jobs' objects ({exc}); "
             "grant what the chart's operator role grants"))
+    step.ctx.runtime.announcements.not_yet(step.warnings_key(WARNINGS), [])
     wanted = cluster.spec.analytics
     return Condition(Type.ANALYTICS_UNAVAILABLE, False, SCHEDULED, (
         f"consumer_lag ({wanted.lag_schedule}) and trace_analysis ({wanted.trace_schedule}) are scheduled"))
@@ -80,8 +86,11 @@ def _previous(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _unavailable(step: ClusterPass, reason: str, message: str) -> Condition:
-    """The condition, and a Warning Event unless the previous status already said the same."""
+    """The condition, and a Warning Event unless the previous status already said the same (or
+    this operator said it since: a pass may start from a body older than the last status write)."""
     before = _previous(step.previous)
-    if before is None or before.get("status") != "True" or before.get("reason") != reason:
+    told = before is not None and before.get("status") == "True" and before.get("reason") == reason
+    fresh = step.ctx.runtime.announcements.not_yet(step.warnings_key(WARNINGS), [message])
+    if fresh and not told:
         step.ctx.emit("Warning", Type.ANALYTICS_UNAVAILABLE.value, message)
     return Condition(Type.ANALYTICS_UNAVAILABLE, True, reason, message)

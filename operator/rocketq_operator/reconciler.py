@@ -163,13 +163,19 @@ class ClusterPass:
         self.found.degraded.append((refused.reason, refused.message))
         self.found.refusals.append(refused)
 
+    def warnings_key(self, topic: str) -> tuple[str, ...]:
+        """Where the runtime remembers the Warning Events of one kind this cluster was given."""
+        return ("RocketMQCluster", self.meta.namespace, self.meta.name, topic)
+
     def announce_refusals(self) -> None:
         """A Warning Event per refusal, once: not again while the Degraded condition says it."""
         before = next((c for c in self.previous.get("conditions") or []
                        if isinstance(c, Mapping) and c.get("type") == Type.DEGRADED.value), None)
         told = str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+        fresh = self.ctx.runtime.announcements.not_yet(self.warnings_key("refusals"),
+                                                   [refused.message for refused in self.found.refusals])
         for refused in self.found.refusals:
-            if refused.message not in told:
+            if refused.message not in told and refused.message in fresh:
                 self.ctx.emit("Warning", refused.reason, refused.message)
 
     async def apply_namesrv(self, cluster: Cluster) -> None:

@@ -100,6 +100,29 @@ def utc_now() -> datetime.datetime:
     return datetime.datetime.now(tz=datetime.UTC)
 
 
+class Announcements:
+    """Which Warning Events this operator already posted, per object and topic.
+
+    A pass may start from a body older than the previous pass's status write (a watch event
+    queued before it), so the status alone cannot tell what was already said; this memory can,
+    for as long as the process lives (after a restart the status is all there is).
+    """
+
+    def __init__(self) -> None:
+        self._told: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def not_yet(self, key: tuple[str, ...], messages: list[str]) -> list[str]:
+        """The ``messages`` not posted under ``key`` (kind, namespace, name, topic) since they
+        last appeared; the ones given are remembered until a call no longer gives them."""
+        told = self._told.get(key, frozenset())
+        self._told[key] = frozenset(messages)
+        return [m for m in messages if m not in told]
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        for key in [k for k in self._told if k[:3] == (kind, namespace, name)]:
+            del self._told[key]
+
+
 @dataclass
 class Runtime:
     api: kubeapi.KubeApi
@@ -110,6 +133,7 @@ class Runtime:
     server: MetricsServer | None = None
     ticker: ticking.Ticker | None = None
     _locks: dict[tuple[str, str, str], asyncio.Lock] = field(default_factory=dict, init=False)
+    announcements: Announcements = field(default_factory=Announcements, init=False)
     _closed: bool = field(default=False, init=False)
 
     def lock(self, kind: str, namespace: str, name: str) -> asyncio.Lock:
@@ -119,6 +143,7 @@ class Runtime:
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """Drop a deleted object's lock (a pass holding it keeps its own reference)."""
         self._locks.pop((kind, namespace, name), None)
+        self.announcements.forget(kind, namespace, name)
 
     async def close(self) -> None:
         """Stop the ticker and the metrics endpoint, close the clients; safe to call twice."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import types
 from typing import Any
 
 import crdschema
@@ -19,6 +20,7 @@ from rocketq_operator import analytics as step
 from rocketq_operator import applying, kubeapi, names
 from rocketq_operator import spec as specs
 from rocketq_operator.rendering import analytics, common
+from rocketq_operator.runtime import Announcements
 
 K8S_VERSION = "1.33.0"
 SUPPORT_KINDS = [("ServiceAccount", "demo-spark"), ("Role", "demo-spark"), ("RoleBinding", "demo-spark"),
@@ -173,6 +175,10 @@ class FakePass:
         self.events: list[tuple[str, str, str]] = []
         self.ctx = self
         self.emit = lambda kind, reason, message: self.events.append((kind, reason, message))
+        self.runtime = types.SimpleNamespace(announcements=Announcements())
+
+    def warnings_key(self, topic: str) -> tuple[str, ...]:
+        return ("RocketMQCluster", "ns", "c", topic)
 
     async def apply_one(self, desired: dict[str, Any]) -> applying.ApplyResult | None:
         return await applying.apply(self.api, desired)  # type: ignore[arg-type]
@@ -279,3 +285,26 @@ async def test_a_strangers_scheduled_job_with_a_jobs_name_is_refused_not_adopted
     await env.patch("RocketMQCluster", "demo", {"spec": {"analytics": {"enabled": False}}})
     await env.wait_for(lambda: env.get("ScheduledSparkApplication", "demo-traces") is None, "our job removed")
     assert env.get("ScheduledSparkApplication", "demo-lag") is not None, "the stranger's is left alone"
+
+
+async def test_two_passes_from_a_stale_body_post_one_event() -> None:
+    """A pass can start from a body older than the last status write (a queued watch event):
+    the status does not say it yet, the operator's own memory does."""
+    cluster = cluster_of({"analytics": {"enabled": True}})
+    first = FakePass(ForbiddingApi({"Role"}))
+    second = FakePass(ForbiddingApi({"Role"}))  # the same stale (empty) status
+    second.runtime = first.runtime
+    await step.reconcile(first, cluster)  # type: ignore[arg-type]
+    await step.reconcile(second, cluster)  # type: ignore[arg-type]
+    assert [e[1] for e in first.events + second.events] == ["AnalyticsUnavailable"]
+
+
+def test_announcements_say_a_message_again_once_it_went_away() -> None:
+    told = Announcements()
+    key = ("RocketMQCluster", "ns", "c", "refusals")
+    assert told.not_yet(key, ["a", "b"]) == ["a", "b"]
+    assert told.not_yet(key, ["a", "b"]) == []
+    assert told.not_yet(key, ["b"]) == []
+    assert told.not_yet(key, ["a", "b"]) == ["a"]
+    told.forget("RocketMQCluster", "ns", "c")
+    assert told.not_yet(key, ["a"]) == ["a"]
