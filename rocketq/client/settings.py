@@ -63,6 +63,10 @@ class ClientSettings:
         if bool(self.access_key) != bool(self.secret_key):
             raise ClientStateError("access_key and secret_key go together: give both or neither")
 
+    def credentials(self) -> dict[str, str]:
+        """The ACL options as keyword arguments for another client of the same account."""
+        return {"access_key": self.access_key, "secret_key": self.secret_key, "security_token": self.security_token}
+
     def namesrv_list(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
 

@@ -20,12 +20,14 @@ from pathlib import Path
 import orjson
 import pytest
 from clusterprocs import Processes
+from test_sdk_trace import wait_for_trace
 from test_startup_errors import assert_one_line_error, broker_args, run
 
 from rocketq.acl import signing
 from rocketq.admin.bodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.client import BrokerError, Message, Producer, PullConsumer
+from rocketq.protocol import traces
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.client import RemotingClient
@@ -62,7 +64,7 @@ def start(processes: Processes, tmp: Path) -> AclCluster:
     acl_file.write_text(ACL_FILE)
     ns = processes.namesrv()
     broker = processes.broker(ns.address, config={"aclEnable": "true", "rocketmq.acl.plain.file": str(acl_file),
-                                                  "autoCreateTopicEnable": "false"})
+                                                  "autoCreateTopicEnable": "false", "traceTopicEnable": "true"})
     return AclCluster(ns.address, broker.address, acl_file)
 
 
@@ -194,8 +196,11 @@ async def test_signed_requests_outside_the_accounts_permissions_are_refused(
 
 
 async def test_sdk_clients_with_credentials_work_and_without_are_refused(cluster: AclCluster) -> None:
-    async with Producer("aclProducer", namesrv_addr=cluster.namesrv, access_key=APP[0], secret_key=APP[1]) as good:
+    async with Producer("aclProducer", namesrv_addr=cluster.namesrv, access_key=APP[0], secret_key=APP[1],
+                        enable_msg_trace=True) as good:
         sent = await good.send(Message(TOPIC, b"signed body"))
+    async with AdminClient(cluster.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as admin:
+        assert await wait_for_trace(admin, sent.msg_id, 1, traces.DEFAULT_TRACE_TOPIC)  # the trace producer signs too
     async with Producer("aclStranger", namesrv_addr=cluster.namesrv, retry_times_when_send_failed=0) as bad:
         with pytest.raises(BrokerError, match="No accessKey is configured"):
             await bad.send(Message(TOPIC, b"unsigned"))
