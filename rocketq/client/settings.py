@@ -55,8 +55,8 @@ class ClientSettings:
     mq_client_api_timeout: int = setting("mqClientApiTimeout", 3000, "ms for name-server and admin-style calls.")
     # ACL (RocketMQ's SessionCredentials): with an access key every request is signed
     access_key: str = setting("accessKey", "", "ACL account; empty: requests are not signed.")
-    secret_key: str = setting("secretKey", "", "The account's secret, signs requests (never sent).")
-    security_token: str = setting("securityToken", "", "Optional token sent with signed requests.")
+    secret_key: str = setting("secretKey", "", "The account's secret, signs requests (never sent).", secret=True)
+    security_token: str = setting("securityToken", "", "Optional token sent with signed requests.", secret=True)
 
     def __post_init__(self) -> None:
         _positive(self, "poll_name_server_interval", "heartbeat_broker_interval", "mq_client_api_timeout")

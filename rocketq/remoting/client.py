@@ -96,7 +96,9 @@ class RemotingClient:
         conn = self._connections.get(addr)
         if conn is None or conn.closed:  # the open connection is the common case: no extra await
             conn = await self.connection(addr)
-        return await conn.invoke(self.prepare(cmd), timeout)
+        if self._rpc_hook is not None:
+            self._rpc_hook(cmd)
+        return await conn.invoke(cmd, timeout)
 
     def invoke_async(
         self,

@@ -7,10 +7,13 @@ key (Java order: upper case first), without ``Signature``, then the body.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.acl import signing
+from rocketq.client.errors import ClientStateError
+from rocketq.client.settings import ProducerSettings, configure
 from rocketq.protocol.frames import RemotingCommand
 
 # "AccessKey" < "a" < "b": RocketMQ + pg + topicB, then the body "hi"
@@ -70,3 +73,11 @@ def test_content_order_ignores_insertion_order(fields: dict[str, str], body: byt
 def test_java_order_puts_upper_case_and_underscore_before_lower_case() -> None:
     parts = signing.content_parts({"b": "4", "_U": "2", "Z": "1", "a": "3"}, [])
     assert parts[0] == b"1234"
+
+
+def test_client_settings_take_credentials_together_and_hide_the_secret() -> None:
+    settings = configure(ProducerSettings, {"namesrv_addr": "127.0.0.1:9876", "access_key": "RocketMQ",
+                                            "secret_key": "12345678"})
+    assert "RocketMQ" in repr(settings) and "12345678" not in repr(settings)
+    with pytest.raises(ClientStateError, match="access_key and secret_key go together"):
+        configure(ProducerSettings, {"namesrv_addr": "127.0.0.1:9876", "access_key": "RocketMQ"})
