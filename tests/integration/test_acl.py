@@ -20,13 +20,16 @@ from pathlib import Path
 import orjson
 import pytest
 from clusterprocs import Processes
+from test_sdk_push import FAST, wait_until
 from test_sdk_trace import wait_for_trace
 from test_startup_errors import assert_one_line_error, broker_args, run
+from test_transactions import TX_CONFIG, Answers, Collector
 
 from rocketq.acl import signing
 from rocketq.admin.bodies import TopicConfig
 from rocketq.admin.client import AdminClient
-from rocketq.client import BrokerError, Message, Producer, PullConsumer
+from rocketq.client import BrokerError, Message, Producer, PullConsumer, PushConsumer
+from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.protocol import traces
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
@@ -59,12 +62,13 @@ class AclCluster:
     acl_file: Path
 
 
-def start(processes: Processes, tmp: Path) -> AclCluster:
+def start(processes: Processes, tmp: Path, config: dict[str, str] | None = None) -> AclCluster:
     acl_file = tmp / "plain_acl.yml"
     acl_file.write_text(ACL_FILE)
     ns = processes.namesrv()
     broker = processes.broker(ns.address, config={"aclEnable": "true", "rocketmq.acl.plain.file": str(acl_file),
-                                                  "autoCreateTopicEnable": "false", "traceTopicEnable": "true"})
+                                                  "autoCreateTopicEnable": "false", "traceTopicEnable": "true",
+                                                  **(config or {})})
     return AclCluster(ns.address, broker.address, acl_file)
 
 
@@ -208,6 +212,32 @@ async def test_sdk_clients_with_credentials_work_and_without_are_refused(cluster
                             secret_key=APP[1]) as consumer:
         result = await consumer.pull(sent.message_queue, "*", sent.queue_offset, max_nums=1)
     assert [m.body for m in result.messages] == [b"signed body"]
+
+
+async def test_push_consumers_and_transactions_sign_every_request_check_backs_included(tmp_path: Path) -> None:
+    procs = Processes(tmp_path)
+    try:
+        made = start(procs, tmp_path, TX_CONFIG)
+        await create_topics(made)
+        credentials = {"access_key": APP[0], "secret_key": APP[1]}
+        answers = Answers(LocalTransactionState.UNKNOWN, LocalTransactionState.COMMIT)
+        collector = Collector()
+        push = PushConsumer("aclPushGroup", namesrv_addr=made.namesrv, **credentials, **FAST)
+        push.subscribe(TOPIC, "*")
+        push.register_listener(collector)
+        async with TransactionProducer("aclTxGroup", answers, namesrv_addr=made.namesrv, topics=[TOPIC],
+                                       heartbeat_broker_interval=1000, **credentials) as producer, push:
+            now = await producer.send_message_in_transaction(Message(TOPIC, b"commit-now"),
+                                                             arg=LocalTransactionState.COMMIT)
+            later = await producer.send_message_in_transaction(Message(TOPIC, b"decided-by-check-back"))
+            assert later.local_transaction_state is LocalTransactionState.UNKNOW
+            # the answer to the broker's check goes back on its connection: it must be signed too
+            await wait_until(lambda: {b"commit-now", b"decided-by-check-back"} <= set(collector.bodies()))
+    finally:
+        procs.stop_all()
+    assert now.local_transaction_state is LocalTransactionState.COMMIT_MESSAGE
+    assert len(answers.checked) >= 1
+    assert "ACL refused" not in next(tmp_path.glob("broker-a-*.log")).read_text()
 
 
 def test_rocketq_admin_signs_with_the_credentials_it_is_given(cluster: AclCluster) -> None:
