@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rocketq.acl import signing
 from rocketq.client.errors import ClientStateError
 from rocketq.client.settings import ProducerSettings, configure
+from rocketq.protocol import headers
 from rocketq.protocol.frames import RemotingCommand
 
 # "AccessKey" < "a" < "b": RocketMQ + pg + topicB, then the body "hi"
@@ -81,3 +82,10 @@ def test_client_settings_take_credentials_together_and_hide_the_secret() -> None
     assert "RocketMQ" in repr(settings) and "12345678" not in repr(settings)
     with pytest.raises(ClientStateError, match="access_key and secret_key go together"):
         configure(ProducerSettings, {"namesrv_addr": "127.0.0.1:9876", "access_key": "RocketMQ"})
+
+
+def test_a_signed_send_v2_header_reads_as_the_unsigned_one() -> None:
+    ext = {"a": "pg", "b": "topicB", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "5", "h": "0", "i": "K\x01v\x02"}
+    cmd = RemotingCommand(code=310, ext_fields=dict(ext))
+    signing.Signer("RocketMQ", "12345678", "token12")(cmd)
+    assert headers.send_header_from_v2(cmd.ext_fields) == headers.send_header_from_v2(ext)
