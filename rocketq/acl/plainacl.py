@@ -61,16 +61,27 @@ class AclConfig:
 
 
 def load(path: str | Path) -> AclConfig:
+    return parse_bytes(read(path), path)
+
+
+def read(path: str | Path) -> bytes:
+    """The file's bytes, or AclFileError naming it (missing, unreadable, too large)."""
     path = Path(path)
     try:
         size = path.stat().st_size
         if size > MAX_FILE_SIZE:
             raise AclFileError(f"{path}: {size} bytes, more than {MAX_FILE_SIZE}")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return path.read_bytes()
+    except OSError as exc:
         raise AclFileError(f"{path}: cannot read: {exc}") from None
+
+
+def parse_bytes(content: bytes, path: str | Path) -> AclConfig:
+    """``parse`` of a file's bytes; errors start with the file's path."""
     try:
-        return parse(text)
+        return parse(content.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise AclFileError(f"{path}: not UTF-8: {exc}") from None
     except AclFileError as exc:
         raise AclFileError(f"{path}: {exc}") from None
 
