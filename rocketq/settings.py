@@ -57,9 +57,10 @@ def check_addresses(key: str, text: str) -> None:
             raise SettingsError(f"{key}={text!r}: {addr!r} is not host:port with a port 1..{MAX_PORT}")
 
 
-def setting(key: str, default: Any, doc: str = "", *, env: str | None = None) -> Any:
-    """Declare a field: RocketMQ's key, its default, why it exists; optionally an env override."""
-    return dataclasses.field(default=default, metadata={"key": key, "doc": doc, "env": env})
+def setting(key: str, default: Any, doc: str = "", *, env: str | None = None, secret: bool = False) -> Any:
+    """Declare a field: RocketMQ's key, its default, why it exists; optionally an env override.
+    A ``secret`` field is left out of the group's repr (logs, tracebacks)."""
+    return dataclasses.field(default=default, repr=not secret, metadata={"key": key, "doc": doc, "env": env})
 
 
 _FIELDS: dict[type, tuple[tuple[str, str, Any, str | None], ...]] = {}

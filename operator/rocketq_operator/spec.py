@@ -46,7 +46,7 @@ IDENTITY_KEYS: Final = frozenset({"brokerClusterName", "brokerName", "brokerId",
 
 OPERATOR_KEYS: Final = frozenset({
     "listenPort", "haListenPort", "metricsPort", "storePathRootDir", "namesrvAddr", "brokerIP1",
-    "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
+    "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "rocketmq.acl.plain.file",
 })
 """broker.conf keys the rendered pods depend on (ports, paths, peers); overriding them would
 break the Services, probes or volumes the operator renders around them."""

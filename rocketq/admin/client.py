@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self, TypeVar
 
+from rocketq.acl import signing
 from rocketq.admin import bodies, routes, stats
 from rocketq.admin.bodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
@@ -101,12 +102,16 @@ class PullResult:
 
 
 class AdminClient:
-    def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT, access_key: str = "",
+                 secret_key: str = "", security_token: str = "") -> None:
+        """With ``access_key`` and ``secret_key`` every request is signed for a broker with ACL."""
         self.namesrv_addrs = parse_namesrv_addrs(namesrv_addr)
         if timeout <= 0:
             raise ArgumentError(f"timeout {timeout} must be positive")
         self.timeout = timeout
-        self._remoting = RemotingClient(name="admin")
+        if bool(access_key) != bool(secret_key):
+            raise ArgumentError("access_key and secret_key go together: give both or neither")
+        self._remoting = RemotingClient(name="admin", rpc_hook=signing.signer(access_key, secret_key, security_token))
         self._preferred = 0
         self._uniq_ids: msgid.UniqIdGenerator | None = None
         self._closed = False

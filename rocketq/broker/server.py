@@ -19,6 +19,9 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 
+from rocketq.acl import guard
+from rocketq.acl.reload import AclTable
+from rocketq.acl.settings import AclSettings
 from rocketq.broker import clients as client_registry
 from rocketq.broker import locks, transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
@@ -62,8 +65,10 @@ TRAFFIC_SAMPLE_INTERVAL_S = 10.0
 
 class BrokerServer:
     def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings,
-                 ha_settings: HASettings | None = None) -> None:
+                 ha_settings: HASettings | None = None, acl_settings: AclSettings | None = None) -> None:
         self.identity = identity
+        self.acl_settings = acl_settings or AclSettings()
+        self.acl: AclTable | None = None
         self.ha_settings = ha_settings or HASettings()
         self.behaviour = behaviour
         self.store_settings = store_settings
@@ -135,6 +140,7 @@ class BrokerServer:
             self.behaviour.register_name_server_period,
         )
         self._install_handlers()
+        await self._start_acl()
         await self._remoting.start()
         self._serving = True
         await self.registrar.register_all()
@@ -173,6 +179,15 @@ class BrokerServer:
         if self.metadata_sync is not None:
             self.store.add_arrival_listener(self.metadata_sync.message_arrived)
 
+    async def _start_acl(self) -> None:
+        """aclEnable: load plain_acl.yml, watch it, and wrap every handler with the check
+        (rocketq/acl/guard.py). Off, nothing is wrapped and requests pay nothing."""
+        if not self.acl_settings.acl_enable:
+            return
+        table = self.acl = AclTable(self.acl_settings.path())
+        await table.start()
+        self._handlers.update(guard.guarded(self._handlers, lambda: table.config))
+
     async def _start_metrics(self) -> None:
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self))
@@ -210,6 +225,8 @@ class BrokerServer:
             await _step("stopping replication", self.ha.close())
         for task in self._tasks:
             await _step(f"stopping {task.name}", task.stop())
+        if self.acl is not None:
+            await _step("stopping the ACL file watch", self.acl.close())
         if hasattr(self, "transaction_checker"):
             await _step("stopping transaction checks", self.transaction_checker.close())
         for notify in list(self._notify_tasks):

@@ -18,7 +18,7 @@ import asyncio
 import codecs
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 import click
@@ -49,12 +49,34 @@ Work = Callable[[AdminClient], Awaitable[Output | None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Credentials:
+    """An ACL account for signing (rocketq/acl/signing.py); empty: requests are not signed."""
+
+    access_key: str = ""
+    secret_key: str = field(default="", repr=False)
+    security_token: str = field(default="", repr=False)
+
+
+CREDENTIAL_OPTIONS = (
+    # long names only: mqadmin's -a and -s already mean other things in some commands; the
+    # environment keeps the secret out of the process list
+    click.Option(["--accessKey", "access_key"], envvar="ROCKETQ_ACCESS_KEY", default="",
+                 help="ACL access key: sign every request (or ROCKETQ_ACCESS_KEY)"),
+    click.Option(["--secretKey", "secret_key"], envvar="ROCKETQ_SECRET_KEY", default="",
+                 help="ACL secret key (or ROCKETQ_SECRET_KEY)"),
+    click.Option(["--securityToken", "security_token"], envvar="ROCKETQ_SECURITY_TOKEN", default="",
+                 help="optional ACL security token (or ROCKETQ_SECURITY_TOKEN)"),
+)
+
+
+@dataclass(frozen=True, slots=True)
 class Session:
     """The options every command shares, and how a command runs."""
 
     namesrv_addr: str
     as_json: bool
     timeout: float
+    credentials: Credentials = field(default_factory=Credentials)
 
     def run(self, work: Work) -> None:
         try:
@@ -75,7 +97,9 @@ class Session:
             self.emit(output)
 
     async def _run(self, work: Work) -> Output | None:
-        async with AdminClient(self.namesrv_addr, timeout=self.timeout) as admin:
+        async with AdminClient(self.namesrv_addr, timeout=self.timeout, access_key=self.credentials.access_key,
+                               secret_key=self.credentials.secret_key,
+                               security_token=self.credentials.security_token) as admin:
             return await work(admin)
 
     def emit(self, output: Output) -> None:
@@ -151,9 +175,13 @@ def mqadmin_command(name: str) -> Callable[[Callable[..., None]], click.Command]
     """Register a command with the shared options, handing it a ``Session`` first."""
 
     def decorate(fn: Callable[..., None]) -> click.Command:
-        def wrapper(namesrv_addr: str, as_json: bool, timeout: float, **kwargs: Any) -> None:
+        def wrapper(namesrv_addr: str, as_json: bool, timeout: float, access_key: str, secret_key: str,
+                    security_token: str, **kwargs: Any) -> None:
+            if bool(access_key) != bool(secret_key):
+                raise click.UsageError("--accessKey and --secretKey go together")
+            credentials = Credentials(access_key, secret_key, security_token)
             try:
-                fn(Session(namesrv_addr, as_json, timeout), **kwargs)
+                fn(Session(namesrv_addr, as_json, timeout, credentials), **kwargs)
             except ArgumentError as exc:
                 raise click.UsageError(str(exc)) from None
 
@@ -164,6 +192,7 @@ def mqadmin_command(name: str) -> Callable[[Callable[..., None]], click.Command]
             click.Option(["--json", "as_json"], is_flag=True, help="machine-readable JSON output"),
             click.Option(["--timeout"], type=click.FloatRange(0.1, 600), default=DEFAULT_TIMEOUT, show_default=True,
                          help="seconds to wait for each answer"),
+            *CREDENTIAL_OPTIONS,
         ]
         cmd = click.command(name)(wrapper)
         cmd.params = params + list(getattr(fn, "__click_params__", []))[::-1]

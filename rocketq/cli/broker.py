@@ -20,6 +20,8 @@ from pathlib import Path
 import click
 
 from rocketq import settings
+from rocketq.acl.plainacl import AclFileError
+from rocketq.acl.settings import AclSettings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
 from rocketq.ha.settings import HASettings, refuse_unsupported
@@ -30,7 +32,7 @@ from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
 
-SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings)
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings, AclSettings)
 ORDINAL = re.compile(r"-(\d+)$")
 MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
@@ -49,7 +51,6 @@ def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
 
 NOT_YET_IMPLEMENTED = {
     "enableControllerMode": "controller mode is not implemented yet: brokerRole decides the role",
-    "aclEnable": "ACL is not implemented yet: requests are not authenticated",
 }
 
 
@@ -74,9 +75,10 @@ def load(
     return identity, behaviour, store, unknown
 
 
-CONFIG_ERRORS = (StoreFileError, ConfigFileError)
+CONFIG_ERRORS = (StoreFileError, ConfigFileError, AclFileError)
 """Start-up failures that retrying cannot fix: the store's files do not fit the settings (a
-changed mappedFileSizeCommitLog, segments missing from the middle) or its metadata is damaged."""
+changed mappedFileSizeCommitLog, segments missing from the middle), its metadata is damaged, or
+plain_acl.yml (aclEnable=true) is missing or broken."""
 
 
 def load_ha(config: str | None, overrides: dict[str, str]) -> HASettings:
@@ -135,12 +137,13 @@ def command(
             overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
         identity, behaviour, store, unknown = load(config, overrides)
         ha = load_ha(config, overrides)
+        acl = settings.build(AclSettings, settings.read_properties(config) if config else {}, overrides=overrides)
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     for line in ignored_key_warnings(unknown):
         log.warning(line)
     code = serving.run(
-        lambda: BrokerServer(identity, behaviour, store, ha),
+        lambda: BrokerServer(identity, behaviour, store, ha, acl),
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
         CONFIG_ERRORS,
     )

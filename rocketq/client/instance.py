@@ -29,6 +29,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from rocketq.acl import signing
 from rocketq.client import heartbeats, periodic, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData
@@ -94,7 +95,8 @@ class ClientInstance:
         """Requests waiting for replies; every instance takes PUSH_REPLY_MESSAGE_TO_CLIENT, as in RocketMQ."""
         handlers = {RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.replies.on_push, **(handlers or {})}
         self.remoting = RemotingClient(handlers, connect_timeout=settings.mq_client_api_timeout / 1000,
-                                       name=self.client_id)
+                                       name=self.client_id, rpc_hook=signing.signer(
+                                           settings.access_key, settings.secret_key, settings.security_token))
         self._producer_groups = tuple(producer_groups)
         self._consumer_data = consumer_data
         self._routes: dict[str, TopicRoute] = {}

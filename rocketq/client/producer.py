@@ -63,7 +63,8 @@ class Producer:
                  enable_msg_trace: bool = False, custom_trace_topic: str | None = None, **options: Any) -> None:
         self.group = names.check_group(group)
         self.settings = configure(ProducerSettings, {"namesrv_addr": namesrv_addr, **options})
-        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC)
+        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC,
+                                               credentials=self.settings.credentials())
                        if enable_msg_trace else None)
         self._faults = LatencyFaultTolerance()
         self._round_robin = RoundRobin(self._faults)

@@ -86,7 +86,8 @@ class PushConsumer:
                  custom_trace_topic: str | None = None, **options: Any) -> None:
         self.group = names.check_group(group)
         self.settings = configure(PushConsumerSettings, {"namesrv_addr": namesrv_addr, **options})
-        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC)
+        self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC,
+                                               credentials=self.settings.credentials())
                        if enable_msg_trace else None)
         self._timestamp_ms = parse_consume_timestamp(self.settings.consume_timestamp)
         self._allocate = allocate

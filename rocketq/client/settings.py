@@ -53,9 +53,19 @@ class ClientSettings:
     poll_name_server_interval: int = setting("pollNameServerInterval", 30000, "ms between route refreshes.")
     heartbeat_broker_interval: int = setting("heartbeatBrokerInterval", 30000, "ms between broker heartbeats.")
     mq_client_api_timeout: int = setting("mqClientApiTimeout", 3000, "ms for name-server and admin-style calls.")
+    # ACL (RocketMQ's SessionCredentials): with an access key every request is signed
+    access_key: str = setting("accessKey", "", "ACL account; empty: requests are not signed.")
+    secret_key: str = setting("secretKey", "", "The account's secret, signs requests (never sent).", secret=True)
+    security_token: str = setting("securityToken", "", "Optional token sent with signed requests.", secret=True)
 
     def __post_init__(self) -> None:
         _positive(self, "poll_name_server_interval", "heartbeat_broker_interval", "mq_client_api_timeout")
+        if bool(self.access_key) != bool(self.secret_key):
+            raise ClientStateError("access_key and secret_key go together: give both or neither")
+
+    def credentials(self) -> dict[str, str]:
+        """The ACL options as keyword arguments for another client of the same account."""
+        return {"access_key": self.access_key, "secret_key": self.secret_key, "security_token": self.security_token}
 
     def namesrv_list(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]

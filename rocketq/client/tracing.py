@@ -22,8 +22,8 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from rocketq.client.errors import ClientError
 from rocketq.protocol import message, msgid, traces
@@ -60,8 +60,11 @@ class TraceDispatcher:
     """A bounded queue of trace records and the one task that ships them."""
 
     def __init__(self, namesrv_addr: str, topic: str = traces.DEFAULT_TRACE_TOPIC,
-                 *, max_pending: int = MAX_PENDING) -> None:
+                 *, max_pending: int = MAX_PENDING, credentials: Mapping[str, str] | None = None) -> None:
+        """``credentials``: the traced client's ACL options (``ClientSettings.credentials``), so
+        its trace producer signs as it does."""
         self.topic = topic
+        self._credentials: dict[str, Any] = dict(credentials or {})
         self._namesrv_addr = namesrv_addr
         self._queue: asyncio.Queue[TraceRecord] = asyncio.Queue(max_pending)
         self._producer: Producer | None = None
@@ -82,7 +85,7 @@ class TraceDispatcher:
             from rocketq.client.producer import Producer
 
             producer = Producer(traces.TRACE_PRODUCER_GROUP, namesrv_addr=self._namesrv_addr,
-                                instance_name=f"trace-{os.getpid()}-{id(self)}")
+                                instance_name=f"trace-{os.getpid()}-{id(self)}", **self._credentials)
             await producer.start()
         self._producer = producer
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"trace dispatcher {self.topic}")

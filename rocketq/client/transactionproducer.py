@@ -213,8 +213,8 @@ class TransactionProducer(Producer):
         )
         remark = f"checkLocalTransactionState Exception: {error}" if error is not None else None
         try:
-            await conn.invoke_oneway(wire.end_transaction_request(header, remark))
-        except (RemotingError, OSError) as exc:
+            await conn.invoke_oneway(self._running().remoting.prepare(wire.end_transaction_request(header, remark)))
+        except (RemotingError, OSError, ClientError) as exc:
             log.warning("%s: answering the check of %s failed: %s", self.group, uniq, exc)
 
 

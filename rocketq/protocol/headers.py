@@ -264,7 +264,9 @@ SEND_V2_ALIASES: Mapping[str, str] = {
     "n": "brokerName",
 }
 _SEND_V2_SHORT = {full: short for short, full in SEND_V2_ALIASES.items()}
-_SEND_V2_SHORT_KEYS = frozenset(SEND_V2_ALIASES)
+_SEND_V2_SHORT_KEYS = frozenset(SEND_V2_ALIASES) | {"AccessKey", "Signature", "SecurityToken"}
+"""Keys that keep a V2 header on the compiled path: the short names, and the fields an ACL
+client adds (rocketq/acl/signing.py), which no header field reads."""
 _SEND_V2_FIELDS = {name: _SEND_V2_SHORT[wire_name] for name, wire_name in _wire_names(SendMessageRequestHeader).items()}
 _send_v2_from_ext = _compile_from_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)
 _send_v2_to_ext = _compile_to_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)

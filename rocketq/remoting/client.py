@@ -5,6 +5,9 @@ they close, so the next call reconnects: after a server closed an idle one, afte
 error, or after this client closed it for having been idle itself for ``idle_seconds``
 (RocketMQ's clientChannelMaxIdleTimeSeconds, 120 s). Handlers given here answer requests that servers send
 to clients (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
+An ``rpc_hook`` (RocketMQ's RPCHook.doBeforeRequest) sees every outgoing request just before
+it is sent: the ACL signer (rocketq/acl/signing.py) adds AccessKey and Signature there.
+Responses this client sends are never passed to it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import idle, limits
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.errors import RemotingConnectError
+
+RpcHook = Callable[[RemotingCommand], None]
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -36,7 +41,9 @@ class RemotingClient:
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
         name: str = "client",
         idle_seconds: float = limits.DEFAULT_IDLE_SECONDS,
+        rpc_hook: RpcHook | None = None,
     ) -> None:
+        self._rpc_hook = rpc_hook
         self._handlers: Mapping[int, Handler] = handlers or {}
         self._connect_timeout = connect_timeout
         self._max_frame_size = max_frame_size
@@ -89,6 +96,8 @@ class RemotingClient:
         conn = self._connections.get(addr)
         if conn is None or conn.closed:  # the open connection is the common case: no extra await
             conn = await self.connection(addr)
+        if self._rpc_hook is not None:
+            self._rpc_hook(cmd)
         return await conn.invoke(cmd, timeout)
 
     def invoke_async(
@@ -112,7 +121,14 @@ class RemotingClient:
         conn = self._connections.get(addr)
         if conn is None or conn.closed:
             conn = await self.connection(addr)
-        await conn.invoke_oneway(cmd)
+        await conn.invoke_oneway(self.prepare(cmd))
+
+    def prepare(self, cmd: RemotingCommand) -> RemotingCommand:
+        """``cmd`` as it must leave: passed through the rpc hook. For a request sent on a
+        connection directly (an answer to a broker's check-back goes back on its connection)."""
+        if self._rpc_hook is not None:
+            self._rpc_hook(cmd)
+        return cmd
 
     def close_connection(self, addr: str) -> None:
         conn = self._connections.pop(addr, None)

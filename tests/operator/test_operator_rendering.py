@@ -10,6 +10,9 @@ import pytest
 from rocketq_operator import spec as specs
 from rocketq_operator.rendering import broker, brokerconf, common, namesrv, pdb
 
+from rocketq import settings
+from rocketq.acl.settings import AclSettings
+
 K8S_VERSION = "1.33.0"
 OWNER = {
     "apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster", "name": "demo", "uid": "uid-1",
@@ -163,7 +166,17 @@ def test_dledger_broker_conf_lists_every_peer_and_no_master() -> None:
         "dLegerPeers=n0-demo-broker-0-0.demo-broker-0.mq.svc:40911;n1-demo-broker-0-1.demo-broker-0.mq.svc:40911;"
         "n2-demo-broker-0-2.demo-broker-0.mq.svc:40911\n"
         "aclEnable=true\n"
+        "rocketmq.acl.plain.file=/etc/rocketq-acl/plain_acl.yml\n"
     )}
+
+
+def test_acl_broker_conf_points_the_engine_at_the_mounted_secret() -> None:
+    cluster = cluster_of({"acl": {"secretName": "rocketq-acl"}})
+    acl = settings.build(AclSettings, brokerconf.broker_settings(cluster, 0))
+    assert acl.acl_enable and str(acl.path()) == f"{broker.ACL_DIR}/plain_acl.yml"
+    pod = broker.render_broker_statefulset(cluster, 0)["spec"]["template"]["spec"]
+    assert {"name": "acl", "mountPath": broker.ACL_DIR, "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    assert settings.build(AclSettings, brokerconf.broker_settings(cluster_of({}), 0)) == AclSettings()
 
 
 def test_spec_config_overrides_rendered_defaults() -> None:

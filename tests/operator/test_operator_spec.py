@@ -80,6 +80,9 @@ def test_full_spec_is_read_field_by_field() -> None:
      "spec.brokers.config.brokerId: the operator owns brokerClusterName, brokerName, brokerId and brokerRole"),
     ({"brokers": {"config": {"listenPort": "1234"}}},
      "spec.brokers.config.listenPort: the operator sets this key for the pods it renders (ports, paths, peers)"),
+    ({"brokers": {"config": {"rocketmq.acl.plain.file": "/tmp/x.yml"}}},
+     "spec.brokers.config.rocketmq.acl.plain.file: the operator sets this key for the pods it renders (ports, paths, "
+     "peers)"),
     ({"brokers": {"config": {"fileReservedTime": 48}}},
      "spec.brokers.config.fileReservedTime: must be a string (broker.conf values are text), got 48"),
     ({"brokers": {"config": {"a b": "1"}}},

@@ -24,7 +24,7 @@ from rocketq_operator.rendering import brokerconf, common
 from rocketq_operator.spec import BrokerMode, Cluster, StorageType
 
 CONFIG_DIR: Final = "/etc/rocketq"
-ACL_DIR: Final = "/etc/rocketq-acl"
+ACL_DIR: Final = brokerconf.ACL_DIR
 CONFIG_KEY: Final = "broker.conf"
 MASTER_ORDINAL_KEY: Final = "masterOrdinal"
 STORE_VOLUME: Final = "store"

@@ -17,6 +17,11 @@ from rocketq_operator import names
 from rocketq_operator.spec import BrokerMode, Cluster
 
 STORE_PATH: Final = "/home/rocketq/store"
+ACL_DIR: Final = "/etc/rocketq-acl"
+"""Where the pods mount ``spec.acl.secretName``; the Secret's key ``plain_acl.yml`` is the file."""
+ACL_FILE: Final = f"{ACL_DIR}/plain_acl.yml"
+ACL_FILE_KEY: Final = "rocketmq.acl.plain.file"
+"""RocketMQ's property for the account file, a broker.conf key in rocketq (rocketq/acl/settings.py)."""
 HEADER: Final = "# Rendered by rocketq-operator from the RocketMQCluster spec; edits here are overwritten.\n"
 
 
@@ -48,6 +53,7 @@ def broker_settings(cluster: Cluster, index: int) -> dict[str, str]:
         })
     if spec.acl_secret_name is not None:
         values["aclEnable"] = "true"
+        values[ACL_FILE_KEY] = ACL_FILE
     for key in sorted(brokers.config):
         values[key] = brokers.config[key]
     return values
