@@ -306,7 +306,8 @@ class BrokerServer:
         halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))
         is_slave = self.identity.broker_role is BrokerRole.SLAVE
         self._handlers.update(transactions.TransactionHandlers(
-            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE).handlers())
+            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE,
+            max_delay_level=len(self.store_settings.delay_levels_ms)).handlers())
         self.transaction_checker = transactionchecks.TransactionChecker(
             halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
