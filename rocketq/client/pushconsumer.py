@@ -208,7 +208,10 @@ class PushConsumer:
         async def send_back(msg: MessageExt, mq: MessageQueue) -> bool:
             return await orderly.send_to_retry(instance, self.group, max_times, msg, mq)
 
-        return orderly.OrderlyConsumeService(self.group, self.settings, self._orderly_listener, self._offsets,
+        listener = self._orderly_listener
+        if self.tracer is not None:
+            listener = tracing.traced_orderly_listener(listener, self.tracer, self.group)
+        return orderly.OrderlyConsumeService(self.group, self.settings, listener, self._offsets,
                                              lock=self._locker.lock if self._locker is not None else _always,
                                              send_back=send_back)
 
