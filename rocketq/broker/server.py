@@ -20,7 +20,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry
 
 from rocketq.broker import clients as client_registry
-from rocketq.broker import locks, transactionchecks, transactions
+from rocketq.broker import locks, schedule, transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
@@ -169,7 +169,8 @@ class BrokerServer:
         await self.ha.start()
         self.metadata_sync = None if self.is_master else SlaveSynchronizer(
             self._client, lambda: self.registrar.master_addr, lambda: self.address,
-            self.topics, self.groups, self.offsets, self._register_soon)
+            self.topics, self.groups, self.offsets, self._register_soon,
+            delay_offset_path=self.store_settings.config_dir / schedule.DELAY_OFFSET_FILE)
         if self.metadata_sync is not None:
             self.store.add_arrival_listener(self.metadata_sync.message_arrived)
 
@@ -288,7 +289,7 @@ class BrokerServer:
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
         levels = self.store_settings.delay_levels_ms
-        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / "delayOffset.json",
+        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / schedule.DELAY_OFFSET_FILE,
                                         self.store.put)
         self.schedule.load()
         self.send_back = SendBackHandlers(self.store, self.topics, self.groups, self.behaviour,
