@@ -493,7 +493,7 @@ class GetTopicsByClusterRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerNameHeader(Header):
-    """WIPE_WRITE_PERM_OF_BROKER."""
+    """WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER."""
 
     broker_name: str = wire("brokerName")
 
@@ -501,6 +501,11 @@ class BrokerNameHeader(Header):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WipeWritePermResponseHeader(Header):
     wipe_topic_count: int = wire("wipeTopicCount")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddWritePermResponseHeader(Header):
+    add_topic_count: int = wire("addTopicCount")
 
 
 # --- name server ------------------------------------------------------------------------------

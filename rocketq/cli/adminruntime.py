@@ -1,0 +1,92 @@
+"""``rocketq admin`` commands about a running cluster: write permissions, one message by its
+queue offset, producer and consumer clients, statistics. mqadmin's names and flags.
+
+Registered on ``rocketq.cli.admin``'s group when that module is imported (it imports this one
+last); the shared options (``-n``, ``--json``, ``--timeout``) come from its ``mqadmin_command``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import click
+
+from rocketq.admin import bodies, perms, views
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import NotFoundError, UnavailableError
+from rocketq.admin.stats import MessageQueue
+from rocketq.cli.admin import ADDRESS, TOPIC, Output, Session, _need_target, mqadmin_command, opt
+
+# --- write permissions ------------------------------------------------------------------------
+
+
+def _write_perm_command(name: str, verb: str, count_field: str, doc: str,
+                        change: Callable[[AdminClient, str], Awaitable[dict[str, int]]]) -> None:
+    """wipeWritePerm and addWritePerm: one request to every name server, a count per name server."""
+
+    def run(s: Session, broker_name: str) -> None:
+        async def work(admin: AdminClient) -> Output:
+            counts = await change(admin, broker_name)
+            lines = [f"{verb} write perm of broker[{broker_name}] in name server[{ns}] OK, {n}"
+                     for ns, n in counts.items()]
+            return Output("\n".join(lines), {"brokerName": broker_name, count_field: counts})
+
+        s.run(work)
+
+    run.__doc__ = doc  # before registering: the command's help is taken from it
+    option = opt("-b", "--brokerName", "broker_name", required=True, help="broker group name, e.g. broker-a")
+    mqadmin_command(name)(option(run))
+
+
+_write_perm_command("wipeWritePerm", "wipe", "wipeTopicCount",
+                    "Make a broker group read-only in every name server's routes (before taking it down).",
+                    AdminClient.wipe_write_perm)
+_write_perm_command("addWritePerm", "add", "addTopicCount",
+                    "Make a broker group writable again in every name server's routes (undoes wipeWritePerm).",
+                    AdminClient.add_write_perm)
+
+
+@mqadmin_command("updateTopicPerm")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, help="one master, host:port (wins over -c)")
+@opt("-c", "--clusterName", "cluster", help="every master of this cluster")
+@opt("-t", "--topic", type=TOPIC, required=True)
+@opt("-p", "--perm", type=click.IntRange(0, 7), required=True, help="2 write only, 4 read only, 6 read-write")
+def update_topic_perm(s: Session, broker_addr: str | None, cluster: str | None, topic: str, perm: int) -> None:
+    """Change a topic's permission on one master or on every master of a cluster."""
+    _need_target(broker_addr, cluster)
+
+    async def work(admin: AdminClient) -> Output:
+        changes = await perms.update_topic_perm(admin, topic, perm, broker_addr=broker_addr, cluster_name=cluster)
+        lines = [f"update topic perm from {c.old_perm} to {c.new_perm} in {c.addr} success." if c.changed
+                 else "new perm equals to the old one!" for c in changes]
+        return Output("\n".join(lines), [{"brokerAddr": c.addr, "oldPerm": c.old_perm, "newPerm": c.new_perm,
+                                          "changed": c.changed} for c in changes])
+
+    s.run(work)
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+@mqadmin_command("queryMsgByOffset")
+@opt("-t", "--topic", type=TOPIC, required=True)
+@opt("-b", "--brokerName", "broker_name", required=True)
+@opt("-i", "--queueId", "queue_id", type=click.IntRange(0), required=True)
+@opt("-o", "--offset", type=click.IntRange(0), required=True, help="the message's ConsumeQueue offset")
+def query_msg_by_offset(s: Session, topic: str, broker_name: str, queue_id: int, offset: int) -> None:
+    """Show the message at one queue offset (read from the group's master, nothing committed)."""
+    bodies.check_topic(topic)
+
+    async def work(admin: AdminClient) -> Output:
+        route = await admin.topic_route(topic)
+        addr = dict(route.master_addrs()).get(broker_name)
+        if addr is None:
+            raise UnavailableError(f"broker group {broker_name!r} of topic {topic!r} has no master online")
+        pulled = await admin.pull(addr, MessageQueue(topic, broker_name, queue_id), offset, 1)
+        if not pulled.messages:
+            raise NotFoundError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id} "
+                                f"({pulled.status}; the queue holds {pulled.min_offset}..{pulled.max_offset})")
+        record = pulled.messages[0]
+        return Output(views.message_block(record), views.message_json(record))
+
+    s.run(work)
