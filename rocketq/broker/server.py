@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 
+from rocketq.broker import clientadmin, locks, schedule, transactionchecks, transactions
 from rocketq.broker import clients as client_registry
-from rocketq.broker import locks, schedule, transactionchecks, transactions
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
@@ -285,6 +285,7 @@ class BrokerServer:
         self._install_transactions()
         self._handlers.update(  # orderly consumers
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
+        self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""

@@ -11,11 +11,12 @@ from collections.abc import Awaitable, Callable
 
 import click
 
-from rocketq.admin import bodies, perms, views
+from rocketq.admin import bodies, clientstatus, perms, tables, views
+from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import NotFoundError, UnavailableError
 from rocketq.admin.stats import MessageQueue
-from rocketq.cli.admin import ADDRESS, TOPIC, Output, Session, _need_target, mqadmin_command, opt
+from rocketq.cli.admin import ADDRESS, GROUP, TOPIC, Output, Session, _need_target, mqadmin_command, opt
 
 # --- write permissions ------------------------------------------------------------------------
 
@@ -90,3 +91,57 @@ def query_msg_by_offset(s: Session, topic: str, broker_name: str, queue_id: int,
         return Output(views.message_block(record), views.message_json(record))
 
     s.run(work)
+
+
+# --- clients ----------------------------------------------------------------------------------
+
+
+@mqadmin_command("producerConnection")
+@opt("-g", "--producerGroup", "group", type=GROUP, required=True)
+@opt("-t", "--topic", type=TOPIC, required=True, help="a topic the group sends to (finds a broker to ask)")
+def producer_connection(s: Session, group: str, topic: str) -> None:
+    """Show the online producers of a group: client id, address, language, version."""
+
+    async def work(admin: AdminClient) -> Output:
+        conns = await clientstatus.producer_connection(admin, group, topic)
+        rows = [[f"{i:04d}", c.client_id, c.client_addr, c.language, c.version] for i, c in enumerate(conns, 1)]
+        return Output(tables.table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"], rows),
+                      {"connectionSet": [{"clientId": c.client_id, "clientAddr": c.client_addr,
+                                          "language": c.language, "version": c.version} for c in conns]})
+
+    s.run(work)
+
+
+@mqadmin_command("consumerStatus")
+@opt("-g", "--consumerGroup", "group", type=GROUP, required=True)
+@opt("-i", "--clientId", "client_id", help="one client's full running info")
+@opt("-s", "--jstackEnable", "jstack", is_flag=True, help="accepted for mqadmin compatibility (no Java stacks)")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, help="the broker to ask (default: a master of %RETRY%group)")
+def consumer_status(s: Session, group: str, client_id: str | None, jstack: bool, broker_addr: str | None) -> None:
+    """Ask a group's consumers (through a broker) for their running info."""
+
+    async def work(admin: AdminClient) -> Output:
+        if client_id is not None:
+            one = await clientstatus.consumer_running_info(admin, group, client_id, broker_addr=broker_addr)
+            return Output(_running_info_text(one), one.to_json())
+        conn = await cluster_ops.consumer_connection(admin, group)
+        infos = [await clientstatus.consumer_running_info(admin, group, c.client_id, broker_addr=broker_addr)
+                 for c in conn.connections]
+        rows = [[f"{i:03d}", info.client_id, c.version, info.properties.get("PROP_CONSUMEORDERLY", ""),
+                 len(info.queues)] for i, (c, info) in enumerate(zip(conn.connections, infos, strict=True), 1)]
+        same = clientstatus.same_subscriptions(infos)
+        verdict = ("Same subscription in the same group of consumer" if same
+                   else "WARN: Different subscription in the same group of consumer!!!")
+        text = tables.table(["#Index", "#ClientId", "#Version", "#Orderly", "#Queues"], rows) + "\n\n" + verdict
+        return Output(text, {"sameSubscription": same, "clients": [info.to_json() for info in infos]})
+
+    s.run(work)
+
+
+def _running_info_text(info: clientstatus.RunningInfo) -> str:
+    props = "\n".join(f"{k:<40}: {v}" for k, v in sorted(info.properties.items()))
+    subs = "\n".join(f"{topic:<40}: {expression}" for topic, expression in info.subscriptions)
+    rows = [[q.topic, q.broker_name, q.queue_id, q.info.get("commitOffset"), q.info.get("cachedMsgCount"),
+             q.info.get("locked")] for q in info.queues]
+    queues = tables.table(["#Topic", "#Broker Name", "#QID", "#Commit Offset", "#Cached", "#Locked"], rows)
+    return f"#Consumer Properties#\n{props}\n\n#Consumer Subscription#\n{subs}\n\n#Consumer MQ Detail#\n{queues}"

@@ -504,6 +504,22 @@ class WipeWritePermResponseHeader(Header):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerGroupHeader(Header):
+    """GET_PRODUCER_CONNECTION_LIST."""
+
+    producer_group: str = wire("producerGroup")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerRunningInfoRequestHeader(Header):
+    """GET_CONSUMER_RUNNING_INFO: admin → broker, forwarded unchanged broker → consumer."""
+
+    consumer_group: str = wire("consumerGroup")
+    client_id: str = wire("clientId")
+    jstack_enable: bool = wire("jstackEnable", False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AddWritePermResponseHeader(Header):
     add_topic_count: int = wire("addTopicCount")
 

@@ -4,8 +4,19 @@ clients, statistics, runtime broker config."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import orjson
 from admin_processes import Cluster
 from test_admin_integration import create_topic, eventually, run, run_json, send
+
+from rocketq.client.consuming import ConsumeContext, ConsumeStatus
+from rocketq.client.messages import Message
+from rocketq.client.producer import Producer
+from rocketq.client.pushconsumer import PushConsumer
+from rocketq.client.settings import ConsumeFromWhere
+from rocketq.protocol.message import MessageExt
 
 
 def route_perms(cluster: Cluster, topic: str) -> dict[str, int]:
@@ -50,3 +61,59 @@ def test_query_msg_by_offset(cluster: Cluster) -> None:
     assert "first" in text
     missing = run(cluster, "queryMsgByOffset", "-t", "AdmByOffset", "-b", "broker-b", "-i", "0", "-o", "5", code=1)
     assert "no message at offset 5" in missing.output
+
+
+async def in_thread(cluster: Cluster, *args: str, code: int = 0) -> str:
+    """A command's output, run off the event loop (the command runs its own)."""
+    return (await asyncio.to_thread(run, cluster, *args, code=code)).output
+
+
+async def test_producer_connection_lists_the_groups_producers(cluster: Cluster) -> None:
+    await asyncio.to_thread(create_topic, cluster, "AdmProducers", 1)
+    async with Producer("AdmPG", namesrv_addr=cluster.namesrv_addr, instance_name="adm-producer") as producer:
+        await producer.send(Message("AdmProducers", b"x"))  # the first send heartbeats at once
+        assert producer.client_id is not None
+        listed = orjson.loads(await in_thread(cluster, "producerConnection", "-g", "AdmPG", "-t", "AdmProducers",
+                                              "--json"))
+        assert [c["clientId"] for c in listed["connectionSet"]] == [producer.client_id]
+        assert listed["connectionSet"][0]["language"] == "PYTHON"
+        text = await in_thread(cluster, "producerConnection", "-g", "AdmPG", "-t", "AdmProducers")
+        assert producer.client_id in text
+    missing = await in_thread(cluster, "producerConnection", "-g", "NoSuchPG", "-t", "AdmProducers", code=1)
+    assert "the producer group[NoSuchPG] not exist" in missing
+
+
+async def test_consumer_status_asks_the_consumer_through_the_broker(cluster: Cluster) -> None:
+    await asyncio.to_thread(create_topic, cluster, "AdmStatus", 2)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("AdmStatusCG", namesrv_addr=cluster.namesrv_addr, instance_name="adm-status",
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, rebalance_interval=1000,
+                            consume_thread_max=7)
+    consumer.subscribe("AdmStatus", "TagA || TagB")
+    consumer.register_listener(listener)
+    async with consumer:
+        assert consumer.client_id is not None
+        client_id = consumer.client_id
+
+        async def assigned() -> dict[str, Any]:
+            for _ in range(300):
+                one = orjson.loads(await in_thread(cluster, "consumerStatus", "-g", "AdmStatusCG", "-i", client_id,
+                                                   "--json"))
+                if len([q for q in one["mqTable"] if q["topic"] == "AdmStatus"]) == 4:  # 2 queues x 2 brokers
+                    return dict(one)
+                await asyncio.sleep(0.1)
+            raise AssertionError("the consumer never reported its four queues")
+
+        one = await assigned()
+        assert one["properties"]["consumeThreadMax"] == "7"
+        assert one["properties"]["PROP_CONSUMEORDERLY"] == "false"
+        assert ("AdmStatus", "TagA || TagB") in {(s["topic"], s["subString"]) for s in one["subscriptions"]}
+        summary = await in_thread(cluster, "consumerStatus", "-g", "AdmStatusCG")
+        assert client_id in summary and "Same subscription in the same group of consumer" in summary
+        detail = await in_thread(cluster, "consumerStatus", "-g", "AdmStatusCG", "-i", client_id)
+        assert "#Consumer Properties#" in detail and "AdmStatus" in detail
+    gone = await in_thread(cluster, "consumerStatus", "-g", "AdmStatusCG", "-i", client_id, code=1)
+    assert "not online" in gone
