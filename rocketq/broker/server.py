@@ -15,11 +15,10 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 
-from rocketq.broker import clientadmin, locks, schedule, transactionchecks, transactions
+from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, transactionchecks, transactions
 from rocketq.broker import clients as client_registry
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
@@ -364,13 +363,12 @@ class BrokerServer:
         return view
 
     def update_config(self, updates: dict[str, str]) -> None:
-        perm_text = updates.get("brokerPermission")
-        if perm_text is not None:
-            try:
-                perm = int(perm_text)
-            except ValueError:
-                raise ValueError(f"brokerPermission={perm_text!r} is not an integer") from None
-            self.behaviour = replace(self.behaviour, broker_permission=perm)  # SettingsError if invalid
+        """UPDATE_BROKER_CONFIG: ConfigUpdateError for what may not change (broker.runtimeconfig)."""
+        changed = runtimeconfig.apply(updates, self.behaviour, self.store_settings)
+        if changed:
+            log.info("runtime config update: %s", ", ".join(f"{k}={updates[k]}" for k in sorted(updates)))
+        if "broker_permission" in changed:
+            perm = self.behaviour.broker_permission
             self.send.broker_permission = perm
             self.pull.broker_permission = perm
             self.topics.bump_version()

@@ -117,3 +117,23 @@ async def test_consumer_status_asks_the_consumer_through_the_broker(cluster: Clu
         assert "#Consumer Properties#" in detail and "AdmStatus" in detail
     gone = await in_thread(cluster, "consumerStatus", "-g", "AdmStatusCG", "-i", client_id, code=1)
     assert "not online" in gone
+
+
+def test_update_broker_config_applies_runtime_keys_and_refuses_others_clearly(cluster: Cluster) -> None:
+    addr = cluster.brokers["broker-b"].addr
+    try:
+        run(cluster, "updateBrokerConfig", "-b", addr, "-k", "autoCreateTopicEnable", "-v", "false")
+        refused = run(cluster, "sendMessage", "-t", "AdmNeverCreated", "-p", "x", "-b", "broker-b", code=1)
+        assert "TOPIC_NOT_EXIST" in refused.output  # the running broker acts on it at once
+    finally:
+        run(cluster, "updateBrokerConfig", "-b", addr, "-k", "autoCreateTopicEnable", "-v", "true")
+    run(cluster, "updateBrokerConfig", "-b", addr, "-k", "fileReservedTime", "-v", "48")
+    assert run_json(cluster, "getBrokerConfig", "-b", addr)[addr]["fileReservedTime"] == "48"
+    at_start = run(cluster, "updateBrokerConfig", "-b", addr, "-k", "listenPort", "-v", "1", code=1).output
+    assert "listenPort: read only at broker start" in at_start and "autoCreateTopicEnable" in at_start
+    unknown = run(cluster, "updateBrokerConfig", "-b", addr, "-k", "noSuchKey", "-v", "1", code=1).output
+    assert "unknown broker config key(s): noSuchKey" in unknown
+    blacklisted = run(cluster, "updateBrokerConfig", "-b", addr, "-k", "brokerConfigPath", "-v", "/x", code=1).output
+    assert "NO_PERMISSION" in blacklisted and "black list" in blacklisted
+    bad = run(cluster, "updateBrokerConfig", "-b", addr, "-k", "defaultTopicQueueNums", "-v", "0", code=1).output
+    assert "must be positive" in bad
