@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry
 
-from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, transactionchecks, transactions
+from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
 from rocketq.broker import clients as client_registry
 from rocketq.broker.adminops import AdminHandlers
 from rocketq.broker.clientmanage import ClientHandlers
@@ -120,6 +120,8 @@ class BrokerServer:
         await self._start_ha()
         self.clients = ClientManager(self._notify_ids_changed)
         self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
+        self.stats_windows = statsdata.StatsWindows()  # VIEW_BROKER_STATS_DATA, fed by the sampler
+        self.traffic.on_sample = self.stats_windows.record
         self.registrar = Registrar(
             self._client,
             parse_namesrv_addrs(self.identity.namesrv_addr),
@@ -285,6 +287,7 @@ class BrokerServer:
         self._handlers.update(  # orderly consumers
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
         self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
+        self._handlers.update(self.stats_windows.handlers())
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""

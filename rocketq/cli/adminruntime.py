@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import click
 
-from rocketq.admin import bodies, clientstatus, perms, tables, views
+from rocketq.admin import bodies, clientstatus, perms, statsall, tables, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import NotFoundError, UnavailableError
@@ -105,7 +105,7 @@ def producer_connection(s: Session, group: str, topic: str) -> None:
     async def work(admin: AdminClient) -> Output:
         conns = await clientstatus.producer_connection(admin, group, topic)
         rows = [[f"{i:04d}", c.client_id, c.client_addr, c.language, c.version] for i, c in enumerate(conns, 1)]
-        return Output(tables.table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"], rows),
+        return Output(tables.table(["No", "ClientId", "ClientAddr", "Language", "Version"], rows),
                       {"connectionSet": [{"clientId": c.client_id, "clientAddr": c.client_addr,
                                           "language": c.language, "version": c.version} for c in conns]})
 
@@ -132,7 +132,7 @@ def consumer_status(s: Session, group: str, client_id: str | None, jstack: bool,
         same = clientstatus.same_subscriptions(infos)
         verdict = ("Same subscription in the same group of consumer" if same
                    else "WARN: Different subscription in the same group of consumer!!!")
-        text = tables.table(["#Index", "#ClientId", "#Version", "#Orderly", "#Queues"], rows) + "\n\n" + verdict
+        text = tables.table(["Index", "ClientId", "Version", "Orderly", "Queues"], rows) + "\n\n" + verdict
         return Output(text, {"sameSubscription": same, "clients": [info.to_json() for info in infos]})
 
     s.run(work)
@@ -143,5 +143,25 @@ def _running_info_text(info: clientstatus.RunningInfo) -> str:
     subs = "\n".join(f"{topic:<40}: {expression}" for topic, expression in info.subscriptions)
     rows = [[q.topic, q.broker_name, q.queue_id, q.info.get("commitOffset"), q.info.get("cachedMsgCount"),
              q.info.get("locked")] for q in info.queues]
-    queues = tables.table(["#Topic", "#Broker Name", "#QID", "#Commit Offset", "#Cached", "#Locked"], rows)
+    queues = tables.table(["Topic", "Broker Name", "QID", "Commit Offset", "Cached", "Locked"], rows)
     return f"#Consumer Properties#\n{props}\n\n#Consumer Subscription#\n{subs}\n\n#Consumer MQ Detail#\n{queues}"
+
+
+# --- statistics -------------------------------------------------------------------------------
+
+
+@mqadmin_command("statsAll")
+@opt("-t", "--topic", type=TOPIC, help="only this topic")
+@opt("-a", "--activeTopic", "active", is_flag=True, help="only topics (and groups) with messages in the last day")
+def stats_all(s: Session, topic: str | None, active: bool) -> None:
+    """Per topic and consumer group: backlog, in/out TPS (last minute) and messages in the last day."""
+
+    async def work(admin: AdminClient) -> Output:
+        rows = await statsall.stats_all(admin, topic=topic, active_only=active)
+        table = tables.table(
+            ["Topic", "Consumer Group", "Accumulation", "InTPS", "OutTPS", "InMsg24Hour", "OutMsg24Hour"],
+            [[r.topic, r.group, r.accumulation, f"{r.in_tps:.2f}", f"{r.out_tps:.2f}", r.in_msg_24h, r.out_msg_24h]
+             for r in rows])
+        return Output(table, [r.to_json() for r in rows])
+
+    s.run(work)

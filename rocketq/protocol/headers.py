@@ -520,6 +520,14 @@ class GetConsumerRunningInfoRequestHeader(Header):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ViewBrokerStatsDataRequestHeader(Header):
+    """VIEW_BROKER_STATS_DATA: e.g. TOPIC_PUT_NUMS / topic, GROUP_GET_NUMS / topic@group."""
+
+    stats_name: str = wire("statsName")
+    stats_key: str = wire("statsKey")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AddWritePermResponseHeader(Header):
     add_topic_count: int = wire("addTopicCount")
 

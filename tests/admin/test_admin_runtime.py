@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 from admin_processes import Cluster
-from test_admin_integration import create_topic, eventually, run, run_json, send
+from test_admin_integration import commit, create_topic, eventually, run, run_json, send
 
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.messages import Message
@@ -137,3 +137,21 @@ def test_update_broker_config_applies_runtime_keys_and_refuses_others_clearly(cl
     assert "NO_PERMISSION" in blacklisted and "black list" in blacklisted
     bad = run(cluster, "updateBrokerConfig", "-b", addr, "-k", "defaultTopicQueueNums", "-v", "0", code=1).output
     assert "must be positive" in bad
+
+
+def test_stats_all_lists_each_topic_and_group_with_its_backlog(cluster: Cluster) -> None:
+    create_topic(cluster, "AdmStats", 1)
+    create_topic(cluster, "AdmStatsIdle", 1)
+    for body in ("a", "b", "c"):
+        send(cluster, "AdmStats", body, "-b", "broker-a", "-i", "0")
+    commit(cluster, "AdmStatsCG", "AdmStats", "broker-a", 0, 1)
+    rows = {(r["topic"], r["consumerGroup"]): r for r in run_json(cluster, "statsAll")}
+    assert rows[("AdmStats", "AdmStatsCG")]["accumulation"] == 2
+    assert rows[("AdmStatsIdle", "")]["accumulation"] == 0
+    assert not any(topic.startswith(("%RETRY%", "%DLQ%")) for topic, _ in rows)
+    one = run_json(cluster, "statsAll", "-t", "AdmStats")
+    # the broker samples its counters every 10 s: the sends may or may not be counted yet
+    assert [(r["consumerGroup"], r["inMsg24Hour"] in (0, 3)) for r in one] == [("AdmStatsCG", True)]
+    assert run_json(cluster, "statsAll", "-t", "AdmStatsIdle", "-a") == []
+    text = run(cluster, "statsAll", "-t", "AdmStats").stdout
+    assert text.splitlines()[0].split()[:3] == ["#Topic", "#Consumer", "Group"], text
