@@ -42,6 +42,24 @@ _SHOWN: Final = 200
 """Characters of a refused topic name quoted in a log line."""
 
 
+SLAVE_REFUSAL: Final = ("Can't modify topic or subscription group from slave broker, "
+                        "please execute it from master broker.")
+SLAVE_GUARDED: Final = frozenset({
+    RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER,
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+})
+"""Topic and group changes a slave refuses (RocketMQ's ``validateSlave``): its tables are the
+master's, copied by the metadata sync, which would silently undo a change made here."""
+
+
+def slave_guarded(handlers: dict[int, Handler]) -> dict[int, Handler]:
+    """A slave's admin handlers: SLAVE_GUARDED requests answer SYSTEM_ERROR ``SLAVE_REFUSAL``."""
+    async def refuse(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL)
+
+    return {code: refuse if code in SLAVE_GUARDED else handler for code, handler in handlers.items()}
+
+
 def mq_keyed_json(entries: list[tuple[dict[str, Any], Any]], field: str, extra: dict[str, Any]) -> bytes:
     """JSON with MessageQueue objects as map keys, the way fastjson writes RocketMQ's tables."""
     pairs = ",".join(f"{orjson.dumps(k).decode()}:{orjson.dumps(v).decode()}" for k, v in entries)

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
 from rocketq.broker import clients as client_registry
-from rocketq.broker.adminops import AdminHandlers
+from rocketq.broker.adminops import AdminHandlers, slave_guarded
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
 from rocketq.broker.filters import ConsumerFilters
@@ -282,6 +282,8 @@ class BrokerServer:
         replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
+        if not is_master:
+            self._handlers.update(slave_guarded(admin.handlers()))
         self._install_retry_and_delay()
         self._install_transactions()
         self._handlers.update(  # orderly consumers
