@@ -192,6 +192,12 @@ class AdminClient:
                                                 headers.BrokerNameHeader(broker_name=broker_name))
         return {addr: _header(headers.WipeWritePermResponseHeader, r).wipe_topic_count for addr, r in answers.items()}
 
+    async def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        """Make a broker group writable again in every name server's routes; topics per name server."""
+        answers = await self.call_every_namesrv(RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                                headers.BrokerNameHeader(broker_name=broker_name))
+        return {addr: _header(headers.AddWritePermResponseHeader, r).add_topic_count for addr, r in answers.items()}
+
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         await self.call_every_namesrv(RequestCode.PUT_KV_CONFIG,
                                       headers.KVConfigHeader(namespace=namespace, key=key, value=value))

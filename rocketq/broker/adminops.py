@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import orjson
 
+from rocketq.broker import runtimeconfig
 from rocketq.broker.clients import ClientManager
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -39,8 +40,24 @@ log = logging.getLogger(__name__)
 
 _SHOWN: Final = 200
 """Characters of a refused topic name quoted in a log line."""
-RUNTIME_UPDATABLE_KEYS = frozenset({"brokerPermission"})
-"""broker.conf keys UPDATE_BROKER_CONFIG may change on a running broker."""
+
+
+SLAVE_REFUSAL: Final = ("Can't modify topic or subscription group from slave broker, "
+                        "please execute it from master broker.")
+SLAVE_GUARDED: Final = frozenset({
+    RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER,
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+})
+"""Topic and group changes a slave refuses (RocketMQ's ``validateSlave``): its tables are the
+master's, copied by the metadata sync, which would silently undo a change made here."""
+
+
+def slave_guarded(handlers: dict[int, Handler]) -> dict[int, Handler]:
+    """A slave's admin handlers: SLAVE_GUARDED requests answer SYSTEM_ERROR ``SLAVE_REFUSAL``."""
+    async def refuse(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL)
+
+    return {code: refuse if code in SLAVE_GUARDED else handler for code, handler in handlers.items()}
 
 
 def mq_keyed_json(entries: list[tuple[dict[str, Any], Any]], field: str, extra: dict[str, Any]) -> bytes:
@@ -206,17 +223,11 @@ class AdminHandlers:
             updates = _parse_properties_text(request.body.decode())
         except (UnicodeDecodeError, ValueError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad config body: {exc}")
-        refused = sorted(set(updates) - RUNTIME_UPDATABLE_KEYS)
-        if refused:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"not updatable at runtime: {', '.join(refused)}; "
-                f"updatable: {', '.join(sorted(RUNTIME_UPDATABLE_KEYS))}",
-            )
         try:
-            self._update_config(updates)
-        except ValueError as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+            self._update_config(updates)  # which keys and values are accepted: broker.runtimeconfig
+        except runtimeconfig.ConfigUpdateError as exc:
+            code = ResponseCode.NO_PERMISSION if exc.blacklisted else ResponseCode.SYSTEM_ERROR
+            return request.response(code, str(exc))
         await self._register_now()
         return request.response(ResponseCode.SUCCESS)
 

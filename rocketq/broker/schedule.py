@@ -48,6 +48,8 @@ from rocketq.tasks import OwnedTask, wait_event
 
 log = logging.getLogger(__name__)
 
+DELAY_OFFSET_FILE: Final = "delayOffset.json"
+"""The delay offsets' file in the store's config directory (RocketMQ's name)."""
 DEFAULT_MAX_DELAY_LEVEL: Final = 18
 """Levels in RocketMQ's default messageDelayLevel ("1s 5s ... 2h")."""
 FIRST_DELIVERY_DELAY_S: Final = 1.0

@@ -15,16 +15,15 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 
 from rocketq.acl import guard
 from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
+from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
 from rocketq.broker import clients as client_registry
-from rocketq.broker import locks, transactionchecks, transactions
-from rocketq.broker.adminops import AdminHandlers
+from rocketq.broker.adminops import AdminHandlers, slave_guarded
 from rocketq.broker.clientmanage import ClientHandlers
 from rocketq.broker.clients import ClientManager
 from rocketq.broker.filters import ConsumerFilters
@@ -126,6 +125,8 @@ class BrokerServer:
         await self._start_ha()
         self.clients = ClientManager(self._notify_ids_changed)
         self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
+        self.stats_windows = statsdata.StatsWindows()  # VIEW_BROKER_STATS_DATA, fed by the sampler
+        self.traffic.on_sample = self.stats_windows.record
         self.registrar = Registrar(
             self._client,
             parse_namesrv_addrs(self.identity.namesrv_addr),
@@ -175,7 +176,8 @@ class BrokerServer:
         await self.ha.start()
         self.metadata_sync = None if self.is_master else SlaveSynchronizer(
             self._client, lambda: self.registrar.master_addr, lambda: self.address,
-            self.topics, self.groups, self.offsets, self._register_soon)
+            self.topics, self.groups, self.offsets, self._register_soon,
+            delay_offset_path=self.store_settings.config_dir / schedule.DELAY_OFFSET_FILE)
         if self.metadata_sync is not None:
             self.store.add_arrival_listener(self.metadata_sync.message_arrived)
 
@@ -297,15 +299,19 @@ class BrokerServer:
         replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
+        if not is_master:
+            self._handlers.update(slave_guarded(admin.handlers()))
         self._install_retry_and_delay()
         self._install_transactions()
         self._handlers.update(  # orderly consumers
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
+        self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
+        self._handlers.update(self.stats_windows.handlers())
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
         levels = self.store_settings.delay_levels_ms
-        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / "delayOffset.json",
+        self.schedule = ScheduleService(self.store, levels, self.store_settings.config_dir / schedule.DELAY_OFFSET_FILE,
                                         self.store.put)
         self.schedule.load()
         self.send_back = SendBackHandlers(self.store, self.topics, self.groups, self.behaviour,
@@ -323,7 +329,8 @@ class BrokerServer:
         halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))
         is_slave = self.identity.broker_role is BrokerRole.SLAVE
         self._handlers.update(transactions.TransactionHandlers(
-            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE).handlers())
+            halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE,
+            max_delay_level=len(self.store_settings.delay_levels_ms)).handlers())
         self.transaction_checker = transactionchecks.TransactionChecker(
             halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
@@ -378,13 +385,12 @@ class BrokerServer:
         return view
 
     def update_config(self, updates: dict[str, str]) -> None:
-        perm_text = updates.get("brokerPermission")
-        if perm_text is not None:
-            try:
-                perm = int(perm_text)
-            except ValueError:
-                raise ValueError(f"brokerPermission={perm_text!r} is not an integer") from None
-            self.behaviour = replace(self.behaviour, broker_permission=perm)  # SettingsError if invalid
+        """UPDATE_BROKER_CONFIG: ConfigUpdateError for what may not change (broker.runtimeconfig)."""
+        changed = runtimeconfig.apply(updates, self.behaviour, self.store_settings)
+        if changed:
+            log.info("runtime config update: %s", ", ".join(f"{k}={updates[k]}" for k in sorted(updates)))
+        if "broker_permission" in changed:
+            perm = self.behaviour.broker_permission
             self.send.broker_permission = perm
             self.pull.broker_permission = perm
             self.topics.bump_version()

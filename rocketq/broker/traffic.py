@@ -41,6 +41,8 @@ class TrafficSampler:
         self._last_puts: dict[str, int] = {}
         self._last_commits: dict[tuple[str, str], int] = {}
         self.rates = TrafficRates()
+        self.on_sample: Callable[[dict[str, int], dict[tuple[str, str], int]], None] | None = None
+        """Given each sample's deltas: messages put per topic, committed per (group, topic)."""
 
     def sample(self) -> TrafficRates:
         now = self._clock()
@@ -48,9 +50,11 @@ class TrafficSampler:
         commits = {(group, topic): sum(queues.values()) for topic, group, queues in self._group_offsets()}
         if self._last_at is not None and now > self._last_at:
             elapsed = now - self._last_at
-            self.rates = TrafficRates(
-                {t: max(0, n - self._last_puts.get(t, n)) / elapsed for t, n in puts.items()},
-                {k: max(0, n - self._last_commits.get(k, n)) / elapsed for k, n in commits.items()},
-            )
+            put_deltas = {t: max(0, n - self._last_puts.get(t, n)) for t, n in puts.items()}
+            commit_deltas = {k: max(0, n - self._last_commits.get(k, n)) for k, n in commits.items()}
+            self.rates = TrafficRates({t: d / elapsed for t, d in put_deltas.items()},
+                                      {k: d / elapsed for k, d in commit_deltas.items()})
+            if self.on_sample is not None:
+                self.on_sample(put_deltas, commit_deltas)
         self._last_at, self._last_puts, self._last_commits = now, puts, commits
         return self.rates

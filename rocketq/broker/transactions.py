@@ -19,6 +19,11 @@ RocketMQ client works unchanged:
    The check loop (``transactionchecks.py``) reads these to know which halves still need their
    producer asked.
 
+A committed message whose half carries ``DELAY`` > 0 is delayed from the commit on, as RocketMQ's
+store does for type COMMIT: it goes through the same rewrite as a delayed send
+(``schedule.to_schedule``) into ``SCHEDULE_TOPIC_XXXX`` and reaches its topic when its level is
+due. (Java's TransactionMQProducer drops DELAY before sending; other clients keep it.)
+
 The committed message keeps the half's properties string, TRAN_MSG, PGROUP, REAL_TOPIC and
 REAL_QID included, as RocketMQ 4.9 stores it. An END_TRANSACTION whose group or offsets do not
 match the half it names is refused with RocketMQ's remarks; a repeated END_TRANSACTION is not
@@ -31,6 +36,7 @@ import logging
 import time
 from typing import Final
 
+from rocketq.broker import schedule
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, message, msgid
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -82,16 +88,24 @@ def to_half(put: PutRequest, topics: TopicConfigManager) -> PutRequest:
     )
 
 
-def committed(half: MessageExt, commit_log_offset: int) -> PutRequest:
-    """The message a COMMIT writes: the half, back in its real topic and queue."""
+def committed(half: MessageExt, commit_log_offset: int,
+              max_delay_level: int = schedule.DEFAULT_MAX_DELAY_LEVEL) -> PutRequest:
+    """The message a COMMIT writes: the half, back in its real topic and queue, or, when it
+    carries DELAY, in SCHEDULE_TOPIC_XXXX until its level is due (``schedule.to_schedule``)."""
     props = half.properties
+    topic, queue_id = props.get(message.REAL_TOPIC, half.topic), int(props.get(message.REAL_QID, "0"))
+    sys_flag = message.with_transaction_type(half.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+    if message.DELAY in props:
+        scheduled = schedule.to_schedule(topic, queue_id, props, sys_flag, max_delay_level)
+        if scheduled is not None:
+            topic, queue_id, props = scheduled
     return PutRequest(
-        props.get(message.REAL_TOPIC, half.topic),
-        int(props.get(message.REAL_QID, "0")),
+        topic,
+        queue_id,
         half.body,
         half.flag,
         message.encode_properties(props),
-        message.with_transaction_type(half.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE),
+        sys_flag,
         half.born_timestamp,
         half.born_host,
         half.reconsume_times,
@@ -141,9 +155,11 @@ class HalfLog:
 class TransactionHandlers:
     """END_TRANSACTION: commit or roll back the half message a producer names."""
 
-    def __init__(self, halves: HalfLog, *, is_slave: bool,
-                 put_answers: dict[PutStatus, tuple[int, str | None]]) -> None:
+    def __init__(self, halves: HalfLog, *, is_slave: bool, put_answers: dict[PutStatus, tuple[int, str | None]],
+                 max_delay_level: int = schedule.DEFAULT_MAX_DELAY_LEVEL) -> None:
         self._halves = halves
+        self._max_delay_level = max_delay_level
+        """Delay levels above this are clamped to it (messageDelayLevel's length)."""
         self._is_slave = is_slave
         self._put_answers = put_answers
         self._refusals = LogLimiter(log)
@@ -168,7 +184,7 @@ class TransactionHandlers:
         if wrong is not None:
             return self._refuse(conn, request, header, wrong)
         if kind == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
-            result = await self._halves.put(committed(half, header.commit_log_offset))
+            result = await self._halves.put(committed(half, header.commit_log_offset, self._max_delay_level))
             if result.status not in STORED_STATUSES:
                 code, remark = self._put_answers.get(result.status, (ResponseCode.SYSTEM_ERROR, None))
                 return request.response(code, remark or result.error or result.status.name)

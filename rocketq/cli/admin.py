@@ -714,3 +714,7 @@ def dlq_resend(s: Session, group: str, msg_ids: str | None, resend_all: bool, ma
         return Output(tables.table(["Message ID", "Broker Name", "QID", "Send Result"], rows), data)
 
     s.run(work)
+
+
+# the commands of rocketq.cli.adminruntime register on ``command`` when imported
+from rocketq.cli import adminruntime as _adminruntime  # noqa: E402,F401

@@ -14,6 +14,9 @@ else counts as RECONSUME_LATER). Setting ``context.ack_index`` acknowledges only
   back, the message stays in its process queue and is given to the listener again 5 s later.
 - BROADCASTING: is dropped with a warning, as RocketMQ does.
 
+With ``consume_tps_limit`` N > 0 each batch first waits its turn in a
+``consumelimits.ConsumeRateLimiter``, so the listener never gets more than N messages/s.
+
 Either way the consumed messages leave their process queue and the queue's offset moves to the
 new commit point. Messages redelivered from ``%RETRY%group`` carry the original topic in
 RETRY_TOPIC; the listener sees that topic, as in RocketMQ.
@@ -31,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from rocketq.client import wire
+from rocketq.client import consumelimits, wire
 from rocketq.client.errors import ClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.offsetstores import OffsetStore
@@ -114,6 +117,7 @@ class ConcurrentConsumeService:
         self._instance = instance
         self._offsets = offsets
         self._slots = asyncio.Semaphore(settings.consume_thread_max)
+        self._limiter = consumelimits.limiter_for(settings.consume_tps_limit)
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -136,6 +140,8 @@ class ConcurrentConsumeService:
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
         if delay:
             await asyncio.sleep(delay)
+        if self._limiter is not None:
+            await self._limiter.acquire(len(msgs))  # waiting here holds no slot
         async with self._slots:
             if pq.dropped:
                 return

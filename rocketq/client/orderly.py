@@ -30,6 +30,9 @@ in send order. RocketMQ's ``ConsumeMessageOrderlyService``, rebuilt on asyncio:
   batch whose every message went to the DLQ is committed; otherwise the whole batch is
   retried (RocketMQ's rule).
 
+With ``consume_tps_limit`` N > 0 every listener call (a retried batch included) first waits
+its turn in a ``consumelimits.ConsumeRateLimiter``: at most N messages/s over all queues.
+
 A queue taken away (``dropped``) stops its worker after the current call, whose result is then
 not committed: the next owner gets those messages again (at-least-once, order kept).
 BROADCASTING needs no lock. Not provided: ``auto_commit=False`` (RocketMQ deprecated it).
@@ -46,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.client import wire
+from rocketq.client import consumelimits, wire
 from rocketq.client.consuming import restore_retry_topic, verdict
 from rocketq.client.errors import ClientError
 from rocketq.client.instance import ClientInstance
@@ -154,6 +157,7 @@ class OrderlyConsumeService:
         self._send_back = send_back
         self._clustering = settings.message_model is MessageModel.CLUSTERING
         self._slots = asyncio.Semaphore(settings.consume_thread_max)
+        self._limiter = consumelimits.limiter_for(settings.consume_tps_limit)
         self._workers: dict[ProcessQueue, asyncio.Task[None]] = {}
         self._calling: set[ProcessQueue] = set()
         """Queues whose worker is inside a listener call (not to be cancelled)."""
@@ -208,6 +212,8 @@ class OrderlyConsumeService:
             if not msgs:
                 return
             ctx = ConsumeOrderlyContext(mq)
+            if self._limiter is not None:
+                await self._limiter.acquire(len(msgs))
             async with self._slots:
                 if pq.dropped:
                     return

@@ -36,7 +36,7 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import messageselectors, names, orderly, periodic, tracing
+from rocketq.client import messageselectors, names, orderly, periodic, runninginfo, tracing
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
@@ -50,7 +50,13 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.rebalance import Rebalancer
 from rocketq.client.settings import MessageModel, PushConsumerSettings, configure
 from rocketq.protocol import subscription
-from rocketq.protocol.codes import DEFAULT_CONSUMER_GROUP, RETRY_GROUP_TOPIC_PREFIX, RequestCode, retry_topic
+from rocketq.protocol.codes import (
+    DEFAULT_CONSUMER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RequestCode,
+    ResponseCode,
+    retry_topic,
+)
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.subscription import SubscriptionData
@@ -102,6 +108,8 @@ class PushConsumer:
         self._rebalancer: Rebalancer | None = None
         self._pull_tasks: dict[MessageQueue, PullTask] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._started_ms = 0
+        """Wall-clock start time (epoch ms), for GET_CONSUMER_RUNNING_INFO."""
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()
@@ -162,6 +170,7 @@ class PushConsumer:
             retry = retry_topic(self.group)
             self._subscriptions.setdefault(retry, subscription.build(retry, subscription.SUB_ALL))
         self._state = ServiceState.RUNNING
+        self._started_ms = time.time_ns() // 1_000_000
         try:
             await self._start_parts(self._listener)  # None for an orderly consumer
         except BaseException:
@@ -169,7 +178,8 @@ class PushConsumer:
             raise
 
     async def _start_parts(self, listener: Listener | None) -> None:
-        instance = ClientInstance(self.settings, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed},
+        instance = ClientInstance(self.settings, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed,
+                                                          RequestCode.GET_CONSUMER_RUNNING_INFO: self._running_info},
                                   consumer_data=self._consumer_data)
         self._instance = instance
         if self.settings.message_model is MessageModel.CLUSTERING:
@@ -209,7 +219,10 @@ class PushConsumer:
         async def send_back(msg: MessageExt, mq: MessageQueue) -> bool:
             return await orderly.send_to_retry(instance, self.group, max_times, msg, mq)
 
-        return orderly.OrderlyConsumeService(self.group, self.settings, self._orderly_listener, self._offsets,
+        listener = self._orderly_listener
+        if self.tracer is not None:
+            listener = tracing.traced_orderly_listener(listener, self.tracer, self.group)
+        return orderly.OrderlyConsumeService(self.group, self.settings, listener, self._offsets,
                                              lock=self._locker.lock if self._locker is not None else _always,
                                              send_back=send_back)
 
@@ -308,6 +321,14 @@ class PushConsumer:
         if self._rebalancer is not None:
             self._rebalancer.trigger()
         return None
+
+    async def _running_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO, forwarded by a broker for ``mqadmin consumerStatus``."""
+        body = runninginfo.running_info_body(
+            self.settings, orderly=self._orderly_listener is not None, start_ms=self._started_ms,
+            subscriptions=self._subscriptions.values(), queues={mq: t.pq for mq, t in self._pull_tasks.items()},
+            offsets=self._offsets)
+        return request.response(ResponseCode.SUCCESS, body=body)
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.settings.message_model,

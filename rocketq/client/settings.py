@@ -126,6 +126,9 @@ class PushConsumerSettings(ClientSettings):
         "localOffsetStoreDir", "", "Directory of broadcasting offsets; empty: ~/.rocketmq_offsets.")
     suspend_current_queue_time_millis: int = setting(
         "suspendCurrentQueueTimeMillis", 1000, "Orderly: ms a queue waits after SUSPEND_CURRENT_QUEUE_A_MOMENT.")
+    consume_tps_limit: float = setting(
+        "consumeTpsLimit", 0.0, "rocketq's own: messages per second handed to the listener at most "
+        "(paced evenly, across all queues); 0: no limit.")
 
     def __post_init__(self) -> None:
         ClientSettings.__post_init__(self)
@@ -138,6 +141,9 @@ class PushConsumerSettings(ClientSettings):
             raise ClientStateError("consumerTimeoutMillisWhenSuspend must exceed brokerSuspendMaxTimeMillis")
         if self.max_reconsume_times < -1:
             raise ClientStateError("maxReconsumeTimes must be -1 (default 16) or >= 0")
+        if isinstance(self.consume_tps_limit, bool) or not isinstance(self.consume_tps_limit, int | float) \
+                or not 0 <= self.consume_tps_limit < float("inf"):
+            raise ClientStateError(f"consumeTpsLimit={self.consume_tps_limit!r}: expected messages/s >= 0")
 
     @property
     def effective_max_reconsume_times(self) -> int:

@@ -1,8 +1,10 @@
 """Message trace hooks of the SDK: what a traced send or consume records, and how it is shipped.
 
 With ``enable_msg_trace=True`` a ``Producer`` records a ``Pub`` trace after every answered send
-attempt, and a ``PushConsumer`` records ``SubBefore``/``SubAfter`` around every listener call
-(``rocketq.protocol.traces`` has the records and their encoding). The records go to a
+attempt, a ``TransactionProducer`` also an ``EndTransaction`` trace for every END_TRANSACTION it
+sends (after the local transaction, and when answering a broker's check, fromTransactionCheck
+true), and a ``PushConsumer`` records ``SubBefore``/``SubAfter`` around every listener call,
+concurrent or orderly (``rocketq.protocol.traces`` has the records and their encoding). The records go to a
 ``TraceDispatcher``, which ships them in batches as ordinary messages to the trace topic
 (``RMQ_SYS_TRACE_TOPIC``, or ``custom_trace_topic``) through its own producer, keyed by the
 traced msgIds and keys so that ``rocketq admin queryMsgTraceById`` finds them.
@@ -11,8 +13,7 @@ Tracing never slows down or fails what it traces: ``submit`` only puts records i
 queue and returns; when the queue is full the record is dropped and counted (``dropped``), and a
 trace send that fails is counted (``failed``) and logged at most once per interval. What is not
 traced, as in RocketMQ: oneway sends and attempts that got no answer, batch sends, and messages of
-the trace topic itself. EndTransaction records are not produced (this SDK has no transactional
-producer); the codec reads and writes them.
+the trace topic itself.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from rocketq.client.errors import ClientError
@@ -33,6 +34,7 @@ from rocketq.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     from rocketq.client.consuming import ConsumeContext, ConsumeStatus, Listener
+    from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyListener
     from rocketq.client.producer import Producer
     from rocketq.client.sending import Outgoing, SendResult
     from rocketq.protocol.message import MessageExt
@@ -187,6 +189,19 @@ def pub_record(out: Outgoing, result: SendResult, *, group: str, store_host: str
         client_host=client_host)
 
 
+def end_transaction_record(msg: message.Message | MessageExt, *, group: str, msg_id: str, transaction_id: str,
+                           store_host: str, state: str, from_check: bool) -> TraceRecord:
+    """The EndTransaction record of one END_TRANSACTION (RocketMQ's ``EndTransactionTraceHookImpl``):
+    msgType Trans_msg_Commit whatever the outcome, the state by its Java name."""
+    props = msg.properties
+    return TraceRecord(
+        type=TraceType.END_TRANSACTION, timestamp=_now_ms(),
+        region_id=props.get(message.MSG_REGION) or traces.DEFAULT_REGION, group=group, topic=msg.topic,
+        msg_id=msg_id, tags=props.get(message.TAGS, ""), keys=props.get(message.KEYS, ""), store_host=store_host,
+        msg_type=MessageType.TRANS_COMMIT, transaction_id=transaction_id, transaction_state=state,
+        from_transaction_check=from_check)
+
+
 # --- the push consumer's hook -----------------------------------------------------------------
 
 _request_ids: msgid.UniqIdGenerator | None = None
@@ -211,7 +226,23 @@ def traced_listener(listener: Listener, dispatcher: TraceDispatcher, group: str)
     """
     from rocketq.client.consuming import ConsumeStatus
 
-    async def traced(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+    return _traced_calls(listener, dispatcher, group, lambda status: status is ConsumeStatus.CONSUME_SUCCESS)
+
+
+def traced_orderly_listener(listener: OrderlyListener, dispatcher: TraceDispatcher, group: str) -> OrderlyListener:
+    """An orderly listener traced the same way: SUCCESS (and the deprecated COMMIT) count as
+    success, SUSPEND_CURRENT_QUEUE_A_MOMENT (and ROLLBACK) as FAILED, as RocketMQ's orderly
+    service records them."""
+    from rocketq.client.orderly import ConsumeOrderlyStatus
+
+    succeeded = (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
+    return _traced_calls(listener, dispatcher, group, lambda status: status in succeeded)
+
+
+def _traced_calls(listener: Callable[[list[MessageExt], Any], Any], dispatcher: TraceDispatcher, group: str,
+                  succeeded: Callable[[object], bool]) -> Any:
+    async def traced(msgs: list[MessageExt], ctx: ConsumeContext | ConsumeOrderlyContext
+                     ) -> ConsumeStatus | ConsumeOrderlyStatus | None:
         shown = [m for m in msgs if _traced(m, dispatcher.topic)]
         request_id = _next_request_id()
         started = _now_ms()
@@ -227,11 +258,11 @@ def traced_listener(listener: Listener, dispatcher: TraceDispatcher, group: str)
                 status = await status
             if status is None:
                 code = ContextCode.RETURNNULL
-            elif status is ConsumeStatus.CONSUME_SUCCESS:
+            elif succeeded(status):
                 code = ContextCode.SUCCESS
             else:
                 code = ContextCode.FAILED
-            return status  # an odd answer is passed on: the consume service judges it
+            return status  # an odd answer is passed on: the service judges it
         finally:
             if shown:
                 # RocketMQ spreads a batch's cost over its messages

@@ -28,6 +28,9 @@ covered by any other (or restarted) member of its group. Both listener methods m
 ``async`` functions; checks run as tasks owned by the producer (at most
 ``MAX_CHECKS_IN_FLIGHT`` at once) and are cancelled by ``close``.
 
+With ``enable_msg_trace=True`` every END_TRANSACTION sent is traced (an ``EndTransaction``
+record, ``rocketq.client.tracing``), as well as the half message's send (a ``Pub``).
+
 To be asked, a producer must be known to the broker: it heartbeats to the brokers of the
 topics in ``topics`` and of the auto-create topic from ``start`` on, as a Java producer does.
 """
@@ -43,7 +46,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from rocketq.client import sending, wire
+from rocketq.client import sending, tracing, wire
 from rocketq.client.errors import ClientError, ClientStateError, MessageError
 from rocketq.client.producer import Producer
 from rocketq.client.sending import SendResult, SendStatus
@@ -160,13 +163,13 @@ class TransactionProducer(Producer):
             state = LocalTransactionState.ROLLBACK_MESSAGE  # not durably stored: do not commit it
         remark = f"executeLocalTransactionBranch exception: {error}" if error is not None else None
         try:
-            await self._end(result, state, remark)
+            await self._end(msg, result, state, remark)
         except (ClientError, RemotingError) as exc:
             # the broker's check-back settles it later
             log.warning("%s: END_TRANSACTION of %s failed: %s", self.group, transaction_id, exc)
         return TransactionSendResult(result, state, transaction_id)
 
-    async def _end(self, result: SendResult, state: LocalTransactionState, remark: str | None) -> None:
+    async def _end(self, msg: Message, result: SendResult, state: LocalTransactionState, remark: str | None) -> None:
         instance = self._running()
         try:
             commit_log_offset = msgid.decode_offset_msg_id(result.offset_msg_id).commit_log_offset
@@ -178,7 +181,16 @@ class TransactionProducer(Producer):
             from_transaction_check=False, msg_id=result.msg_id, transaction_id=result.msg_id,
         )
         addr = await instance.find_master(result.message_queue)
+        self._trace_end(msg, header, addr, state)
         await wire.end_transaction_oneway(instance.remoting, addr, header, remark)
+
+    def _trace_end(self, msg: Message | MessageExt, header: EndTransactionRequestHeader, addr: str,
+                   state: LocalTransactionState) -> None:
+        """RocketMQ records the EndTransaction trace just before sending END_TRANSACTION."""
+        if self.tracer is not None:
+            self.tracer.submit([tracing.end_transaction_record(
+                msg, group=self.group, msg_id=header.msg_id or "", transaction_id=header.transaction_id or "",
+                store_host=addr, state=state.value, from_check=header.from_transaction_check)])
 
     # --- check-backs ------------------------------------------------------------------------
 
@@ -212,6 +224,7 @@ class TransactionProducer(Producer):
             from_transaction_check=True, msg_id=uniq, transaction_id=check.transaction_id,
         )
         remark = f"checkLocalTransactionState Exception: {error}" if error is not None else None
+        self._trace_end(msg, header, conn.remote_addr, state)
         try:
             await conn.invoke_oneway(self._running().remoting.prepare(wire.end_transaction_request(header, remark)))
         except (RemotingError, OSError, ClientError) as exc:

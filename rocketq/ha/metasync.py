@@ -8,9 +8,11 @@ master reappears) the slave asks the master's remoting address (learned at regis
 
 1. GET_ALL_TOPIC_CONFIG: adopted whole, with the master's DataVersion, when the versions differ;
 2. GET_ALL_CONSUMER_OFFSET: each ``topic@group`` entry replaces the slave's;
-3. GET_ALL_SUBSCRIPTIONGROUP_CONFIG: like topics.
-
-(RocketMQ also copies delay offsets; rocketq has no delay queues yet.)
+3. GET_ALL_DELAY_OFFSET: the master's delay-level offsets (``rocketq.broker.schedule``),
+   written to ``config/delayOffset.json`` when they changed. The slave delivers no delayed
+   messages itself; the file lets it resume delivery where its master got to if it is ever
+   restarted as a master;
+4. GET_ALL_SUBSCRIPTIONGROUP_CONFIG: like topics.
 
 Offsets committed *to the slave* (consumers fall back to it while the master is gone) are not
 simply overwritten: an entry that changed on the slave since the last sync and is ahead of the
@@ -25,9 +27,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 from rocketq.admin import fastjson
+from rocketq.broker import schedule
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager
@@ -38,6 +42,7 @@ from rocketq.protocol.headers import UpdateConsumerOffsetRequestHeader
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
+from rocketq.store import configfiles
 from rocketq.tasks import OwnedTask
 
 log = logging.getLogger(__name__)
@@ -63,8 +68,8 @@ class SlaveSynchronizer:
 
     def __init__(self, client: RemotingClient, master_addr: Callable[[], str | None], own_addr: Callable[[], str],
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
-                 on_topics_changed: Callable[[], None], *, first_delay: float = FIRST_SYNC_S,
-                 interval: float = SYNC_INTERVAL_S) -> None:
+                 on_topics_changed: Callable[[], None], *, delay_offset_path: Path | None = None,
+                 first_delay: float = FIRST_SYNC_S, interval: float = SYNC_INTERVAL_S) -> None:
         self._client = client
         self._master_addr = master_addr
         self._own_addr = own_addr
@@ -72,6 +77,10 @@ class SlaveSynchronizer:
         self._groups = groups
         self._offsets = offsets
         self._on_topics_changed = on_topics_changed
+        self._delay_offset_path = delay_offset_path
+        """Where the master's delay offsets are written (None: not copied)."""
+        self._delay_offsets: dict[int, int] | None = None
+        """The delay offsets as this sync last wrote them."""
         self._first_delay = first_delay
         self._interval = interval
         self._synced_offsets: OffsetTable = {}
@@ -122,18 +131,24 @@ class SlaveSynchronizer:
             await self._pause(self._interval, master)
 
     async def sync_all(self, master: str) -> None:
-        """One round: topics, consumer offsets, subscription groups, in RocketMQ's order."""
+        """One round: topics, consumer offsets, delay offsets, subscription groups, in RocketMQ's order."""
         self._sync_topics(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
         await self._sync_offsets(master, await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET))
+        if self._delay_offset_path is not None:
+            await self._sync_delay_offsets(self._delay_offset_path,
+                                           await self._fetch_raw(master, RequestCode.GET_ALL_DELAY_OFFSET))
         self._sync_groups(await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
         self.rounds += 1
         self.last_sync_at = asyncio.get_running_loop().time()
 
-    async def _fetch(self, master: str, code: RequestCode) -> Any:
+    async def _fetch_raw(self, master: str, code: RequestCode) -> bytes:
         response = await self._client.invoke(master, RemotingCommand(code=code), CALL_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
             raise SyncError(f"{code.name} answered {response.code}: {response.remark}")
-        body = fastjson.loads(response.body)
+        return bytes(response.body)
+
+    async def _fetch(self, master: str, code: RequestCode) -> Any:
+        body = fastjson.loads(await self._fetch_raw(master, code))
         if not isinstance(body, dict):
             raise SyncError(f"{code.name} answered a body that is not an object")
         return body
@@ -149,6 +164,19 @@ class SlaveSynchronizer:
         self._topics.persist()
         self._on_topics_changed()
         log.info("metadata sync: adopted the master's %d topics", len(table))
+
+    async def _sync_delay_offsets(self, path: Path, raw: bytes) -> None:
+        """Write the master's delay offsets (a Java master's fastjson included) when they changed;
+        an unreadable answer is refused whole, so the file is never replaced by garbage."""
+        try:
+            offsets = schedule.parse_delay_offsets(raw)
+        except ValueError as exc:  # orjson's decode error is a ValueError too
+            raise SyncError(f"GET_ALL_DELAY_OFFSET answered an unreadable body: {exc}") from None
+        if offsets == self._delay_offsets:
+            return  # unchanged: no fsync every round
+        await asyncio.to_thread(configfiles.write_json_atomic, path, schedule.render_delay_offsets(offsets))
+        self._delay_offsets = offsets
+        log.info("metadata sync: wrote the master's delay offsets of %d levels", len(offsets))
 
     def _sync_groups(self, body: dict[str, Any]) -> None:
         version = DataVersion.from_json(body.get("dataVersion"))

@@ -115,6 +115,12 @@ async def wipe_write_perm_of_broker(ctx: Context, conn: Connection, request: Rem
     return _ok(request, header=headers.WipeWritePermResponseHeader(wipe_topic_count=count))
 
 
+async def add_write_perm_of_broker(ctx: Context, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    header = headers.BrokerNameHeader.from_ext(request.ext_fields)
+    count = ctx.routes.add_write_perm(header.broker_name)
+    return _ok(request, header=headers.AddWritePermResponseHeader(add_topic_count=count))
+
+
 # --- topics --------------------------------------------------------------------------------------
 
 
@@ -207,6 +213,7 @@ TABLE: dict[RequestCode, NamesrvHandler] = {
     RequestCode.QUERY_DATA_VERSION: query_data_version,
     RequestCode.GET_BROKER_CLUSTER_INFO: get_broker_cluster_info,
     RequestCode.WIPE_WRITE_PERM_OF_BROKER: wipe_write_perm_of_broker,
+    RequestCode.ADD_WRITE_PERM_OF_BROKER: add_write_perm_of_broker,
     RequestCode.GET_ROUTEINFO_BY_TOPIC: get_route_info_by_topic,
     RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: get_all_topic_list,
     RequestCode.GET_TOPICS_BY_CLUSTER: get_topics_by_cluster,

@@ -29,7 +29,7 @@ every broker registers with each of them, so this registry is never replicated.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,11 +228,23 @@ class RouteTable:
 
     def wipe_write_perm(self, broker_name: str) -> int:
         """Make a broker group read-only in every route (before taking it offline)."""
+        return self._set_perms(broker_name, lambda perm: perm & ~int(Perm.WRITE))
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """Undo a wipe: every route of the broker group gets read-write (6), RocketMQ's
+        ``operateWritePermOfBroker``, whatever the topic's perm was before."""
+        return self._set_perms(broker_name, lambda _perm: int(Perm.READ | Perm.WRITE))
+
+    def _set_perms(self, broker_name: str, change: Callable[[int], int]) -> int:
+        """Rewrite the perm of the broker group's queue data in every route; the count changed.
+
+        Only the name server's view changes, until the broker's next registration with a new
+        topic DataVersion rewrites it (as in RocketMQ)."""
         count = 0
         for queues in self.topic_queue_table.values():
             qd = queues.get(broker_name)
             if qd is not None:
-                queues[broker_name] = dataclasses.replace(qd, perm=qd.perm & ~int(Perm.WRITE))
+                queues[broker_name] = dataclasses.replace(qd, perm=change(qd.perm))
                 count += 1
         return count
 

@@ -495,7 +495,7 @@ class GetTopicsByClusterRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerNameHeader(Header):
-    """WIPE_WRITE_PERM_OF_BROKER."""
+    """WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER."""
 
     broker_name: str = wire("brokerName")
 
@@ -503,6 +503,35 @@ class BrokerNameHeader(Header):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WipeWritePermResponseHeader(Header):
     wipe_topic_count: int = wire("wipeTopicCount")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerGroupHeader(Header):
+    """GET_PRODUCER_CONNECTION_LIST."""
+
+    producer_group: str = wire("producerGroup")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerRunningInfoRequestHeader(Header):
+    """GET_CONSUMER_RUNNING_INFO: admin → broker, forwarded unchanged broker → consumer."""
+
+    consumer_group: str = wire("consumerGroup")
+    client_id: str = wire("clientId")
+    jstack_enable: bool = wire("jstackEnable", False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewBrokerStatsDataRequestHeader(Header):
+    """VIEW_BROKER_STATS_DATA: e.g. TOPIC_PUT_NUMS / topic, GROUP_GET_NUMS / topic@group."""
+
+    stats_name: str = wire("statsName")
+    stats_key: str = wire("statsKey")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddWritePermResponseHeader(Header):
+    add_topic_count: int = wire("addTopicCount")
 
 
 # --- name server ------------------------------------------------------------------------------

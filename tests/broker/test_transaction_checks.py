@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rocketq.broker import transactionchecks, transactions
+from rocketq.broker import schedule, transactionchecks, transactions
 from rocketq.broker.clients import ClientChannel, ClientManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.send import PUT_STATUS_TO_RESPONSE
@@ -63,9 +63,11 @@ class Broker:
         settings = transactionchecks.CheckSettings(timeout_ms, 60_000, check_max, 72 * 3_600_000)
         return transactionchecks.TransactionChecker(self.halves, self.offsets, clients, settings)
 
-    async def half(self, body: bytes, *, group: str = GROUP, born_ago_ms: int = 10_000) -> tuple[int, int]:
+    async def half(self, body: bytes, *, group: str = GROUP, born_ago_ms: int = 10_000,
+                   extra: dict[str, str] | None = None) -> tuple[int, int]:
         """Store a half message as the send path does; (half queue offset, CommitLog offset)."""
-        props = {message.TRAN_MSG: "true", message.PGROUP: group, message.UNIQ_KEY: f"U-{body.decode()}"}
+        props = {message.TRAN_MSG: "true", message.PGROUP: group, message.UNIQ_KEY: f"U-{body.decode()}",
+                 **(extra or {})}
         sent = PutRequest("Orders", 2, body, 0, message.encode_properties(props),
                           MessageSysFlag.TRANSACTION_PREPARED_TYPE, _now_ms() - born_ago_ms, ("10.0.0.9", 5555))
         result = await self.store.put(transactions.to_half(sent, self.topics))
@@ -126,6 +128,21 @@ async def test_half_is_hidden_and_commit_writes_the_real_message_and_an_op(broke
     assert final.properties[message.TRAN_MSG] == "true" and final.properties[message.REAL_TOPIC] == "Orders"
     [op] = broker.messages(transactions.OP_TOPIC)
     assert op.tags == "d" and op.body == str(queue_offset).encode()
+
+
+async def test_a_committed_message_with_delay_waits_in_the_schedule_topic(broker: Broker) -> None:
+    # RocketMQ's store rewrites a COMMIT-type message with DELAY > 0 like any delayed send
+    queue_offset, phys = await broker.half(b"later", extra={message.DELAY: "99"})  # clamped to 18
+    answer = await broker.end(COMMIT, queue_offset, phys)
+    assert answer is not None and answer.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset("Orders", 2) == 0  # not visible before the level is due
+    [waiting] = broker.messages(schedule.SCHEDULE_TOPIC, schedule.DEFAULT_MAX_DELAY_LEVEL - 1)
+    assert waiting.properties[message.DELAY] == str(schedule.DEFAULT_MAX_DELAY_LEVEL)
+    assert (waiting.properties[message.REAL_TOPIC], waiting.properties[message.REAL_QID]) == ("Orders", "2")
+    assert message.transaction_type(waiting.sys_flag) == COMMIT
+    delivered = schedule.delivered_copy(waiting)
+    assert delivered is not None and (delivered.topic, delivered.queue_id, delivered.body) == ("Orders", 2, b"later")
+    assert [op.body for op in broker.messages(transactions.OP_TOPIC)] == [str(queue_offset).encode()]
 
 
 async def test_rollback_writes_only_the_op_and_unknown_is_not_answered(broker: Broker) -> None:

@@ -19,11 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from test_sdk_push import wait_until
+from test_sdk_push import FAST, wait_until
 
+from rocketq.admin.client import AdminClient
+from rocketq.admin.stats import MessageQueue as AdminQueue
 from rocketq.client.messages import Message
+from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.producer import Producer
+from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.selectors import hash_by_key
+from rocketq.protocol import codes
 
 TOPIC = "OrderIT"
 GROUP = "order-cg"
@@ -106,3 +111,38 @@ async def test_key_order_survives_a_rebalance_and_a_killed_consumer(processes: A
     taken_over = {k for t, _c, k, _s in records(b_out) if t > killed_at} - b_before
     assert taken_over & {k for _, _c, k, _s in records(a_out)}, "B took over keys A was consuming when killed"
     assert b_before, "B consumed queues A gave away in the rebalance"
+
+
+async def test_an_orderly_message_past_max_reconsume_times_is_dead_lettered_and_the_queue_moves_on(
+        processes: Any) -> None:
+    # RocketMQ's orderly client sends the message to %RETRY%group with RECONSUME_TIME and
+    # MAX_RECONSUME_TIMES; the broker must turn that send into one to %DLQ%group
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address)
+    topic, group = "OrderDLQ", "order-dlq-cg"
+    seen: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[Any], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        ctx.suspend_current_queue_time_millis = 50
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        if any(m.body == b"poison" for m in msgs):
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    bodies = [b"poison"] + [f"after-{i}".encode() for i in range(5)]
+    async with Producer("order-dlq-pg", namesrv_addr=ns.address, default_topic_queue_nums=1) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body), selector=hash_by_key("one"))
+    consumer = PushConsumer(group, namesrv_addr=ns.address, max_reconsume_times=1, **FAST)
+    consumer.subscribe(topic, "*")
+    consumer.register_orderly_listener(listener)
+    async with consumer:
+        await wait_until(lambda: len([b for b, _ in seen if b != b"poison"]) >= 5)
+    assert seen[:2] == [(b"poison", 0), (b"poison", 1)]
+    assert [b for b, _ in seen[2:]] == bodies[1:]
+    async with AdminClient(ns.address) as admin:
+        dead = await admin.pull(broker.address, AdminQueue(codes.dlq_topic(group), "broker-a", 0), 0)
+        retried = await admin.max_offset(broker.address, codes.retry_topic(group), 0)
+    assert [(m.body, m.topic, m.reconsume_times) for m in dead.messages] == [(b"poison", codes.dlq_topic(group), 1)]
+    assert dead.messages[0].properties["RETRY_TOPIC"] == topic
+    assert retried == 0

@@ -22,8 +22,10 @@ from rocketq.admin.errors import AdminError
 from rocketq.cli import admin as admin_cli
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.messages import Message
+from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
+from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.protocol import traces
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.traces import ContextCode, TraceRecord, TraceType
@@ -134,3 +136,60 @@ async def test_the_broker_creates_the_trace_topic_when_told(processes: Any) -> N
         assert route is not None and route.queue_datas
         with pytest.raises(AdminError):
             await admin.topic_route(traces.DEFAULT_TRACE_TOPIC)  # only the configured name
+
+
+class UnknownThenCommit:
+    """The local transaction's outcome is unknown at first; the broker's check-back commits it."""
+
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.UNKNOW
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT
+
+
+async def test_end_transaction_is_traced_after_the_send_and_after_a_check(processes: Any) -> None:
+    ns = processes.namesrv()
+    processes.broker(ns.address, config={"traceTopicEnable": "true", "transactionTimeOut": "500",
+                                         "transactionCheckInterval": "300"})
+    async with Producer("trace-tx-setup", namesrv_addr=ns.address) as plain:
+        await plain.send(Message(TOPIC, b"setup"))
+    async with TransactionProducer("trace-tx-pg", UnknownThenCommit(), namesrv_addr=ns.address, topics=[TOPIC],
+                                   heartbeat_broker_interval=1000, enable_msg_trace=True) as producer, \
+            AdminClient(ns.address) as admin:
+        sent = await producer.send_message_in_transaction(Message(TOPIC, b"tx", tags="TagT", keys="tx-1"))
+        records = await wait_for_trace(admin, sent.transaction_id, 3, traces.DEFAULT_TRACE_TOPIC)
+    pub, *ends = records
+    assert (pub.type, pub.msg_type) == (TraceType.PUB, traces.MessageType.TRANS_HALF)
+    assert [(r.type, r.transaction_state, r.from_transaction_check) for r in ends] == [
+        (TraceType.END_TRANSACTION, "UNKNOW", False), (TraceType.END_TRANSACTION, "COMMIT_MESSAGE", True)]
+    for end in ends:
+        assert (end.group, end.topic, end.tags, end.keys, end.msg_type) == (
+            "trace-tx-pg", TOPIC, "TagT", "tx-1", traces.MessageType.TRANS_COMMIT)
+        assert end.transaction_id == sent.transaction_id and end.store_host
+
+
+async def test_orderly_listener_calls_are_traced(processes: Any) -> None:
+    ns = processes.namesrv()
+    processes.broker(ns.address, config={"traceTopicEnable": "true"})
+    suspended: set[str] = set()
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        ctx.suspend_current_queue_time_millis = 50
+        if msgs[0].msg_id not in suspended:
+            suspended.add(msgs[0].msg_id)
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    async with Producer("trace-order-pg", namesrv_addr=ns.address) as producer:
+        sent = await producer.send(Message(TOPIC, b"ordered"))
+    consumer = PushConsumer("trace-order-cg", namesrv_addr=ns.address, enable_msg_trace=True, **FAST)
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_orderly_listener(listener)
+    async with consumer, AdminClient(ns.address) as admin:
+        records = await wait_for_trace(admin, sent.msg_id, 4, traces.DEFAULT_TRACE_TOPIC)
+    befores = [r for r in records if r.type is TraceType.SUB_BEFORE]
+    afters = [r for r in records if r.type is TraceType.SUB_AFTER]
+    assert [(r.group, r.retry_times) for r in befores] == [("trace-order-cg", 0), ("trace-order-cg", 1)]
+    assert [(r.success, r.context_code) for r in afters] == [(False, ContextCode.FAILED), (True, ContextCode.SUCCESS)]
+    assert [a.request_id for a in afters] == [b.request_id for b in befores]

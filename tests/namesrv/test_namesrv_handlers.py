@@ -156,6 +156,9 @@ async def test_wipe_write_perm_and_delete_topic(ns: Served) -> None:
     resp = await ns.call(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     assert headers.WipeWritePermResponseHeader.from_ext(resp.ext_fields).wipe_topic_count == 2
     assert orjson.loads((await ns.send(route_query("A"))).body)["queueDatas"][0]["perm"] == 4
+    added = await ns.call(RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert headers.AddWritePermResponseHeader.from_ext(added.ext_fields).add_topic_count == 2
+    assert orjson.loads((await ns.send(route_query("A"))).body)["queueDatas"][0]["perm"] == 6
 
     assert (await ns.call(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "A"})).code == ResponseCode.SUCCESS
     assert (await ns.send(route_query("A"))).code == ResponseCode.TOPIC_NOT_EXIST
