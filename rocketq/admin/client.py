@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self, TypeVar
 
@@ -30,13 +29,21 @@ from rocketq.admin.bodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol import headers, message, msgid
+from rocketq.protocol import addresses, headers, message, msgid, pullsysflag, requests
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
 from rocketq.protocol.message import Message, MessageExt, MessageFormatError
-from rocketq.remoting.client import RemotingClient, split_addr
-from rocketq.remoting.errors import RemotingConnectError, RemotingError
+from rocketq.protocol.requests import (
+    PULL_CODES,
+    PULL_STATUS_BY_CODE,
+    SEND_OK_CODES,
+    SEND_STATUS_BY_CODE,
+    PullResult,
+    SendResult,
+)
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.errors import RemotingError
 
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds to wait for one answer (mqadmin waits 5 s for most calls)."""
@@ -45,59 +52,23 @@ UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
 """The group admin pulls run under (``MixAll.TOOLS_CONSUMER_GROUP``); it never commits offsets."""
 TOOLS_PRODUCER_GROUP: Final = "TOOLS_PRODUCER"
-PULL_FLAG_SUBSCRIPTION: Final = 4
-"""PullSysFlag bit: the subscription travels in the request, no heartbeat needed."""
 MAX_PULL_NUMS: Final = 1024
 MAX_QUERY_NUMS: Final = 64
-SEND_STATUS: Final = {
-    ResponseCode.SUCCESS: "SEND_OK",
-    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
-}
-"""Send answers that mean "stored", named as RocketMQ's ``SendStatus``."""
-PULL_STATUS: Final = {
-    ResponseCode.SUCCESS: "FOUND",
-    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
-}
-"""Pull answers that are not errors, named as RocketMQ's ``PullStatus``."""
 
 H = TypeVar("H", bound=Header)
 
 
 def parse_namesrv_addrs(namesrv_addr: str) -> tuple[str, ...]:
     """``host:port;host:port`` (mqadmin's ``-n``) as a tuple; ArgumentError if any is malformed."""
-    addrs = tuple(a.strip() for a in namesrv_addr.replace(",", ";").split(";") if a.strip())
+    addrs = tuple(addresses.split_list(namesrv_addr))
     if not addrs:
         raise ArgumentError("no name server address given (use -n host:port or NAMESRV_ADDR)")
     for addr in addrs:
         try:
-            split_addr(addr)
-        except RemotingConnectError as exc:
+            addresses.parse_host_port(addr)
+        except ValueError as exc:
             raise ArgumentError(str(exc)) from None
     return addrs
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    status: str
-    msg_id: str
-    """The client's UNIQ_KEY, what consumers see as the message id."""
-    offset_msg_id: str
-    """The broker's id: store host + CommitLog offset; ``queryMsgById`` takes it."""
-    queue: MessageQueue
-    queue_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class PullResult:
-    status: str
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    messages: tuple[MessageExt, ...]
 
 
 class AdminClient:
@@ -129,9 +100,7 @@ class AdminClient:
     async def call(self, addr: str, code: RequestCode, header: Header | Mapping[str, str] | None = None,
                    body: bytes = b"", ok: frozenset[int] = frozenset({ResponseCode.SUCCESS})) -> RemotingCommand:
         """Send one request; an answer whose code is not in ``ok`` raises AdminError."""
-        ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
-        response = await self._remoting.invoke(addr, RemotingCommand(code=code, ext_fields=ext, body=body),
-                                                self.timeout)
+        response = await self._remoting.invoke(addr, requests.command(code, header, body), self.timeout)
         if response.code not in ok:
             raise AdminError(response.code, response.remark)
         return response
@@ -362,14 +331,13 @@ class AdminClient:
         bodies.check_group(group)
         if offset < 0 or not 1 <= max_nums <= MAX_PULL_NUMS:
             raise ArgumentError(f"pull offset {offset} / count {max_nums} out of range")
-        response = await self.call(addr, RequestCode.PULL_MESSAGE, headers.PullMessageRequestHeader(
-            consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, queue_offset=offset,
-            max_msg_nums=max_nums, sys_flag=PULL_FLAG_SUBSCRIPTION, commit_offset=0, suspend_timeout_millis=0,
-            subscription=subscription, sub_version=0, expression_type="TAG"), ok=frozenset(PULL_STATUS))
+        request = requests.pull_header(group, queue, offset, max_nums, sys_flag=pullsysflag.SUBSCRIPTION,
+                                       subscription=subscription)
+        response = await self.call(addr, RequestCode.PULL_MESSAGE, request, ok=PULL_CODES)
         header = _header(headers.PullMessageResponseHeader, response)
         found = response.code == ResponseCode.SUCCESS
-        return PullResult(PULL_STATUS[ResponseCode(response.code)], header.next_begin_offset, header.min_offset,
-                          header.max_offset, tuple(_records(response.body, "pull answer")) if found else ())
+        return PullResult(PULL_STATUS_BY_CODE[ResponseCode(response.code)], header.next_begin_offset,
+                          header.min_offset, header.max_offset, _records(response.body, "pull answer") if found else [])
 
     async def send_message(self, addr: str, queue: MessageQueue, msg: Message,
                            *, producer_group: str = TOOLS_PRODUCER_GROUP) -> SendResult:
@@ -388,10 +356,11 @@ class AdminClient:
             born_timestamp=_now_ms(), flag=msg.flag, properties=message.encode_properties(msg.properties),
             reconsume_times=0, max_reconsume_times=None)
         response = await self.call(addr, RequestCode.SEND_MESSAGE_V2, headers.send_header_to_v2(header), msg.body,
-                                   ok=frozenset(SEND_STATUS))
+                                   ok=SEND_OK_CODES)
         answer = _header(headers.SendMessageResponseHeader, response)
-        return SendResult(SEND_STATUS[ResponseCode(response.code)], msg.uniq_key or answer.msg_id, answer.msg_id,
-                          MessageQueue(queue.topic, queue.broker_name, answer.queue_id), answer.queue_offset)
+        return SendResult(SEND_STATUS_BY_CODE[ResponseCode(response.code)], msg.uniq_key or answer.msg_id,
+                          answer.msg_id, MessageQueue(queue.topic, queue.broker_name, answer.queue_id),
+                          answer.queue_offset)
 
     def _uniq_id_generator(self) -> msgid.UniqIdGenerator:
         if self._uniq_ids is None:
@@ -408,7 +377,7 @@ def _header(cls: type[H], response: RemotingCommand) -> H:
 
 def _records(body: bytes, what: str) -> list[MessageExt]:
     try:
-        return list(message.iter_stored_records(body, strict=True))
+        return requests.decode_records(body)
     except MessageFormatError as exc:
         raise BodyError(f"{what}: {exc}") from None
 

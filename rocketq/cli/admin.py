@@ -608,9 +608,9 @@ def send_message(s: Session, topic: str, body: str, keys: str | None, tags: str 
 
     async def work(admin: AdminClient) -> Output:
         result = await messages.send(admin, msg, broker_name=broker_name, queue_id=queue_id)
-        row = [result.queue.broker_name, result.queue.queue_id, result.status, result.msg_id]
-        data = {"brokerName": result.queue.broker_name, "queueId": result.queue.queue_id,
-                "queueOffset": result.queue_offset, "sendStatus": result.status, "msgId": result.msg_id,
+        row = [result.message_queue.broker_name, result.message_queue.queue_id, result.status.value, result.msg_id]
+        data = {"brokerName": result.message_queue.broker_name, "queueId": result.message_queue.queue_id,
+                "queueOffset": result.queue_offset, "sendStatus": result.status.value, "msgId": result.msg_id,
                 "offsetMsgId": result.offset_msg_id}
         return Output(tables.table(["Broker Name", "QID", "Send Result", "MsgId"], [row]), data)
 
@@ -679,9 +679,11 @@ def dlq_resend(s: Session, group: str, msg_ids: str | None, resend_all: bool, ma
         done = await deadletters.resend(admin, group, None if resend_all else ids, max_num=max_num)
         if ids and not done:
             raise NotFoundError(f"no dead letter of group {group} has the id(s) {', '.join(sorted(ids))}")
-        rows = [[d.record.msg_id, r.queue.broker_name, r.queue.queue_id, r.status] for d, r in done]
-        data = [{"msgId": d.record.msg_id, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
-                 "sendStatus": r.status, "offsetMsgId": r.offset_msg_id} for d, r in done]
+        rows = [[d.record.msg_id, r.message_queue.broker_name, r.message_queue.queue_id, r.status.value]
+                for d, r in done]
+        data = [{"msgId": d.record.msg_id, "brokerName": r.message_queue.broker_name,
+                 "queueId": r.message_queue.queue_id, "sendStatus": r.status.value, "offsetMsgId": r.offset_msg_id}
+                for d, r in done]
         return Output(tables.table(["Message ID", "Broker Name", "QID", "Send Result"], rows), data)
 
     s.run(work)

@@ -15,7 +15,6 @@ After a send, ``to_result`` maps the answer: SUCCESS is SEND_OK, the three durab
 
 from __future__ import annotations
 
-import enum
 import functools
 import time
 import zlib
@@ -32,6 +31,9 @@ from rocketq.protocol import message, msgid
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
 from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.message import Message, MessageSysFlag
+from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
+
+__all__ = ["Outgoing", "SendResult", "SendStatus", "check", "header", "prepare", "prepare_batch", "to_result"]
 
 COMPRESS_LEVEL: Final = 5
 """RocketMQ's default ``rocketmq.message.compressLevel``."""
@@ -42,34 +44,6 @@ RETRY_CODES: Final = frozenset({
     ResponseCode.NOT_IN_CURRENT_UNIT,
 })
 """Broker answers after which a send is retried on another broker (``retryResponseCodes``)."""
-
-
-class SendStatus(enum.Enum):
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-
-_STATUS_BY_CODE: Final = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    status: SendStatus
-    msg_id: str
-    """The UNIQ_KEY (comma-joined for a batch): what consumers see as ``msg_id``."""
-    offset_msg_id: str
-    """The broker's id (store host + CommitLog offset); comma-joined for a batch."""
-    message_queue: MessageQueue
-    queue_offset: int
-    """The (first) message's logical offset in its queue."""
-    region_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +189,7 @@ def header(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettin
 
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
     return SendResult(
-        status=_STATUS_BY_CODE[reply.code],
+        status=SEND_STATUS_BY_CODE[reply.code],
         msg_id=out.msg_id,
         offset_msg_id=reply.header.msg_id,
         message_queue=MessageQueue(mq.topic, mq.broker_name, reply.header.queue_id),

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 
 from rocketq import settings
 from rocketq.client.errors import ClientStateError
+from rocketq.protocol import addresses
 from rocketq.protocol.codes import AUTO_CREATE_TOPIC_KEY
 from rocketq.settings import setting
 
@@ -58,7 +59,7 @@ class ClientSettings:
         _positive(self, "poll_name_server_interval", "heartbeat_broker_interval", "mq_client_api_timeout")
 
     def namesrv_list(self) -> list[str]:
-        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+        return addresses.split_list(self.namesrv_addr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
