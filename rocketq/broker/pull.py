@@ -17,17 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, pullsysflag, subscription
-from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler

@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Final
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.send import SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.protocol import message

@@ -34,11 +34,11 @@ from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, message
-from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
 from rocketq.protocol.message import MessageExt, MessageFormatError
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig, TopicConfig
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest
 

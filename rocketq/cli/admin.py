@@ -24,9 +24,9 @@ from typing import Any, Final, NoReturn
 import click
 import orjson
 
-from rocketq.admin import bodies, deadletters, messages, replication, tables, timestamps, views
+from rocketq.admin import adminbodies, deadletters, messages, replication, tables, timestamps, views
 from rocketq.admin import cluster as cluster_ops
-from rocketq.admin.bodies import GroupConfig, TopicConfig
+from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
 from rocketq.protocol import codes, traces
@@ -121,7 +121,7 @@ class Name(click.ParamType):
 
     def __init__(self, kind: str) -> None:
         self.name = kind
-        self._check = bodies.check_topic if kind == "topic" else bodies.check_group
+        self._check = adminbodies.check_topic if kind == "topic" else adminbodies.check_group
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
@@ -144,7 +144,7 @@ TOPIC = Name("topic")
 GROUP = Name("group")
 ADDRESS = Address()
 TIME = Timestamp()
-QUEUE_NUMS = click.IntRange(1, bodies.MAX_QUEUE_NUMS)
+QUEUE_NUMS = click.IntRange(1, adminbodies.MAX_QUEUE_NUMS)
 
 
 def mqadmin_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
@@ -343,7 +343,7 @@ def _cluster_row(cluster: str, group: str, broker_id: int, addr: str, runtime: d
         return [cluster, group, broker_id, addr, "unreachable", "", "", "", "", ""]
     perm = runtime.get("brokerPermission", "")
     return [cluster, group, broker_id, addr, runtime.get("brokerVersionDesc", ""), runtime.get("brokerRole", ""),
-            bodies.perm_name(int(perm)) if perm.isdigit() else perm,
+            adminbodies.perm_name(int(perm)) if perm.isdigit() else perm,
             runtime.get("msgPutTotalTodayNow", ""), runtime.get("msgGetTotalTodayNow", ""),
             replication.replication_text(runtime)]
 
@@ -375,7 +375,7 @@ def update_broker_config(s: Session, broker_addr: str | None, cluster: str | Non
     """Change a broker setting at runtime on one broker or every master of a cluster."""
     _need_target(broker_addr, cluster)
     try:
-        bodies.properties_text({key: value})
+        adminbodies.properties_text({key: value})
     except ArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k/-v") from None
 

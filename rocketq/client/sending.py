@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.client import names
+from rocketq.client import namechecks
 from rocketq.client.errors import MessageError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
@@ -98,7 +98,7 @@ def _check_fields(msg: Message, settings: ProducerSettings, checked_topic: str |
     if not isinstance(msg, Message):
         raise MessageError(f"expected a Message, not {type(msg).__name__}")
     if msg.topic != checked_topic:
-        names.check_send_topic(msg.topic)
+        namechecks.check_send_topic(msg.topic)
     _check_body(msg, settings.max_message_size)
     if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
         raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")

@@ -18,8 +18,8 @@ import struct
 from functools import cache
 
 from rocketq.protocol import message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.results import GetResult
 
 _I64 = struct.Struct(">q")

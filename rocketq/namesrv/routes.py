@@ -33,11 +33,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.namesrv.bodies import RegisterBrokerBody
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.protocol import addresses
-from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import MASTER_ID, Perm
 from rocketq.protocol.routedata import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
 
 
 class RouteError(ValueError):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from rocketq.protocol import message, msgid, names
+from rocketq.protocol import message, msgid, namerules
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.ratelimit import LogLimiter
@@ -259,7 +259,7 @@ class MessageStore:
         if cq is None:
             # Records are written with MAGIC_V1, whose one-byte TOPICLEN allows the same 127
             # characters as a topic name.
-            names.check_topic(topic, MessageIllegalError)
+            namerules.check_topic(topic, MessageIllegalError)
             if not 0 <= queue_id < _MAX_QUEUE_ID:
                 raise MessageIllegalError(f"queue id {queue_id} out of range")
             directory = self.settings.consumequeue_dir / topic / str(queue_id)

@@ -22,7 +22,7 @@ import pytest
 from admin_processes import ROCKETQ, Cluster
 from click.testing import CliRunner, Result
 
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError
 from rocketq.admin.stats import MessageQueue

@@ -8,7 +8,7 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
-from rocketq.broker.clients import ClientChannel, ClientManager
+from rocketq.broker.clienttable import ClientChannel, ClientManager
 from rocketq.broker.replies import ReplyHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.client.replies import ReplyWaiters

@@ -14,10 +14,10 @@ from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import SCHEDULE_TOPIC, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.messagestore import MessageStore, PutRequest
 from rocketq.store.settings import StoreSettings
 

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from rocketq.client import names, sending
+from rocketq.client import namechecks, sending
 from rocketq.client.errors import ClientStateError, MessageError
 from rocketq.client.messages import Message
 from rocketq.client.queues import MessageQueue
@@ -59,10 +59,10 @@ def test_bad_messages_are_refused_before_sending(msg: Message, match: str) -> No
 
 
 def test_group_names_are_checked() -> None:
-    assert names.check_group("cg_1-%|x") == "cg_1-%|x"
+    assert namechecks.check_group("cg_1-%|x") == "cg_1-%|x"
     for bad in ("", "a b", "x" * 256):
         with pytest.raises(ClientStateError):
-            names.check_group(bad)
+            namechecks.check_group(bad)
 
 
 def test_batch_body_holds_every_message_with_its_own_uniq_key() -> None:

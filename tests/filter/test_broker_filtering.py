@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.broker.clientmanage import ClientHandlers
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienthandlers import ClientHandlers
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import (
     FILTER_DATA_MISSING,
     FILTER_DATA_STALE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rocketq.ha import reads
 from rocketq.protocol import message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.results import GetResult, GetStatus
 
 MEMORY = 1000

@@ -13,7 +13,7 @@ from collections import Counter
 
 from clusterprocs import Processes
 
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.client.producer import Producer
 from rocketq.protocol.codes import RequestCode, ResponseCode

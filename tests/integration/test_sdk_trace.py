@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from test_sdk_push import FAST, wait_until
 
 from rocketq.admin import cluster, messages
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.cli import admin as admin_cli

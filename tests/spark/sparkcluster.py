@@ -18,7 +18,7 @@ from typing import Any
 
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin import messages
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus

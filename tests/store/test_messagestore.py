@@ -7,7 +7,7 @@ import time
 import pytest
 from store_helpers import StoreFactory, put_many, request
 
-from rocketq.protocol import codes, message, msgid, names
+from rocketq.protocol import codes, message, msgid, namerules
 from rocketq.protocol.message import MessageSysFlag
 from rocketq.store.messagestore import GetStatus, MessageStore, PutRequest, PutStatus, StoreError, StoreState
 from rocketq.store.settings import StoreSettings
@@ -154,11 +154,11 @@ async def test_topic_names_follow_protocol_names(make_store: StoreFactory) -> No
     """The store uses protocol.names' topic rule: its characters (no trailing newline, which a
     `$` regex lets through) and its 127-character limit, which is also MAGIC_V1's."""
     store = await make_store()
-    for bad in ("T\n", "", " ", "x" * (names.MAX_TOPIC_LENGTH + 1), "%RETRY%" + "g" * names.MAX_GROUP_LENGTH):
+    for bad in ("T\n", "", " ", "x" * (namerules.MAX_TOPIC_LENGTH + 1), "%RETRY%" + "g" * namerules.MAX_GROUP_LENGTH):
         result = await store.put(request(topic=bad))
         assert result.status is PutStatus.MESSAGE_ILLEGAL and "topic" in result.error, bad
     assert not (store.settings.consumequeue_dir / "T\n").exists()
-    assert (await store.put(request(topic="x" * names.MAX_TOPIC_LENGTH))).ok
+    assert (await store.put(request(topic="x" * namerules.MAX_TOPIC_LENGTH))).ok
 
 
 async def test_transactions_and_schedule_topic(make_store: StoreFactory) -> None:
