@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from rocketq.client import Message, Producer, PullConsumer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.client import RemotingClient

@@ -25,7 +25,7 @@ from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.selectors import hash_by_key
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.protocol import codes
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import SendMessageRequestHeader, send_header_to_v2

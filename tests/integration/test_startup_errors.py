@@ -19,7 +19,7 @@ import pytest
 from clusterprocs import Proc, Processes
 
 from rocketq.client.producer import Producer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.metrics import announcing
 from rocketq.protocol.message import Message
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-
+from rocketq.local.ports import free_port
 from rocketq.namesrv import registerbodies
 from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.protocol import headers
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
+
+__all__ = ["V1", "free_port", "register", "route_query"]
 
 V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
 
@@ -39,8 +40,3 @@ def route_query(topic: str) -> RemotingCommand:
     return RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC,
                            ext_fields=headers.TopicHeader(topic=topic).to_ext())
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

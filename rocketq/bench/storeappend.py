@@ -1,4 +1,4 @@
-"""Append throughput of the store: ``python -m rocketq.store.benchmark [--messages N] ...``.
+"""Append throughput of the store: ``python -m rocketq.bench.storeappend [--messages N] ...``.
 
 Puts 1 KiB messages (each with a unique key and a tag, as a producer sends them) into a fresh
 store in a temporary directory, in batches (``put_batch``) or one by one (``put``), and prints
