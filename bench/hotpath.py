@@ -44,7 +44,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.protocol import frames, headers
 from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.connection import Connection
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import PutRequest

@@ -29,11 +29,12 @@ from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol import addresses, headers, message, msgid, pullsysflag, requests
+from rocketq.protocol import addresses, headers, messageproperties, msgid, pullsysflag, requests, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
-from rocketq.protocol.message import Message, MessageExt, MessageFormatError
+from rocketq.protocol.messageerrors import MessageFormatError
+from rocketq.protocol.messagetypes import Message, MessageExt
 from rocketq.protocol.requests import (
     PULL_CODES,
     PULL_STATUS_BY_CODE,
@@ -346,14 +347,15 @@ class AdminClient:
         adminbodies.check_group(producer_group)
         if msg.topic != queue.topic:
             raise ArgumentError(f"message topic {msg.topic} differs from queue topic {queue.topic}")
-        if len(msg.body) > message.DEFAULT_MAX_MESSAGE_SIZE:
-            raise ArgumentError(f"message body of {len(msg.body)} bytes exceeds {message.DEFAULT_MAX_MESSAGE_SIZE}")
+        if len(msg.body) > storedrecords.DEFAULT_MAX_MESSAGE_SIZE:
+            raise ArgumentError(
+                f"message body of {len(msg.body)} bytes exceeds {storedrecords.DEFAULT_MAX_MESSAGE_SIZE}")
         if msg.uniq_key is None:
             msg.uniq_key = self._uniq_id_generator().next_id()
-        msg.properties.setdefault(message.WAIT, "true")
+        msg.properties.setdefault(messageproperties.WAIT, "true")
         header = headers.SendMessageRequestHeader(
             producer_group=producer_group, topic=msg.topic, queue_id=queue.queue_id, sys_flag=0,
-            born_timestamp=_now_ms(), flag=msg.flag, properties=message.encode_properties(msg.properties),
+            born_timestamp=_now_ms(), flag=msg.flag, properties=messageproperties.encode_properties(msg.properties),
             reconsume_times=0, max_reconsume_times=None)
         response = await self.call(addr, RequestCode.SEND_MESSAGE_V2, headers.send_header_to_v2(header), msg.body,
                                    ok=SEND_OK_CODES)

@@ -17,7 +17,7 @@ from rocketq.admin.adminbodies import ConsumerConnection, GroupConfig, TopicConf
 from rocketq.admin.cluster import GroupSummary
 from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.traces import TraceRecord, TraceType
 
 

@@ -29,7 +29,7 @@ from typing import Final
 import orjson
 
 from rocketq.filter import sql92
-from rocketq.protocol import message, sharedbodies
+from rocketq.protocol import messageerrors, sharedbodies, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
@@ -63,8 +63,8 @@ def record_filter(selector: sql92.Selector | None) -> RecordFilter:
 
     def matches(record: memoryview) -> bool:
         try:
-            props = message.stored_properties(record)
-        except message.MessageFormatError:
+            props = storedrecords.stored_properties(record)
+        except messageerrors.MessageFormatError:
             return False
         return selector.matches(props)
 

@@ -30,7 +30,7 @@ from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
 from rocketq.protocol import codes, traces
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.client import split_addr
 from rocketq.remoting.errors import RemotingError
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from rocketq.client.errors import ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
-from rocketq.protocol import message, requests
+from rocketq.protocol import messageerrors, messageproperties, requests
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.pullsysflag import build as sys_flag
 from rocketq.protocol.requests import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from rocketq.protocol.subscription import SubscriptionData
@@ -40,7 +40,7 @@ def decode_messages(body: bytes) -> list[MessageExt]:
     """Every record of a pull body; ProtocolError if any part of it is not a record."""
     try:
         return requests.decode_records(body)
-    except message.MessageFormatError as exc:
+    except messageerrors.MessageFormatError as exc:
         raise ProtocolError(f"pull body does not decode: {exc}") from None
 
 
@@ -55,7 +55,7 @@ def to_result(reply: PullReply, sub: SubscriptionData) -> PullResult:
         min_text, max_text = str(header.min_offset), str(header.max_offset)
         for m in messages:
             # RocketMQ stamps the queue's bounds on each message for lag-aware listeners.
-            m.properties[message.MIN_OFFSET] = min_text
-            m.properties[message.MAX_OFFSET] = max_text
+            m.properties[messageproperties.MIN_OFFSET] = min_text
+            m.properties[messageproperties.MAX_OFFSET] = max_text
     return PullResult(status, header.next_begin_offset, header.min_offset, header.max_offset, messages,
                       header.suggest_which_broker_id)

@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from rocketq.protocol import message
+from rocketq.protocol import messageerrors, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, PullMessageRequestHeader
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.queues import MessageQueue
 
 
@@ -118,9 +118,9 @@ def pull_header(
 
 def decode_records(body: bytes) -> list[MessageExt]:
     """Every stored record of an answer body (pull, query, view); MessageFormatError if any part is not one."""
-    records = list(message.iter_stored_records(body, strict=True))
+    records = list(storedrecords.iter_stored_records(body, strict=True))
     # TOTALSIZE sums to the body length, or more for MetaQ-era compressed records (see codec).
     consumed = sum(r.store_size for r in records)
     if consumed < len(body):
-        raise message.MessageFormatError(f"{len(body) - consumed} trailing bytes that are not a record")
+        raise messageerrors.MessageFormatError(f"{len(body) - consumed} trailing bytes that are not a record")
     return records

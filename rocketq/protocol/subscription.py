@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rocketq.protocol import sharedbodies
-from rocketq.protocol.message import tag_hash
+from rocketq.protocol.javahash import tag_hash
 
 SUB_ALL: Final = "*"
 EXPRESSION_TAG: Final = "TAG"

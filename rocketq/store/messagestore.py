@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from rocketq.protocol import message, msgid, namerules
+from rocketq.protocol import javahash, messageerrors, messageproperties, msgid, namerules, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC
-from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
+from rocketq.protocol.messageerrors import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.ratelimit import LogLimiter
 from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
 from rocketq.store import commitlog as commitlog_mod
@@ -104,7 +104,7 @@ class MessageStore:
         self._sync_timeout = settings.sync_flush_timeout / 1000
         self._delay_levels = settings.delay_levels_ms
         self.commitlog = CommitLog(settings.commitlog_dir, settings.mapped_file_size_commit_log)
-        self._encoder = message.RecordEncoder(store_host, settings.max_message_size)
+        self._encoder = storedrecords.RecordEncoder(store_host, settings.max_message_size)
         self._max_record = settings.mapped_file_size_commit_log - commitlog_mod.END_FILE_MIN_BLANK_LENGTH
         self.index = (IndexService(settings.index_dir, settings.max_hash_slot_num, settings.max_index_num,
                                    lambda: int(self._clock() * 1000))
@@ -399,13 +399,13 @@ class MessageStore:
             props = r.properties
             if isinstance(props, str):
                 encoded = props
-                tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
-                uniq, keys = r.index_keys or (message.property_value(props, message.UNIQ_KEY),
-                                              message.property_value(props, message.KEYS))
+                tags = messageproperties.property_value(props, messageproperties.TAGS) if r.tags_code is None else None
+                uniq, keys = r.index_keys or (messageproperties.property_value(props, messageproperties.UNIQ_KEY),
+                                              messageproperties.property_value(props, messageproperties.KEYS))
             else:
-                encoded = message.encode_properties(props)
-                tags = props.get(message.TAGS)
-                uniq, keys = r.index_keys or (props.get(message.UNIQ_KEY), props.get(message.KEYS))
+                encoded = messageproperties.encode_properties(props)
+                tags = props.get(messageproperties.TAGS)
+                uniq, keys = r.index_keys or (props.get(messageproperties.UNIQ_KEY), props.get(messageproperties.KEYS))
             cq = queues.get((r.topic, r.queue_id))
             if cq is None:
                 cq = queues[r.topic, r.queue_id] = self._queue_for(r.topic, r.queue_id)
@@ -416,8 +416,8 @@ class MessageStore:
                                           f"{self.commitlog.segment_size} bytes")
             delay = None
             if r.topic == SCHEDULE_TOPIC:
-                delay = (message.property_value(encoded, message.DELAY) or "")
-            tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
+                delay = (messageproperties.property_value(encoded, messageproperties.DELAY) or "")
+            tag = r.tags_code if r.tags_code is not None else javahash.tag_hash(tags)
             prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
         return prepared
 
@@ -435,7 +435,7 @@ class MessageStore:
             if len(record) > max_record:
                 raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
                                           f"{self.commitlog.segment_size} bytes")
-            delay = (message.property_value(props, message.DELAY) or "") if schedule else None
+            delay = (messageproperties.property_value(props, messageproperties.DELAY) or "") if schedule else None
             prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
         return prepared
 
@@ -612,8 +612,8 @@ class MessageStore:
             if view is None:
                 continue
             try:
-                record = message.decode_stored_record(view, decompress=False)
-            except message.MessageFormatError:
+                record = storedrecords.decode_stored_record(view, decompress=False)
+            except messageerrors.MessageFormatError:
                 continue
             if record.topic == topic and (record.uniq_key == key or key in record.keys):
                 buffers.append(view)
@@ -722,9 +722,9 @@ class MessageStore:
 def _wants_flush_wait(properties: Mapping[str, str] | str) -> bool:
     """A producer can set WAIT=false to skip waiting for the flush (RocketMQ's waitStoreMsgOK)."""
     if isinstance(properties, str):
-        value = message.property_value(properties, message.WAIT)
+        value = messageproperties.property_value(properties, messageproperties.WAIT)
     else:
-        value = properties.get(message.WAIT)
+        value = properties.get(messageproperties.WAIT)
     return value != "false"
 
 

@@ -29,7 +29,8 @@ from rocketq.local.ports import free_port
 from rocketq.protocol import codes
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import SendMessageRequestHeader, send_header_to_v2
-from rocketq.protocol.message import MessageExt, encode_properties
+from rocketq.protocol.messageproperties import encode_properties
+from rocketq.protocol.messagetypes import MessageExt
 
 TOPIC = "DelayIT"
 GROUP = "delay-cg"

@@ -25,7 +25,7 @@ from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.protocol import traces
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.traces import ContextCode, TraceRecord, TraceType
 
 TOPIC = "TraceIT"

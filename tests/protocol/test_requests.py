@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rocketq.protocol import headers, message, pullsysflag, requests
+from rocketq.protocol import headers, messageerrors, pullsysflag, requests, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.queues import MessageQueue
 from rocketq.protocol.requests import PullStatus, SendStatus
 
 
 def record(offset: int) -> bytes:
-    return message.encode_stored_record(topic="T", queue_id=1, body=b"b", properties={}, queue_offset=offset,
+    return storedrecords.encode_stored_record(topic="T", queue_id=1, body=b"b", properties={}, queue_offset=offset,
                                         physical_offset=offset * 100)
 
 
@@ -40,5 +40,5 @@ def test_pull_header_carries_queue_flags_and_subscription() -> None:
 def test_decode_records_reads_every_record_and_refuses_trailing_bytes() -> None:
     body = record(0) + record(1)
     assert [m.queue_offset for m in requests.decode_records(body)] == [0, 1]
-    with pytest.raises(message.MessageFormatError, match="trailing"):
+    with pytest.raises(messageerrors.MessageFormatError, match="trailing"):
         requests.decode_records(body + b"\x00\x01junk")

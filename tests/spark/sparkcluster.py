@@ -27,7 +27,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.sending import SendResult
 from rocketq.client.settings import ConsumeFromWhere
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 DATA_TOPIC = "SparkData"
 TRACED_TOPIC = "SparkTraced"
