@@ -64,7 +64,7 @@ async def test_pull_status_table(make_store: StoreFactory) -> None:
 async def test_offset_too_small_after_cleanup(make_store: StoreFactory) -> None:
     store = await make_store()
     await put_many(store, 5)
-    store._queues["T"][0].min_offset = 2  # as after retention removed the head
+    store.queues.by_topic["T"][0].min_offset = 2  # as after retention removed the head
     result = store.get_messages("T", 0, 0, 32)
     assert (result.status, result.next_begin_offset, result.min_offset) == (GetStatus.OFFSET_TOO_SMALL, 2, 2)
 
@@ -170,7 +170,7 @@ async def test_transactions_and_schedule_topic(make_store: StoreFactory) -> None
     committed = await store.put(request(sys_flag=MessageSysFlag.TRANSACTION_COMMIT_TYPE))
     assert committed.queue_offset == 0 and store.get_max_offset("T", 0) == 1
     delayed = await store.put(request(topic=codes.SCHEDULE_TOPIC, queue_id=2, properties={"DELAY": "3"}))
-    unit = store._queues[codes.SCHEDULE_TOPIC][2].unit(0)
+    unit = store.queues.by_topic[codes.SCHEDULE_TOPIC][2].unit(0)
     assert unit is not None and unit[2] == delayed.store_timestamp + 10_000
 
 

@@ -136,7 +136,7 @@ async def test_stale_consume_queue_units_are_dropped(tmp_path: Path, make_store:
     store = await make_store(settings)
     await put_many(store, 3)
     end = store.max_phy_offset
-    cq_file = store._queues["T"][0].files[0].path
+    cq_file = store.queues.by_topic["T"][0].files[0].path
     await crash(store)
     write_at(cq_file, 3 * 20, UNIT.pack(end + 1000, 100, 0))  # a unit for bytes the log never kept
     again = await make_store(settings)
