@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.pull import PullHandlers
@@ -44,7 +44,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.protocol import frames, headers
 from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.connection import Connection
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import PutRequest

@@ -33,7 +33,7 @@ SUMMARY = re.compile(r"sent (\d+) in [\d.]+s = ([\d.]+) msg/s, failed (\d+)")
 
 def free_port() -> int:
     sys.path.insert(0, str(ROOT))
-    from rocketq.localcluster import free_port as free
+    from rocketq.local.ports import free_port as free
 
     return free()
 

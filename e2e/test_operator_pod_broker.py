@@ -26,7 +26,7 @@ import yaml
 
 from rocketq.admin.client import AdminClient
 from rocketq.client import Message, Producer, PullConsumer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.client import RemotingClient

@@ -20,6 +20,8 @@ from typing import Any, Final, TypeVar
 
 import jproperties
 
+from rocketq.protocol import addresses
+
 T = TypeVar("T")
 
 MAX_PORT: Final = 65535
@@ -44,16 +46,10 @@ def check_port(key: str, value: int, *, lowest: int = PORT_ANY) -> None:
         raise SettingsError(f"{key}={value}: expected a port number {lowest}..{MAX_PORT}{meaning}")
 
 
-def split_addresses(text: str) -> list[str]:
-    """RocketMQ's address lists ("host:port;host:port", commas also accepted) as a list."""
-    return [a.strip() for a in text.replace(",", ";").split(";") if a.strip()]
-
-
 def check_addresses(key: str, text: str) -> None:
     """Every entry of an address list must be ``host:port`` with a port 1..65535."""
-    for addr in split_addresses(text):
-        host, sep, port = addr.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+    for addr in addresses.split_list(text):
+        if not addresses.is_host_port(addr):
             raise SettingsError(f"{key}={text!r}: {addr!r} is not host:port with a port 1..{MAX_PORT}")
 
 

@@ -20,7 +20,7 @@ import collections
 from collections.abc import Mapping
 from typing import Final
 
-from rocketq.admin import bodies
+from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
 from rocketq.remoting.errors import RemotingError
@@ -44,12 +44,12 @@ def _int(values: Mapping[str, str], key: str, what: str) -> int:
         raise BrokerAdminError(f"{what}: {key}={raw!r} is not an integer") from None
 
 
-def _topic(config: bodies.TopicConfig) -> TopicConfig:
+def _topic(config: adminbodies.TopicConfig) -> TopicConfig:
     return TopicConfig(name=config.topic_name, read_queue_nums=config.read_queue_nums,
                        write_queue_nums=config.write_queue_nums, perm=config.perm, order=config.order)
 
 
-def _group(config: bodies.GroupConfig) -> GroupConfig:
+def _group(config: adminbodies.GroupConfig) -> GroupConfig:
     return GroupConfig(name=config.group_name, consume_enable=config.consume_enable,
                        consume_broadcast_enable=config.consume_broadcast_enable,
                        retry_max_times=config.retry_max_times, retry_queue_nums=config.retry_queue_nums)
@@ -85,7 +85,7 @@ class RemotingBrokerAdmin:
         return client
 
     async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None:
-        config = bodies.TopicConfig(topic_name=topic.name, read_queue_nums=topic.read_queue_nums,
+        config = adminbodies.TopicConfig(topic_name=topic.name, read_queue_nums=topic.read_queue_nums,
                                     write_queue_nums=topic.write_queue_nums, perm=topic.perm, order=topic.order)
         try:
             await (await self._client(broker)).create_topic(broker, config)
@@ -112,7 +112,7 @@ class RemotingBrokerAdmin:
         return {name: _topic(config) for name, config in table.items()}
 
     async def create_or_update_group(self, broker: str, group: GroupConfig) -> None:
-        config = bodies.GroupConfig(group_name=group.name, consume_enable=group.consume_enable,
+        config = adminbodies.GroupConfig(group_name=group.name, consume_enable=group.consume_enable,
                                     consume_broadcast_enable=group.consume_broadcast_enable,
                                     retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times)
         try:

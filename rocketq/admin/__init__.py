@@ -4,7 +4,7 @@ Layers, each importing only the ones above it:
 
 * ``errors``: AdminError (a server's error code, by RocketMQ name), BodyError, ArgumentError.
 * ``fastjson``: reads the JSON dialect Java's fastjson writes (objects and numbers as map keys).
-* ``bodies``, ``routes``, ``stats``: admin bodies as frozen values (topic and group configs,
+* ``adminbodies``, ``routes``, ``stats``: admin bodies as frozen values (topic and group configs,
   routes and cluster info, offset tables keyed by MessageQueue).
 * ``client``: ``AdminClient``, one typed async method per request to a name server or broker.
 * ``cluster`` and ``messages``: operations that pick brokers (every master of a cluster, every

@@ -1,7 +1,7 @@
 """``AdminClient``: one typed async method per admin request to a name server or a broker.
 
 Each method builds one request (typed header -> extFields, body), sends it, and turns the
-answer into values from ``bodies``, ``routes`` and ``stats``. A non-SUCCESS answer raises
+answer into values from ``adminbodies``, ``routes`` and ``stats``. A non-SUCCESS answer raises
 ``AdminError`` with RocketMQ's code name; an unreadable SUCCESS answer raises ``BodyError``;
 arguments that cannot be valid raise ``ArgumentError`` before anything is sent; transport
 failures stay ``RemotingError``. Methods that read a lookup which may legitimately be empty
@@ -21,23 +21,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from rocketq.acl import signing
-from rocketq.admin import bodies, routes, stats
-from rocketq.admin.bodies import GroupConfig, TopicConfig
+from rocketq.admin import adminbodies, routes, stats
+from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol import headers, message, msgid
+from rocketq.protocol import addresses, headers, messageproperties, msgid, pullsysflag, requests, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
-from rocketq.protocol.message import Message, MessageExt, MessageFormatError
-from rocketq.remoting.client import RemotingClient, split_addr
-from rocketq.remoting.errors import RemotingConnectError, RemotingError
+from rocketq.protocol.messageerrors import MessageFormatError
+from rocketq.protocol.messagetypes import Message, MessageExt
+from rocketq.protocol.requests import (
+    PULL_CODES,
+    PULL_STATUS_BY_CODE,
+    SEND_OK_CODES,
+    SEND_STATUS_BY_CODE,
+    PullResult,
+    SendResult,
+)
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.errors import RemotingError
 
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds to wait for one answer (mqadmin waits 5 s for most calls)."""
@@ -46,59 +54,23 @@ UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
 """The group admin pulls run under (``MixAll.TOOLS_CONSUMER_GROUP``); it never commits offsets."""
 TOOLS_PRODUCER_GROUP: Final = "TOOLS_PRODUCER"
-PULL_FLAG_SUBSCRIPTION: Final = 4
-"""PullSysFlag bit: the subscription travels in the request, no heartbeat needed."""
 MAX_PULL_NUMS: Final = 1024
 MAX_QUERY_NUMS: Final = 64
-SEND_STATUS: Final = {
-    ResponseCode.SUCCESS: "SEND_OK",
-    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
-}
-"""Send answers that mean "stored", named as RocketMQ's ``SendStatus``."""
-PULL_STATUS: Final = {
-    ResponseCode.SUCCESS: "FOUND",
-    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
-}
-"""Pull answers that are not errors, named as RocketMQ's ``PullStatus``."""
 
 H = TypeVar("H", bound=Header)
 
 
 def parse_namesrv_addrs(namesrv_addr: str) -> tuple[str, ...]:
     """``host:port;host:port`` (mqadmin's ``-n``) as a tuple; ArgumentError if any is malformed."""
-    addrs = tuple(a.strip() for a in namesrv_addr.replace(",", ";").split(";") if a.strip())
+    addrs = tuple(addresses.split_list(namesrv_addr))
     if not addrs:
         raise ArgumentError("no name server address given (use -n host:port or NAMESRV_ADDR)")
     for addr in addrs:
         try:
-            split_addr(addr)
-        except RemotingConnectError as exc:
+            addresses.parse_host_port(addr)
+        except ValueError as exc:
             raise ArgumentError(str(exc)) from None
     return addrs
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    status: str
-    msg_id: str
-    """The client's UNIQ_KEY, what consumers see as the message id."""
-    offset_msg_id: str
-    """The broker's id: store host + CommitLog offset; ``queryMsgById`` takes it."""
-    queue: MessageQueue
-    queue_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class PullResult:
-    status: str
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    messages: tuple[MessageExt, ...]
 
 
 class AdminClient:
@@ -134,9 +106,7 @@ class AdminClient:
     async def call(self, addr: str, code: RequestCode, header: Header | Mapping[str, str] | None = None,
                    body: bytes = b"", ok: frozenset[int] = frozenset({ResponseCode.SUCCESS})) -> RemotingCommand:
         """Send one request; an answer whose code is not in ``ok`` raises AdminError."""
-        ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
-        response = await self._remoting.invoke(addr, RemotingCommand(code=code, ext_fields=ext, body=body),
-                                                self.timeout)
+        response = await self._remoting.invoke(addr, requests.command(code, header, body), self.timeout)
         if response.code not in ok:
             raise AdminError(response.code, response.remark)
         return response
@@ -164,7 +134,7 @@ class AdminClient:
     # --- name server ----------------------------------------------------------------------
 
     async def topic_route(self, topic: str) -> TopicRoute:
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         response = await self.call_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.TopicHeader(topic=topic))
         return routes.parse_topic_route(topic, response.body)
 
@@ -174,15 +144,15 @@ class AdminClient:
 
     async def all_topics(self) -> tuple[str, ...]:
         response = await self.call_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return bodies.parse_topic_list(response.body)
+        return adminbodies.parse_topic_list(response.body)
 
     async def topics_by_cluster(self, cluster: str) -> tuple[str, ...]:
         response = await self.call_namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
                                            headers.GetTopicsByClusterRequestHeader(cluster=cluster))
-        return bodies.parse_topic_list(response.body)
+        return adminbodies.parse_topic_list(response.body)
 
     async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         await self.call_every_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV,
                                       headers.DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster))
 
@@ -220,7 +190,7 @@ class AdminClient:
                                            ok=frozenset({ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND}))
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return {}
-        return bodies.parse_kv_table(response.body, "kv list")
+        return adminbodies.parse_kv_table(response.body, "kv list")
 
     # --- broker: topics and groups --------------------------------------------------------
 
@@ -232,15 +202,15 @@ class AdminClient:
             topic_filter_type=config.topic_filter_type, topic_sys_flag=config.topic_sys_flag, order=config.order))
 
     async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         await self.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, headers.TopicHeader(topic=topic))
 
     async def all_topic_config(self, addr: str) -> dict[str, TopicConfig]:
         response = await self.call(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-        return bodies.parse_topic_config_table(response.body)
+        return adminbodies.parse_topic_config_table(response.body)
 
     async def topic_stats(self, addr: str, topic: str) -> TopicStats:
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         response = await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, headers.TopicHeader(topic=topic))
         return stats.parse_topic_stats(response.body)
 
@@ -250,10 +220,10 @@ class AdminClient:
 
     async def all_groups(self, addr: str) -> dict[str, GroupConfig]:
         response = await self.call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        return bodies.parse_group_table(response.body)
+        return adminbodies.parse_group_table(response.body)
 
     async def delete_group(self, addr: str, group: str, *, clean_offset: bool = False) -> None:
-        bodies.check_group(group)
+        adminbodies.check_group(group)
         await self.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
                         headers.DeleteSubscriptionGroupRequestHeader(group_name=group, clean_offset=clean_offset))
 
@@ -261,56 +231,56 @@ class AdminClient:
 
     async def runtime_info(self, addr: str) -> dict[str, str]:
         response = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        return bodies.parse_kv_table(response.body, "broker runtime info")
+        return adminbodies.parse_kv_table(response.body, "broker runtime info")
 
     async def broker_config(self, addr: str) -> dict[str, str]:
         response = await self.call(addr, RequestCode.GET_BROKER_CONFIG)
-        return bodies.parse_properties_text(response.body)
+        return adminbodies.parse_properties_text(response.body)
 
     async def update_broker_config(self, addr: str, updates: Mapping[str, str]) -> None:
-        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, body=bodies.properties_text(updates))
+        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, body=adminbodies.properties_text(updates))
 
     # --- broker: consumption --------------------------------------------------------------
 
     async def consume_stats(self, addr: str, group: str, topic: str | None = None) -> ConsumeStats:
-        bodies.check_group(group)
+        adminbodies.check_group(group)
         response = await self.call(addr, RequestCode.GET_CONSUME_STATS,
                                    headers.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic))
         return stats.parse_consume_stats(response.body)
 
-    async def consumer_connection(self, addr: str, group: str) -> bodies.ConsumerConnection:
-        bodies.check_group(group)
+    async def consumer_connection(self, addr: str, group: str) -> adminbodies.ConsumerConnection:
+        adminbodies.check_group(group)
         response = await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
                                    headers.ConsumerGroupHeader(consumer_group=group))
-        return bodies.parse_consumer_connection(response.body)
+        return adminbodies.parse_consumer_connection(response.body)
 
     async def consumed_by(self, addr: str, topic: str) -> tuple[str, ...]:
         """QUERY_TOPIC_CONSUME_BY_WHO: groups online on, or with offsets for, a topic."""
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         response = await self.call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, headers.TopicHeader(topic=topic))
-        return bodies.parse_group_list(response.body)
+        return adminbodies.parse_group_list(response.body)
 
     async def all_consumer_offsets(self, addr: str) -> dict[tuple[str, str], dict[int, int]]:
         """Every committed offset on a broker: (topic, group) -> queue id -> offset."""
         response = await self.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
-        return bodies.parse_consumer_offsets(response.body)
+        return adminbodies.parse_consumer_offsets(response.body)
 
     async def reset_offset_by_time(self, addr: str, topic: str, group: str, timestamp: int,
                                    *, force: bool = True) -> dict[MessageQueue, int]:
         """Move a group's offsets on this broker to the first message stored at or after ``timestamp``
         (ms; negative means the end of each queue). Returns each queue's new offset."""
-        bodies.check_topic(topic)
-        bodies.check_group(group)
+        adminbodies.check_topic(topic)
+        adminbodies.check_group(group)
         response = await self.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, headers.ResetOffsetRequestHeader(
             topic=topic, group=group, timestamp=timestamp, is_force=force))
         return stats.parse_reset_offsets(response.body)
 
     async def clone_group_offset(self, addr: str, src_group: str, dest_group: str, topic: str | None,
                                  *, offline: bool = False) -> None:
-        bodies.check_group(src_group)
-        bodies.check_group(dest_group)
+        adminbodies.check_group(src_group)
+        adminbodies.check_group(dest_group)
         if topic is not None:
-            bodies.check_topic(topic)
+            adminbodies.check_topic(topic)
         await self.call(addr, RequestCode.CLONE_GROUP_OFFSET, headers.CloneGroupOffsetRequestHeader(
             src_group=src_group, dest_group=dest_group, topic=topic, offline=offline))
 
@@ -324,13 +294,13 @@ class AdminClient:
         return await self._offset(addr, RequestCode.GET_MIN_OFFSET, topic, queue_id)
 
     async def _offset(self, addr: str, code: RequestCode, topic: str, queue_id: int) -> int:
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         response = await self.call(addr, code, headers.TopicQueueRequestHeader(topic=topic, queue_id=queue_id))
         return _header(headers.OffsetResponseHeader, response).offset
 
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         """The offset of the first message stored at or after ``timestamp`` (ms) in a queue."""
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         response = await self.call(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, headers.SearchOffsetRequestHeader(
             topic=topic, queue_id=queue_id, timestamp=timestamp))
         return _header(headers.OffsetResponseHeader, response).offset
@@ -340,7 +310,7 @@ class AdminClient:
     async def query_message(self, addr: str, topic: str, key: str, *, max_num: int = MAX_QUERY_NUMS,
                             begin: int = 0, end: int | None = None, unique: bool = False) -> list[MessageExt]:
         """Messages of a topic indexed under ``key`` (a KEYS entry, or the UNIQ_KEY when ``unique``)."""
-        bodies.check_topic(topic)
+        adminbodies.check_topic(topic)
         if not key:
             raise ArgumentError("the message key is empty")
         if not 1 <= max_num <= MAX_QUERY_NUMS:
@@ -369,40 +339,41 @@ class AdminClient:
     async def pull(self, addr: str, queue: MessageQueue, offset: int, max_nums: int = 32,
                    *, subscription: str = "*", group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
         """Read raw messages from one queue without holding, committing or needing a heartbeat."""
-        bodies.check_topic(queue.topic)
-        bodies.check_group(group)
+        adminbodies.check_topic(queue.topic)
+        adminbodies.check_group(group)
         if offset < 0 or not 1 <= max_nums <= MAX_PULL_NUMS:
             raise ArgumentError(f"pull offset {offset} / count {max_nums} out of range")
-        response = await self.call(addr, RequestCode.PULL_MESSAGE, headers.PullMessageRequestHeader(
-            consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, queue_offset=offset,
-            max_msg_nums=max_nums, sys_flag=PULL_FLAG_SUBSCRIPTION, commit_offset=0, suspend_timeout_millis=0,
-            subscription=subscription, sub_version=0, expression_type="TAG"), ok=frozenset(PULL_STATUS))
+        request = requests.pull_header(group, queue, offset, max_nums, sys_flag=pullsysflag.SUBSCRIPTION,
+                                       subscription=subscription)
+        response = await self.call(addr, RequestCode.PULL_MESSAGE, request, ok=PULL_CODES)
         header = _header(headers.PullMessageResponseHeader, response)
         found = response.code == ResponseCode.SUCCESS
-        return PullResult(PULL_STATUS[ResponseCode(response.code)], header.next_begin_offset, header.min_offset,
-                          header.max_offset, tuple(_records(response.body, "pull answer")) if found else ())
+        return PullResult(PULL_STATUS_BY_CODE[ResponseCode(response.code)], header.next_begin_offset,
+                          header.min_offset, header.max_offset, _records(response.body, "pull answer") if found else [])
 
     async def send_message(self, addr: str, queue: MessageQueue, msg: Message,
                            *, producer_group: str = TOOLS_PRODUCER_GROUP) -> SendResult:
         """Store one message in one queue (SEND_MESSAGE_V2), stamping a UNIQ_KEY as producers do."""
-        bodies.check_topic(msg.topic)
-        bodies.check_group(producer_group)
+        adminbodies.check_topic(msg.topic)
+        adminbodies.check_group(producer_group)
         if msg.topic != queue.topic:
             raise ArgumentError(f"message topic {msg.topic} differs from queue topic {queue.topic}")
-        if len(msg.body) > message.DEFAULT_MAX_MESSAGE_SIZE:
-            raise ArgumentError(f"message body of {len(msg.body)} bytes exceeds {message.DEFAULT_MAX_MESSAGE_SIZE}")
+        if len(msg.body) > storedrecords.DEFAULT_MAX_MESSAGE_SIZE:
+            raise ArgumentError(
+                f"message body of {len(msg.body)} bytes exceeds {storedrecords.DEFAULT_MAX_MESSAGE_SIZE}")
         if msg.uniq_key is None:
             msg.uniq_key = self._uniq_id_generator().next_id()
-        msg.properties.setdefault(message.WAIT, "true")
+        msg.properties.setdefault(messageproperties.WAIT, "true")
         header = headers.SendMessageRequestHeader(
             producer_group=producer_group, topic=msg.topic, queue_id=queue.queue_id, sys_flag=0,
-            born_timestamp=_now_ms(), flag=msg.flag, properties=message.encode_properties(msg.properties),
+            born_timestamp=_now_ms(), flag=msg.flag, properties=messageproperties.encode_properties(msg.properties),
             reconsume_times=0, max_reconsume_times=None)
         response = await self.call(addr, RequestCode.SEND_MESSAGE_V2, headers.send_header_to_v2(header), msg.body,
-                                   ok=frozenset(SEND_STATUS))
+                                   ok=SEND_OK_CODES)
         answer = _header(headers.SendMessageResponseHeader, response)
-        return SendResult(SEND_STATUS[ResponseCode(response.code)], msg.uniq_key or answer.msg_id, answer.msg_id,
-                          MessageQueue(queue.topic, queue.broker_name, answer.queue_id), answer.queue_offset)
+        return SendResult(SEND_STATUS_BY_CODE[ResponseCode(response.code)], msg.uniq_key or answer.msg_id,
+                          answer.msg_id, MessageQueue(queue.topic, queue.broker_name, answer.queue_id),
+                          answer.queue_offset)
 
     def _uniq_id_generator(self) -> msgid.UniqIdGenerator:
         if self._uniq_ids is None:
@@ -419,7 +390,7 @@ def _header(cls: type[H], response: RemotingCommand) -> H:
 
 def _records(body: bytes, what: str) -> list[MessageExt]:
     try:
-        return list(message.iter_stored_records(body, strict=True))
+        return requests.decode_records(body)
     except MessageFormatError as exc:
         raise BodyError(f"{what}: {exc}") from None
 

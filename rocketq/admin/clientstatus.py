@@ -16,8 +16,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.admin import bodies, cluster, fastjson
-from rocketq.admin.bodies import Connection
+from rocketq.admin import adminbodies, cluster, fastjson
+from rocketq.admin.adminbodies import Connection
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import BodyError
 from rocketq.protocol import headers
@@ -26,13 +26,13 @@ from rocketq.protocol.codes import RequestCode, retry_topic
 
 async def producer_connection(admin: AdminClient, group: str, topic: str) -> tuple[Connection, ...]:
     """The group's producers connected to one master of ``topic`` (chosen at random, as mqadmin)."""
-    bodies.check_group(group)
+    adminbodies.check_group(group)
     _, masters = await cluster.route_masters(admin, topic)
     _, addr = random.choice(masters)
     response = await admin.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
                                 headers.ProducerGroupHeader(producer_group=group))
     # the same connectionSet shape as a consumer group's
-    return bodies.parse_consumer_connection(response.body).connections
+    return adminbodies.parse_consumer_connection(response.body).connections
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ async def consumer_running_info(admin: AdminClient, group: str, client_id: str, 
                                 broker_addr: str | None = None) -> RunningInfo:
     """Ask one consumer for its running info through a broker it is connected to (``broker_addr``,
     else a master of the group's retry topic, as mqadmin does)."""
-    bodies.check_group(group)
+    adminbodies.check_group(group)
     if broker_addr is None:
         _, masters = await cluster.route_masters(admin, retry_topic(group))
         broker_addr = masters[0][1]

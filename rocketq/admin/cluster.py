@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rocketq.admin import stats
-from rocketq.admin.bodies import Connection, ConsumerConnection, GroupConfig, Subscription, TopicConfig
+from rocketq.admin.adminbodies import Connection, ConsumerConnection, GroupConfig, Subscription, TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, UnavailableError
 from rocketq.admin.routes import ClusterInfo, TopicRoute

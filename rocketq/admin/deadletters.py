@@ -24,14 +24,15 @@ from typing import Final
 from rocketq.admin import messages
 from rocketq.admin.client import AdminClient, SendResult
 from rocketq.admin.stats import MessageQueue
-from rocketq.protocol import codes, message
-from rocketq.protocol.message import Message, MessageExt
+from rocketq.protocol import codes, messageproperties
+from rocketq.protocol.messagetypes import Message, MessageExt
 
 DEFAULT_MAX_LISTED: Final = 1000
 """Dead letters listed (or resent) at most per command unless told otherwise."""
 DROPPED_ON_RESEND: Final = frozenset({
-    message.DELAY, message.REAL_TOPIC, message.REAL_QID, message.WAIT, message.CLUSTER,
-    message.MIN_OFFSET, message.MAX_OFFSET, message.CONSUME_START_TIME,
+    messageproperties.DELAY, messageproperties.REAL_TOPIC, messageproperties.REAL_QID, messageproperties.WAIT,
+    messageproperties.CLUSTER,
+    messageproperties.MIN_OFFSET, messageproperties.MAX_OFFSET, messageproperties.CONSUME_START_TIME,
 })
 """Properties that described the dead letter's earlier trips, not the message itself."""
 
@@ -63,8 +64,8 @@ def matches(letter: DeadLetter, msg_ids: frozenset[str]) -> bool:
 def retry_copy(record: MessageExt, group: str) -> Message:
     """What ``dlqResend`` stores in ``%RETRY%<group>`` for a dead letter (see the module doc)."""
     props = {k: v for k, v in record.properties.items() if k not in DROPPED_ON_RESEND}
-    props.setdefault(message.RETRY_TOPIC, record.topic)
-    props.setdefault(message.ORIGIN_MESSAGE_ID, record.offset_msg_id)
+    props.setdefault(messageproperties.RETRY_TOPIC, record.topic)
+    props.setdefault(messageproperties.ORIGIN_MESSAGE_ID, record.offset_msg_id)
     return Message(codes.retry_topic(group), record.body, record.flag, props)
 
 

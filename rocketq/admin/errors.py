@@ -7,7 +7,7 @@ Three kinds, kept apart because a caller reacts differently to each:
   reading ``rocketq admin`` output sees the same words mqadmin would show.
 * ``BodyError``: the server answered SUCCESS but with a body or header this client cannot read;
   the server (or something in between) is not speaking RocketMQ's shapes. It is
-  ``rocketq.protocol.bodies.BodyError`` itself, so the shared readers' errors need no translation.
+  ``rocketq.protocol.sharedbodies.BodyError`` itself, so the shared readers' errors need no translation.
 * ``ArgumentError``: the caller asked for something that cannot be sent (a blank topic, a
   queue count out of range, a cluster nobody knows); nothing was changed.
 * ``UnavailableError``: the request is fine but no server that could answer it is online (a
@@ -19,8 +19,8 @@ Transport failures (no connection, timeout) stay ``rocketq.remoting.errors.Remot
 
 from __future__ import annotations
 
-from rocketq.protocol.bodies import BodyError as BodyError
 from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.sharedbodies import BodyError as BodyError
 
 
 def code_name(code: int) -> str:

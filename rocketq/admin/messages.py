@@ -30,7 +30,7 @@ from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import MessageQueue
 from rocketq.protocol import codes, msgid, traces
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.message import Message, MessageExt
+from rocketq.protocol.messagetypes import Message, MessageExt
 
 PULL_BATCH: Final = 32
 """Messages per pull while scanning (RocketMQ's pullBatchSize default)."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from rocketq.admin import bodies, cluster
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin import adminbodies, cluster
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import ArgumentError, NotFoundError
 from rocketq.admin.routes import QueueData, TopicRoute
@@ -52,7 +52,7 @@ async def update_topic_perm(admin: AdminClient, topic: str, perm: int, *, broker
     Each master keeps its own queue counts (its queue data in the route). With ``broker_addr``
     an equal perm sends nothing (mqadmin: "new perm equals to the old one!").
     """
-    bodies.check_perm(perm)
+    adminbodies.check_perm(perm)
     route, masters = await cluster.route_masters(admin, topic)
     names = {addr: name for name, addr in masters}
     if broker_addr:

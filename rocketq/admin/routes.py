@@ -7,7 +7,7 @@
   addresses, and each cluster's group names.
 
 Both are ``rocketq.protocol.routedata``'s values, the ones the name server writes; admin reads
-them with its fastjson-aware ``bodies.load`` (a Java name server writes ``brokerAddrs`` with
+them with its fastjson-aware ``adminbodies.load`` (a Java name server writes ``brokerAddrs`` with
 bare numeric keys) and adds only the topic a route was asked for. Admin operations pick their
 targets from these: a group's master (brokerId 0) receives writes and admin changes; any member
 can answer reads.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from rocketq.admin import bodies
+from rocketq.admin import adminbodies
 from rocketq.protocol import routedata
 from rocketq.protocol.routedata import BrokerData as BrokerData
 from rocketq.protocol.routedata import ClusterInfo as ClusterInfo
@@ -33,8 +33,8 @@ class TopicRoute(routedata.TopicRouteData):
 
 
 def parse_topic_route(topic: str, body: bytes) -> TopicRoute:
-    return dataclasses.replace(TopicRoute.from_json(bodies.load(body, "topic route")), topic=topic)
+    return dataclasses.replace(TopicRoute.from_json(adminbodies.load(body, "topic route")), topic=topic)
 
 
 def parse_cluster_info(body: bytes) -> ClusterInfo:
-    return ClusterInfo.from_json(bodies.load(body, "cluster info"))
+    return ClusterInfo.from_json(adminbodies.load(body, "cluster info"))

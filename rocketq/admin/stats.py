@@ -19,37 +19,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.admin import bodies, fastjson
-from rocketq.protocol.bodies import BodyError, integer, number, obj, text
+from rocketq.admin import adminbodies, fastjson
+from rocketq.protocol.queues import MessageQueue
+from rocketq.protocol.sharedbodies import BodyError, integer, number, obj, text
+
+__all__ = ["MessageQueue"]  # re-exported: admin callers name queues from here
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class MessageQueue:
-    """One queue of a topic on one broker group. Orders by topic, broker, queue id."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
-
-    @classmethod
-    def from_key(cls, key: Any, what: str) -> MessageQueue:
-        if isinstance(key, fastjson.ObjectKey):
-            fields = key.as_dict()
-        elif isinstance(key, str):
-            # a writer that serialised the key object as a JSON string
-            fields = obj(bodies.load(key.encode(), what), what)
-        else:
-            raise BodyError(f"{what}: key {key!r} is not a MessageQueue")
-        return cls(text(fields, "topic", what), text(fields, "brokerName", what), integer(fields, "queueId", what))
+def queue_from_key(key: Any, what: str) -> MessageQueue:
+    """A fastjson map key that is a MessageQueue object (or that object written as a JSON string)."""
+    if isinstance(key, fastjson.ObjectKey):
+        fields = key.as_dict()
+    elif isinstance(key, str):
+        # a writer that serialised the key object as a JSON string
+        fields = obj(adminbodies.load(key.encode(), what), what)
+    else:
+        raise BodyError(f"{what}: key {key!r} is not a MessageQueue")
+    return MessageQueue(text(fields, "topic", what), text(fields, "brokerName", what), integer(fields, "queueId", what))
 
 
 def _queue_table(body: bytes, what: str) -> tuple[dict[str, Any], list[tuple[MessageQueue, Any]]]:
-    raw = obj(bodies.load(body, what), what)
+    raw = obj(adminbodies.load(body, what), what)
     table = obj(raw.get("offsetTable", {}), f"{what}.offsetTable")
-    entries = [(MessageQueue.from_key(k, f"{what}.offsetTable key"), v) for k, v in table.items()]
+    entries = [(queue_from_key(k, f"{what}.offsetTable key"), v) for k, v in table.items()]
     return raw, sorted(entries, key=lambda e: e[0])
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.admin import bodies, cluster
+from rocketq.admin import adminbodies, cluster
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, BodyError
 from rocketq.protocol import codes, headers
@@ -55,7 +55,7 @@ async def broker_stats(admin: AdminClient, addr: str, name: str, key: str) -> tu
         if exc.code == ResponseCode.SYSTEM_ERROR:
             return 0.0, 0
         raise
-    raw = bodies.load(response.body, "broker stats data")
+    raw = adminbodies.load(response.body, "broker stats data")
     if not isinstance(raw, dict) or not isinstance(raw.get("statsMinute"), dict) \
             or not isinstance(raw.get("statsDay"), dict):
         raise BodyError(f"broker stats data of {name} {key} from {addr} lacks statsMinute/statsDay")

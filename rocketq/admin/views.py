@@ -13,11 +13,11 @@ import dataclasses
 from typing import Any
 
 from rocketq.admin import tables, timestamps
-from rocketq.admin.bodies import ConsumerConnection, GroupConfig, TopicConfig, perm_name
+from rocketq.admin.adminbodies import ConsumerConnection, GroupConfig, TopicConfig, perm_name
 from rocketq.admin.cluster import GroupSummary
 from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.traces import TraceRecord, TraceType
 
 

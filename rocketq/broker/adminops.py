@@ -16,11 +16,11 @@ from typing import Any, Final
 import orjson
 
 from rocketq.broker import runtimeconfig
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager, TopicError, validate_topic_name
-from rocketq.protocol import bodies, names
+from rocketq.protocol import namerules, sharedbodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -122,7 +122,7 @@ class AdminHandlers:
         refusal = self._system_topic_refusal(conn, request, header.topic, "create")
         if refusal is not None:
             return refusal
-        config = bodies.TopicConfig(
+        config = sharedbodies.TopicConfig(
             header.topic,
             header.read_queue_nums,
             header.write_queue_nums,
@@ -156,7 +156,7 @@ class AdminHandlers:
         the routes clients find brokers by)."""
         try:
             validate_topic_name(topic)
-            names.check_not_system_topic(topic, TopicError)
+            namerules.check_not_system_topic(topic, TopicError)
             if topic in (self._cluster, self._broker_name):
                 raise TopicError(f"The topic[{topic}] is conflict with system topic.")
         except TopicError as exc:
@@ -193,9 +193,9 @@ class AdminHandlers:
 
     async def create_group(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
-            config = bodies.SubscriptionGroupConfig.from_json(bodies.load_json(request.body, "body"))
+            config = sharedbodies.SubscriptionGroupConfig.from_json(sharedbodies.load_json(request.body, "body"))
             self._groups.upsert(config)
-        except (bodies.BodyError, GroupError) as exc:
+        except (sharedbodies.BodyError, GroupError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
         return request.response(ResponseCode.SUCCESS)
 

@@ -17,7 +17,7 @@ from typing import Final
 
 import orjson
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import GetConsumerRunningInfoRequestHeader, ProducerGroupHeader

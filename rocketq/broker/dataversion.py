@@ -1,7 +1,7 @@
 """The broker's versioned tables: topics.json and subscriptionGroup.json, and their stamps.
 
 Both files are ``{"<table>": {name: entry}, "dataVersion": {...}}``. The stamp itself
-(``DataVersion``: timestamp, counter, stateVersion, its JSON) is ``rocketq.protocol.bodies``,
+(``DataVersion``: timestamp, counter, stateVersion, its JSON) is ``rocketq.protocol.sharedbodies``,
 shared with the name servers, which rebuild a broker's routes only when the stamp it registers
 with changed. What is the broker's own: the clock stamps are taken from, and how a table file
 loads. An entry that cannot be read is skipped with a warning, and a stamp that cannot be read
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocketq.protocol.bodies import BodyError, DataVersion
+from rocketq.protocol.sharedbodies import BodyError, DataVersion
 from rocketq.store import configfiles
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from typing import Final
 import orjson
 
 from rocketq.filter import sql92
-from rocketq.protocol import bodies, message
+from rocketq.protocol import messageerrors, sharedbodies, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
@@ -63,8 +63,8 @@ def record_filter(selector: sql92.Selector | None) -> RecordFilter:
 
     def matches(record: memoryview) -> bool:
         try:
-            props = message.stored_properties(record)
-        except message.MessageFormatError:
+            props = storedrecords.stored_properties(record)
+        except messageerrors.MessageFormatError:
             return False
         return selector.matches(props)
 
@@ -143,9 +143,9 @@ class ConsumerFilters:
     async def check_client_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """A consumer's start-up check of its subscription (Java clients send it for SQL92)."""
         try:
-            body = bodies.obj(orjson.loads(request.body or b"null"), "CheckClientRequestBody")
+            body = sharedbodies.obj(orjson.loads(request.body or b"null"), "CheckClientRequestBody")
             sub = SubscriptionData.from_json(body.get("subscriptionData"))
-        except (orjson.JSONDecodeError, bodies.BodyError, SubscriptionError) as exc:
+        except (orjson.JSONDecodeError, sharedbodies.BodyError, SubscriptionError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
         if sub.is_tag_type:
             return request.response(ResponseCode.SUCCESS)

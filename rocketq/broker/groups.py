@@ -4,7 +4,7 @@ A group decides whether it may consume at all, whether it is broadcast, how many
 message is retried before the DLQ, and how many retry queues it has. Groups are created by
 admins (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) or, with ``autoCreateSubscriptionGroup``, on a
 consumer's first heartbeat. The ``SubscriptionGroupConfig`` value, its JSON and its rules are
-``rocketq.protocol.bodies``, shared with admin tools; the broker applies them with its own
+``rocketq.protocol.sharedbodies``, shared with admin tools; the broker applies them with its own
 ``GroupError``, whose text becomes the remark of the refusing response.
 """
 
@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker import dataversion
-from rocketq.protocol import names
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol import namerules
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store import configfiles
 
 
-class GroupError(names.RuleError):
+class GroupError(namerules.RuleError):
     """A group name or configuration is not acceptable; its text is the broker's remark."""
 
 
 def validate_group_name(group: str) -> None:
-    names.check_group(group, GroupError)
+    namerules.check_group(group, GroupError)
 
 
 class SubscriptionGroupManager:

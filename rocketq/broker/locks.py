@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol import bodies
+from rocketq.protocol import sharedbodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.connection import Connection, Handler
@@ -56,21 +56,22 @@ class LockRequest:
 
 def parse_request(body: bytes) -> LockRequest:
     """A LockBatchRequestBody / UnlockBatchRequestBody; BodyError names what is wrong."""
-    raw = bodies.obj(bodies.load_json(body, "lock body"), "lock body")
-    group = bodies.text(raw, "consumerGroup", "lock body")
-    client_id = bodies.text(raw, "clientId", "lock body")
+    raw = sharedbodies.obj(sharedbodies.load_json(body, "lock body"), "lock body")
+    group = sharedbodies.text(raw, "consumerGroup", "lock body")
+    client_id = sharedbodies.text(raw, "clientId", "lock body")
     items = raw.get("mqSet")
     if items is None:
         items = []
     if not isinstance(items, list):
-        raise bodies.BodyError("lock body: mqSet must be a JSON array")
+        raise sharedbodies.BodyError("lock body: mqSet must be a JSON array")
     if len(items) > MAX_QUEUES_PER_REQUEST:
-        raise bodies.BodyError(f"lock body: {len(items)} queues, at most {MAX_QUEUES_PER_REQUEST}")
+        raise sharedbodies.BodyError(f"lock body: {len(items)} queues, at most {MAX_QUEUES_PER_REQUEST}")
     queues = []
     for item in items:
-        mq = bodies.obj(item, "mqSet entry")
-        queues.append((bodies.text(mq, "topic", "mqSet entry"), bodies.text(mq, "brokerName", "mqSet entry"),
-                       bodies.non_negative_int32(mq, "queueId", "mqSet entry")))
+        mq = sharedbodies.obj(item, "mqSet entry")
+        queues.append((sharedbodies.text(mq, "topic", "mqSet entry"),
+                       sharedbodies.text(mq, "brokerName", "mqSet entry"),
+                       sharedbodies.non_negative_int32(mq, "queueId", "mqSet entry")))
     return LockRequest(group, client_id, tuple(dict.fromkeys(queues)))
 
 
@@ -128,7 +129,7 @@ class LockHandlers:
     async def lock_batch(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             wanted = parse_request(request.body)
-        except bodies.BodyError as exc:
+        except sharedbodies.BodyError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         granted = self.locks.try_lock(wanted.group, wanted.client_id, wanted.queues)
         body = orjson.dumps({"lockOKMQSet": [queue_json(q) for q in granted]})
@@ -137,7 +138,7 @@ class LockHandlers:
     async def unlock_batch(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             wanted = parse_request(request.body)
-        except bodies.BodyError as exc:
+        except sharedbodies.BodyError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         self.locks.unlock(wanted.group, wanted.client_id, wanted.queues)
         return request.response(ResponseCode.SUCCESS)

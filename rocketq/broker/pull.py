@@ -17,17 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, subscription
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol import codes, pullsysflag, subscription
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
@@ -35,10 +35,6 @@ from rocketq.store.messagestore import GetResult, GetStatus, MessageStore
 
 log = logging.getLogger(__name__)
 
-FLAG_COMMIT_OFFSET: Final = 1
-FLAG_SUSPEND: Final = 2
-FLAG_SUBSCRIPTION: Final = 4
-FLAG_CLASS_FILTER: Final = 8
 MAX_PULL_BATCH: Final = 1024
 """Messages one pull may return whatever the client asks (RocketMQ's maxTransferCountOnMessageInMemory)."""
 MAX_PULL_BYTES: Final = 256 * 1024
@@ -100,12 +96,12 @@ class PullHandlers:
         if isinstance(checked, RemotingCommand):
             return checked
         sub = checked
-        if header.sys_flag & FLAG_COMMIT_OFFSET and self._is_master and header.commit_offset >= 0:
+        if header.sys_flag & pullsysflag.COMMIT_OFFSET and self._is_master and header.commit_offset >= 0:
             self._offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         result = self._get(header, header.queue_offset, sub)
         if (
             result.status in (GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE)
-            and header.sys_flag & FLAG_SUSPEND
+            and header.sys_flag & pullsysflag.SUSPEND
             and self._held_count < MAX_HELD_PULLS
             and (result.status == GetStatus.OFFSET_OVERFLOW_ONE or header.queue_offset == 0)
         ):
@@ -150,7 +146,7 @@ class PullHandlers:
                 f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
                 f"topicConfig.readQueueNums:[{topic.read_queue_nums}]",
             )
-        if header.sys_flag & FLAG_SUBSCRIPTION:
+        if header.sys_flag & pullsysflag.SUBSCRIPTION:
             try:
                 sub = subscription.build(header.topic, header.subscription, header.expression_type, header.sub_version)
             except SubscriptionError as exc:
@@ -169,7 +165,7 @@ class PullHandlers:
             sub = found
         if not sub.is_tag_type:
             refusal = self._filters.check_pull(header.consumer_group, sub,
-                                               in_request=bool(header.sys_flag & FLAG_SUBSCRIPTION))
+                                               in_request=bool(header.sys_flag & pullsysflag.SUBSCRIPTION))
             if refusal is not None:
                 return request.response(*refusal)
         return sub
@@ -179,7 +175,7 @@ class PullHandlers:
         max_bytes = min(header.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
         tag_filter = None if sub.matches_all or not sub.is_tag_type else sub.matches_tag_code
         record_filter = None if sub.is_tag_type else self._filters.pull_filter(
-            header.consumer_group, sub, in_request=bool(header.sys_flag & FLAG_SUBSCRIPTION))
+            header.consumer_group, sub, in_request=bool(header.sys_flag & pullsysflag.SUBSCRIPTION))
         return self._store.get_messages(
             header.topic, header.queue_id, offset, max_nums, max_bytes=max_bytes, tag_filter=tag_filter,
             record_filter=record_filter,

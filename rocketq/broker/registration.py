@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from rocketq import settings, tasks
+from rocketq import tasks
+from rocketq.protocol import addresses
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -46,7 +47,7 @@ class BrokerRegistration:
 
 
 def parse_namesrv_addrs(text: str) -> list[str]:
-    return settings.split_addresses(text)
+    return addresses.split_list(text)
 
 
 class Registrar:

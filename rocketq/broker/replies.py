@@ -18,10 +18,10 @@ import logging
 import time
 from typing import Final
 
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.send import SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
-from rocketq.protocol import message
+from rocketq.protocol import messageerrors, messageproperties
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -81,21 +81,22 @@ class ReplyHandlers:
                     body: bytes) -> tuple[bool, str | None]:
         """Call the requester with the reply; (pushed, remark for the replier)."""
         try:
-            props = message.decode_properties(header.properties or "")
-        except message.MessageFormatError as exc:
+            props = messageproperties.decode_properties(header.properties or "")
+        except messageerrors.MessageFormatError as exc:
             return False, f"reply message properties are malformed: {exc}"
-        client_id = props.get(message.REPLY_TO_CLIENT)
+        client_id = props.get(messageproperties.REPLY_TO_CLIENT)
         if not client_id:
             return False, "reply message properties[REPLY_TO_CLIENT] is null"
         target = self._producer_connection(client_id)
         if target is None:
             return False, f"push reply message fail, channel of {client_id} not found."
         now_ms = int(time.time() * 1000)
-        props[message.PUSH_REPLY_TIME] = str(now_ms)
+        props[messageproperties.PUSH_REPLY_TIME] = str(now_ms)
         push_header = ReplyMessageRequestHeader(
             producer_group=header.producer_group, topic=header.topic, default_topic=header.default_topic,
             default_topic_queue_nums=header.default_topic_queue_nums, queue_id=queue_id, sys_flag=header.sys_flag,
-            born_timestamp=header.born_timestamp, flag=header.flag, properties=message.encode_properties(props),
+            born_timestamp=header.born_timestamp, flag=header.flag,
+            properties=messageproperties.encode_properties(props),
             reconsume_times=header.reconsume_times or 0, unit_mode=header.unit_mode,
             born_host=conn.remote_addr, store_host=self._store_host, store_timestamp=now_ms,
         )

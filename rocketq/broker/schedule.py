@@ -36,10 +36,10 @@ from typing import Final
 
 import orjson
 
-from rocketq.protocol import message
+from rocketq.protocol import messageerrors, messageproperties, messagetypes, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.message import MessageExt, MessageSysFlag
+from rocketq.protocol.messagetypes import MessageExt, MessageSysFlag
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store import configfiles
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE
@@ -67,13 +67,13 @@ _DELIVERABLE_TX = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTI
 Put = Callable[[PutRequest], Awaitable[PutResult]]
 
 
-class DelayLevelError(message.MessageIllegalError):
+class DelayLevelError(messageerrors.MessageIllegalError):
     """A DELAY property that is not an integer; its text is the refusing remark."""
 
 
 def delay_level(properties: dict[str, str]) -> int:
     """The message's delay level: 0 when DELAY is absent or not positive."""
-    raw = properties.get(message.DELAY)
+    raw = properties.get(messageproperties.DELAY)
     if raw is None or raw == "":
         return 0
     try:
@@ -91,17 +91,17 @@ def to_schedule(topic: str, queue_id: int, properties: dict[str, str], sys_flag:
     and DELAY rewritten to match, as RocketMQ does.
     """
     level = delay_level(properties)
-    if level <= 0 or message.transaction_type(sys_flag) not in _DELIVERABLE_TX:
+    if level <= 0 or messagetypes.transaction_type(sys_flag) not in _DELIVERABLE_TX:
         return None
     level = min(level, max_level)
-    rewritten = {**properties, message.DELAY: str(level), message.REAL_TOPIC: topic,
-                 message.REAL_QID: str(queue_id)}
+    rewritten = {**properties, messageproperties.DELAY: str(level), messageproperties.REAL_TOPIC: topic,
+                 messageproperties.REAL_QID: str(queue_id)}
     return SCHEDULE_TOPIC, level - 1, rewritten
 
 
 def _decoded(view: memoryview) -> MessageExt:
     # compressed bodies stay compressed: the copy keeps the producer's sysFlag
-    return message.decode_stored_record(view, decompress=False)
+    return storedrecords.decode_stored_record(view, decompress=False)
 
 
 def delivered_copy(msg: MessageExt) -> PutRequest | None:
@@ -110,13 +110,13 @@ def delivered_copy(msg: MessageExt) -> PutRequest | None:
     Properties are kept as stored (RocketMQ builds the string before dropping DELAY), so the
     tag code is the hash of TAGS again and the unique key, and thus the msgId, is unchanged.
     """
-    real_topic = msg.properties.get(message.REAL_TOPIC)
-    real_qid = msg.properties.get(message.REAL_QID, "")
+    real_topic = msg.properties.get(messageproperties.REAL_TOPIC)
+    real_qid = msg.properties.get(messageproperties.REAL_QID, "")
     if not real_topic or real_topic == TRANS_HALF_TOPIC or not real_qid.isdigit():
         return None
     return PutRequest(
-        real_topic, int(real_qid), msg.body, msg.flag, message.encode_properties(msg.properties), msg.sys_flag,
-        msg.born_timestamp, msg.born_host, msg.reconsume_times,
+        real_topic, int(real_qid), msg.body, msg.flag, messageproperties.encode_properties(msg.properties),
+        msg.sys_flag, msg.born_timestamp, msg.born_host, msg.reconsume_times,
     )
 
 

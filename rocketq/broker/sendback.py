@@ -33,12 +33,13 @@ from rocketq.broker import schedule
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, message
-from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol import codes, messageproperties, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
-from rocketq.protocol.message import MessageExt, MessageFormatError
+from rocketq.protocol.messageerrors import MessageFormatError
+from rocketq.protocol.messagetypes import MessageExt
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig, TopicConfig
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore, PutRequest
 
@@ -122,7 +123,7 @@ class SendBackHandlers:
         if view is None:
             return None
         try:
-            return message.decode_stored_record(view, decompress=False)
+            return storedrecords.decode_stored_record(view, decompress=False)
         except MessageFormatError:
             return None
 
@@ -142,11 +143,11 @@ class SendBackHandlers:
         if (header.reconsume_times or 0) < max_reconsume_times(request.version, header.max_reconsume_times, group):
             return header
         dlq = await self._topic(codes.dlq_topic(name), DLQ_QUEUE_NUMS)
-        props = message.decode_properties(header.properties or "")
-        props[message.DELAY] = "0"
+        props = messageproperties.decode_properties(header.properties or "")
+        props[messageproperties.DELAY] = "0"
         self.sent_to_dlq += 1
         return dataclasses.replace(header, topic=dlq.topic_name, queue_id=0,
-                                   properties=message.encode_properties(props))
+                                   properties=messageproperties.encode_properties(props))
 
     async def _topic(self, name: str, queue_nums: int) -> TopicConfig:
         existing = self._topics.get(name)
@@ -158,10 +159,10 @@ class SendBackHandlers:
 
     def _copy(self, original: MessageExt, target: TopicConfig, level: int) -> PutRequest:
         props = dict(original.properties)
-        props.setdefault(message.RETRY_TOPIC, original.topic)
-        props.setdefault(message.ORIGIN_MESSAGE_ID, original.offset_msg_id)
-        props[message.WAIT] = "false"
-        props[message.DELAY] = str(level)
+        props.setdefault(messageproperties.RETRY_TOPIC, original.topic)
+        props.setdefault(messageproperties.ORIGIN_MESSAGE_ID, original.offset_msg_id)
+        props[messageproperties.WAIT] = "false"
+        props[messageproperties.DELAY] = str(level)
         topic, queue_id = target.topic_name, random.randrange(max(1, target.write_queue_nums))
         if level > 0:
             scheduled = schedule.to_schedule(topic, queue_id, props, original.sys_flag, self._max_level)

@@ -22,10 +22,10 @@ from rocketq.acl import guard
 from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
 from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
-from rocketq.broker import clients as client_registry
+from rocketq.broker import clienttable as client_registry
 from rocketq.broker.adminops import AdminHandlers, slave_guarded
-from rocketq.broker.clientmanage import ClientHandlers
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienthandlers import ClientHandlers
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.metrics import BrokerCollector
@@ -47,7 +47,7 @@ from rocketq.ha.settings import HASettings
 from rocketq.metrics import http as metrics_http
 from rocketq.metrics.http import MetricsServer
 from rocketq.protocol import codes
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.server import RemotingServer

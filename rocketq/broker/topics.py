@@ -4,7 +4,7 @@ A topic's queues exist on a broker once it is in this table. Topics are created 
 (UPDATE_AND_CREATE_TOPIC), on first send when ``autoCreateTopicEnable`` lets a producer borrow
 ``TBW102``, or by the broker itself for system topics (%RETRY%group on a consumer heartbeat).
 Every change bumps the ``DataVersion`` so the name servers rebuild routes on the next register.
-The ``TopicConfig`` value, its JSON and its rules are ``rocketq.protocol.bodies`` (shared with
+The ``TopicConfig`` value, its JSON and its rules are ``rocketq.protocol.sharedbodies`` (shared with
 name servers and admin tools); a broker applies them with its own ``TopicError``, whose text
 becomes the remark of the refusing response, and keeps a topic whose queue counts are zero.
 """
@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker import dataversion
-from rocketq.protocol import codes, names
-from rocketq.protocol.bodies import TopicConfig
+from rocketq.protocol import codes, namerules
+from rocketq.protocol.sharedbodies import TopicConfig
 from rocketq.store import configfiles
 
 
-class TopicError(names.RuleError):
+class TopicError(namerules.RuleError):
     """A topic name or configuration is not acceptable; its text is the broker's remark."""
 
 
 def validate_topic_name(topic: str) -> None:
-    names.check_topic(topic, TopicError)
+    namerules.check_topic(topic, TopicError)
 
 
 class TopicConfigManager:

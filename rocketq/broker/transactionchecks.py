@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rocketq import tasks
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.transactions import HALF_TOPIC, OP_TOPIC, REMOVE_TAG, STORED_STATUSES, SYS_TRANS_GROUP, HalfLog

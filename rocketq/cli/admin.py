@@ -24,13 +24,13 @@ from typing import Any, Final, NoReturn
 import click
 import orjson
 
-from rocketq.admin import bodies, deadletters, messages, replication, tables, timestamps, views
+from rocketq.admin import adminbodies, deadletters, messages, replication, tables, timestamps, views
 from rocketq.admin import cluster as cluster_ops
-from rocketq.admin.bodies import GroupConfig, TopicConfig
+from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
 from rocketq.protocol import codes, traces
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.client import split_addr
 from rocketq.remoting.errors import RemotingError
 
@@ -145,7 +145,7 @@ class Name(click.ParamType):
 
     def __init__(self, kind: str) -> None:
         self.name = kind
-        self._check = bodies.check_topic if kind == "topic" else bodies.check_group
+        self._check = adminbodies.check_topic if kind == "topic" else adminbodies.check_group
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
@@ -168,7 +168,7 @@ TOPIC = Name("topic")
 GROUP = Name("group")
 ADDRESS = Address()
 TIME = Timestamp()
-QUEUE_NUMS = click.IntRange(1, bodies.MAX_QUEUE_NUMS)
+QUEUE_NUMS = click.IntRange(1, adminbodies.MAX_QUEUE_NUMS)
 
 
 def mqadmin_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
@@ -372,7 +372,7 @@ def _cluster_row(cluster: str, group: str, broker_id: int, addr: str, runtime: d
         return [cluster, group, broker_id, addr, "unreachable", "", "", "", "", ""]
     perm = runtime.get("brokerPermission", "")
     return [cluster, group, broker_id, addr, runtime.get("brokerVersionDesc", ""), runtime.get("brokerRole", ""),
-            bodies.perm_name(int(perm)) if perm.isdigit() else perm,
+            adminbodies.perm_name(int(perm)) if perm.isdigit() else perm,
             runtime.get("msgPutTotalTodayNow", ""), runtime.get("msgGetTotalTodayNow", ""),
             replication.replication_text(runtime)]
 
@@ -404,7 +404,7 @@ def update_broker_config(s: Session, broker_addr: str | None, cluster: str | Non
     """Change a broker setting at runtime on one broker or every master of a cluster."""
     _need_target(broker_addr, cluster)
     try:
-        bodies.properties_text({key: value})
+        adminbodies.properties_text({key: value})
     except ArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k/-v") from None
 
@@ -637,9 +637,9 @@ def send_message(s: Session, topic: str, body: str, keys: str | None, tags: str 
 
     async def work(admin: AdminClient) -> Output:
         result = await messages.send(admin, msg, broker_name=broker_name, queue_id=queue_id)
-        row = [result.queue.broker_name, result.queue.queue_id, result.status, result.msg_id]
-        data = {"brokerName": result.queue.broker_name, "queueId": result.queue.queue_id,
-                "queueOffset": result.queue_offset, "sendStatus": result.status, "msgId": result.msg_id,
+        row = [result.message_queue.broker_name, result.message_queue.queue_id, result.status.value, result.msg_id]
+        data = {"brokerName": result.message_queue.broker_name, "queueId": result.message_queue.queue_id,
+                "queueOffset": result.queue_offset, "sendStatus": result.status.value, "msgId": result.msg_id,
                 "offsetMsgId": result.offset_msg_id}
         return Output(tables.table(["Broker Name", "QID", "Send Result", "MsgId"], [row]), data)
 
@@ -708,9 +708,11 @@ def dlq_resend(s: Session, group: str, msg_ids: str | None, resend_all: bool, ma
         done = await deadletters.resend(admin, group, None if resend_all else ids, max_num=max_num)
         if ids and not done:
             raise NotFoundError(f"no dead letter of group {group} has the id(s) {', '.join(sorted(ids))}")
-        rows = [[d.record.msg_id, r.queue.broker_name, r.queue.queue_id, r.status] for d, r in done]
-        data = [{"msgId": d.record.msg_id, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
-                 "sendStatus": r.status, "offsetMsgId": r.offset_msg_id} for d, r in done]
+        rows = [[d.record.msg_id, r.message_queue.broker_name, r.message_queue.queue_id, r.status.value]
+                for d, r in done]
+        data = [{"msgId": d.record.msg_id, "brokerName": r.message_queue.broker_name,
+                 "queueId": r.message_queue.queue_id, "sendStatus": r.status.value, "offsetMsgId": r.offset_msg_id}
+                for d, r in done]
         return Output(tables.table(["Message ID", "Broker Name", "QID", "Send Result"], rows), data)
 
     s.run(work)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import click
 
-from rocketq.admin import bodies, clientstatus, perms, statsall, tables, views
+from rocketq.admin import adminbodies, clientstatus, perms, statsall, tables, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import NotFoundError, UnavailableError
@@ -76,7 +76,7 @@ def update_topic_perm(s: Session, broker_addr: str | None, cluster: str | None, 
 @opt("-o", "--offset", type=click.IntRange(0), required=True, help="the message's ConsumeQueue offset")
 def query_msg_by_offset(s: Session, topic: str, broker_name: str, queue_id: int, offset: int) -> None:
     """Show the message at one queue offset (read from the group's master, nothing committed)."""
-    bodies.check_topic(topic)
+    adminbodies.check_topic(topic)
 
     async def work(admin: AdminClient) -> Output:
         route = await admin.topic_route(topic)

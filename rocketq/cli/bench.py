@@ -6,7 +6,7 @@ import os
 
 import click
 
-from rocketq.benchmark import MAX_PROCESSES, SendMode, run_consumers, run_producers
+from rocketq.bench.loadgen import MAX_PROCESSES, SendMode, run_consumers, run_producers
 
 
 def _namesrv(value: str | None) -> str:

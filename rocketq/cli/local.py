@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rocketq.localcluster import ClusterLayout, LocalCluster, LocalClusterError, ProcessRecord
+from rocketq.local.cluster import ClusterLayout, LocalCluster, LocalClusterError, ProcessRecord
 
 DEFAULT_DIR = Path.home() / ".rocketq" / "local"
 
@@ -101,10 +101,10 @@ def _metrics(record: ProcessRecord) -> str:
 @click.option("-s", "--size", default=1024, show_default=True, type=click.IntRange(16, 4 * 1024 * 1024))
 def demo(messages: int, size: int) -> None:
     """Start a local cluster, run a produce/consume workload, print the results, stop it."""
-    from rocketq import localdemo
+    from rocketq.local import demo
 
     try:
-        ok = localdemo.run(localdemo.DemoPlan(messages=messages, size=size))
+        ok = demo.run(demo.DemoPlan(messages=messages, size=size))
     except LocalClusterError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

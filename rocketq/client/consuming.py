@@ -41,10 +41,10 @@ from rocketq.client.offsetstores import OffsetStore
 from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
-from rocketq.protocol import message
+from rocketq.protocol import messageproperties
 from rocketq.protocol.codes import retry_topic
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ Listener = Callable[[list[MessageExt], ConsumeContext], Awaitable[ConsumeStatus]
 
 def restore_retry_topic(msg: MessageExt, group: str) -> MessageExt:
     """A message redelivered via ``%RETRY%group`` shown under its original topic."""
-    original = msg.properties.get(message.RETRY_TOPIC)
+    original = msg.properties.get(messageproperties.RETRY_TOPIC)
     if original and msg.topic == retry_topic(group):
         return dataclasses.replace(msg, topic=original)
     return msg
@@ -148,7 +148,7 @@ class ConcurrentConsumeService:
             shown = [restore_retry_topic(m, self._group) for m in msgs]
             started = str(time.time_ns() // 1_000_000)
             for m in shown:
-                m.properties[message.CONSUME_START_TIME] = started
+                m.properties[messageproperties.CONSUME_START_TIME] = started
             ctx = ConsumeContext(mq)
             status = await call_listener(self._listener, shown, ctx)
         if not pq.dropped:

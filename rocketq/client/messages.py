@@ -1,6 +1,6 @@
 """The SDK's ``Message``: the protocol's message with a constructor for everyday use.
 
-``rocketq.protocol.message.Message`` is the wire value (topic, body, flag, properties map).
+``rocketq.protocol.messagetypes.Message`` is the wire value (topic, body, flag, properties map).
 Applications mostly set tags, keys and a delay level, which live inside that properties map
 under RocketMQ's names (TAGS, KEYS space-separated, DELAY); this subclass takes them as keyword
 arguments. It *is* a protocol ``Message``, so anything that accepts one accepts it, and a
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from rocketq.protocol import message
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol import messagetypes
+from rocketq.protocol.messagetypes import MessageExt
 
 __all__ = ["Message", "MessageExt"]
 
 
-class Message(message.Message):
+class Message(messagetypes.Message):
     __slots__ = ()
 
     def __init__(

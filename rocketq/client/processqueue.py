@@ -27,7 +27,7 @@ import bisect
 import time
 from collections.abc import Iterable
 
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 MIB = 1024 * 1024
 LOCK_MAX_LIVE_TIME = 30.0

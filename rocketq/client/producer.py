@@ -34,7 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rocketq.client import names, replies, sending, tracing, wire
+from rocketq.client import namechecks as names  # the SDK's topic/group checks
+from rocketq.client import replies, sending, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketq.client import messageselectors, names, pulling, wire
+from rocketq.client import messageselectors, namechecks, pulling, wire
 from rocketq.client.errors import ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData, ConsumeType
 from rocketq.client.instance import ClientInstance, ServiceState
@@ -37,7 +37,7 @@ MAX_PULL_NUMS = 1024
 
 class PullConsumer:
     def __init__(self, group: str = DEFAULT_CONSUMER_GROUP, namesrv_addr: str | None = None, **options: Any) -> None:
-        self.group = names.check_group(group)
+        self.group = namechecks.check_group(group)
         self.settings = configure(PullConsumerSettings, {"namesrv_addr": namesrv_addr, **options})
         self._topics: set[str] = set()
         self._instance: ClientInstance | None = None
@@ -91,7 +91,7 @@ class PullConsumer:
     async def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]:
         """Every readable queue of the topic, sorted; RouteError when the topic is unknown."""
         instance = self._running()
-        names.check_topic(topic)
+        namechecks.check_topic(topic)
         route = await instance.update_route(topic)
         if route is None:
             raise RouteError(f"Can not find Message Queue for this topic, {topic}")
@@ -133,7 +133,7 @@ class PullConsumer:
 
     @staticmethod
     def _subscription(topic: str, expression: messageselectors.Expression) -> SubscriptionData:
-        names.check_topic(topic)
+        namechecks.check_topic(topic)
         return messageselectors.build(topic, expression)
 
     # --- offsets ----------------------------------------------------------------------------

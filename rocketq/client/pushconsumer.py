@@ -36,7 +36,7 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import messageselectors, names, orderly, periodic, runninginfo, tracing
+from rocketq.client import messageselectors, namechecks, orderly, periodic, runninginfo, tracing
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
@@ -90,7 +90,7 @@ class PushConsumer:
     def __init__(self, group: str = DEFAULT_CONSUMER_GROUP, namesrv_addr: str | None = None, *,
                  allocate: AllocateStrategy = allocate_averagely, enable_msg_trace: bool = False,
                  custom_trace_topic: str | None = None, **options: Any) -> None:
-        self.group = names.check_group(group)
+        self.group = namechecks.check_group(group)
         self.settings = configure(PushConsumerSettings, {"namesrv_addr": namesrv_addr, **options})
         self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC,
                                                credentials=self.settings.credentials())
@@ -129,7 +129,7 @@ class PushConsumer:
         that a ``MessageSelector.by_sql(...)`` selects."""
         if self._state is ServiceState.SHUTDOWN_ALREADY:
             raise ClientStateError(f"consumer {self.group} is closed")
-        names.check_topic(topic)
+        namechecks.check_topic(topic)
         sub = messageselectors.build(topic, expression, sub_version=time.time_ns() // 1_000_000)
         self._subscriptions[topic] = sub
         if self._state is ServiceState.RUNNING:

@@ -27,7 +27,7 @@ from typing import Final
 
 from rocketq.client.errors import ClientError, MessageError
 from rocketq.client.messages import Message
-from rocketq.protocol import codes, message
+from rocketq.protocol import codes, messageerrors, messageproperties, messagetypes, storedrecords
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError, ReplyMessageRequestHeader
@@ -43,31 +43,31 @@ class RequestTimeoutError(ClientError):
     """The request was sent but no reply came within its timeout (RequestTimeoutException)."""
 
 
-def prepare_request(msg: message.Message, client_id: str, timeout_ms: int) -> str:
+def prepare_request(msg: messagetypes.Message, client_id: str, timeout_ms: int) -> str:
     """Stamp the request properties on ``msg``; returns its correlation id."""
     correlation_id = str(uuid.uuid4())
-    msg.properties[message.CORRELATION_ID] = correlation_id
-    msg.properties[message.REPLY_TO_CLIENT] = client_id
-    msg.properties[message.TTL] = str(timeout_ms)
+    msg.properties[messageproperties.CORRELATION_ID] = correlation_id
+    msg.properties[messageproperties.REPLY_TO_CLIENT] = client_id
+    msg.properties[messageproperties.TTL] = str(timeout_ms)
     return correlation_id
 
 
 def is_reply(properties: dict[str, str] | str | None) -> bool:
     """Whether a message (its properties, as a map or as encoded text) is a reply."""
     if isinstance(properties, dict):
-        return properties.get(message.MSG_TYPE) == REPLY_MESSAGE_FLAG
-    return message.property_value(properties or "", message.MSG_TYPE) == REPLY_MESSAGE_FLAG
+        return properties.get(messageproperties.MSG_TYPE) == REPLY_MESSAGE_FLAG
+    return messageproperties.property_value(properties or "", messageproperties.MSG_TYPE) == REPLY_MESSAGE_FLAG
 
 
-def create_reply_message(request: message.Message, body: bytes) -> Message:
+def create_reply_message(request: messagetypes.Message, body: bytes) -> Message:
     """The reply to ``request`` (a message a consumer received); MessageError if it is no request."""
     props = request.properties
-    cluster = props.get(message.CLUSTER)
+    cluster = props.get(messageproperties.CLUSTER)
     if not cluster:
         raise MessageError("create reply message fail, requestMessage error, property[CLUSTER] is null.")
     reply = Message(codes.reply_topic(cluster), body)
-    reply.properties[message.MSG_TYPE] = REPLY_MESSAGE_FLAG
-    for name in (message.CORRELATION_ID, message.REPLY_TO_CLIENT, message.TTL):
+    reply.properties[messageproperties.MSG_TYPE] = REPLY_MESSAGE_FLAG
+    for name in (messageproperties.CORRELATION_ID, messageproperties.REPLY_TO_CLIENT, messageproperties.TTL):
         value = props.get(name)
         if value is not None:
             reply.properties[name] = value
@@ -95,10 +95,10 @@ class ReplyWaiters:
         """PUSH_REPLY_MESSAGE_TO_CLIENT from a broker."""
         try:
             reply = _reply_from(request)
-        except (HeaderError, message.MessageFormatError) as exc:
+        except (HeaderError, messageerrors.MessageFormatError) as exc:
             log.warning("reply pushed by %s does not decode: %s", conn.remote_addr, exc)
             return request.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
-        correlation_id = reply.properties.get(message.CORRELATION_ID)
+        correlation_id = reply.properties.get(messageproperties.CORRELATION_ID)
         future = self._waiting.pop(correlation_id, None) if correlation_id else None
         if future is None or future.done():
             log.debug("reply %s from %s: nobody waits for it (timed out?)", correlation_id, conn.remote_addr)
@@ -110,8 +110,8 @@ class ReplyWaiters:
 def _reply_from(request: RemotingCommand) -> Message:
     header = ReplyMessageRequestHeader.from_ext(request.ext_fields)
     body = request.body
-    if header.sys_flag & message.MessageSysFlag.COMPRESSED:
-        body = message.inflate_body(body, header.sys_flag)
-    props = message.decode_properties(header.properties or "")
-    props[message.ARRIVE_TIME] = str(int(time.time() * 1000))
+    if header.sys_flag & messagetypes.MessageSysFlag.COMPRESSED:
+        body = storedrecords.inflate_body(body, header.sys_flag)
+    props = messageproperties.decode_properties(header.properties or "")
+    props[messageproperties.ARRIVE_TIME] = str(int(time.time() * 1000))
     return Message(header.topic, body, header.flag, props)

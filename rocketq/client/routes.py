@@ -22,7 +22,7 @@ import orjson
 
 from rocketq.client.queues import MessageQueue
 from rocketq.protocol import routedata
-from rocketq.protocol.bodies import BodyError
+from rocketq.protocol.sharedbodies import BodyError
 
 MAX_QUEUE_NUMS: Final = routedata.MAX_ROUTE_QUEUE_NUMS
 """More queues than this on one broker is not a route anyone means; refuse rather than allocate."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.queues import MessageQueue
-from rocketq.protocol import message
+from rocketq.protocol import javahash
 
 QueueSelector = Callable[[Sequence[MessageQueue]], MessageQueue]
 """Picks one of a topic's publish queues (never given an empty sequence)."""
@@ -27,7 +27,7 @@ _INDEX_MASK = 0x7FFFFFFF
 
 def hash_by_key(key: str) -> QueueSelector:
     """Same key, same queue (while the topic's queue count does not change)."""
-    code = abs(message.tag_hash(key))
+    code = abs(javahash.tag_hash(key))
 
     def select(queues: Sequence[MessageQueue]) -> MessageQueue:
         return queues[code % len(queues)]

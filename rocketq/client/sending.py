@@ -15,7 +15,6 @@ After a send, ``to_result`` maps the answer: SUCCESS is SEND_OK, the three durab
 
 from __future__ import annotations
 
-import enum
 import functools
 import time
 import zlib
@@ -23,15 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.client import names
+from rocketq.client import namechecks
 from rocketq.client.errors import MessageError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.client.wire import SendReply
-from rocketq.protocol import message, msgid
+from rocketq.protocol import batchbodies, messageerrors, messageproperties, msgid
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
 from rocketq.protocol.headers import SendMessageRequestHeader
-from rocketq.protocol.message import Message, MessageSysFlag
+from rocketq.protocol.messagetypes import Message, MessageSysFlag
+from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
+
+__all__ = ["Outgoing", "SendResult", "SendStatus", "check", "header", "prepare", "prepare_batch", "to_result"]
 
 COMPRESS_LEVEL: Final = 5
 """RocketMQ's default ``rocketmq.message.compressLevel``."""
@@ -42,34 +44,6 @@ RETRY_CODES: Final = frozenset({
     ResponseCode.NOT_IN_CURRENT_UNIT,
 })
 """Broker answers after which a send is retried on another broker (``retryResponseCodes``)."""
-
-
-class SendStatus(enum.Enum):
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-
-_STATUS_BY_CODE: Final = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    status: SendStatus
-    msg_id: str
-    """The UNIQ_KEY (comma-joined for a batch): what consumers see as ``msg_id``."""
-    offset_msg_id: str
-    """The broker's id (store host + CommitLog offset); comma-joined for a batch."""
-    message_queue: MessageQueue
-    queue_offset: int
-    """The (first) message's logical offset in its queue."""
-    region_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,19 +77,19 @@ def _check_properties(msg: Message) -> str:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
         raise MessageError("message property names and values must be strings")
     try:
-        encoded = message.encode_properties(msg.properties)
-    except message.MessageIllegalError as exc:
+        encoded = messageproperties.encode_properties(msg.properties)
+    except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
-    if len(encoded.encode()) > message.MAX_PROPERTIES_LENGTH:
-        raise MessageError(f"the message properties exceed {message.MAX_PROPERTIES_LENGTH} bytes")
+    if len(encoded.encode()) > messageproperties.MAX_PROPERTIES_LENGTH:
+        raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
     return encoded
 
 
 def _stamp_uniq_key(msg: Message) -> str:
-    key = msg.properties.get(message.UNIQ_KEY)
+    key = msg.properties.get(messageproperties.UNIQ_KEY)
     if not key:
         key = _uniq_ids().next_id()
-        msg.properties[message.UNIQ_KEY] = key
+        msg.properties[messageproperties.UNIQ_KEY] = key
     return key
 
 
@@ -124,7 +98,7 @@ def _check_fields(msg: Message, settings: ProducerSettings, checked_topic: str |
     if not isinstance(msg, Message):
         raise MessageError(f"expected a Message, not {type(msg).__name__}")
     if msg.topic != checked_topic:
-        names.check_send_topic(msg.topic)
+        namechecks.check_send_topic(msg.topic)
     _check_body(msg, settings.max_message_size)
     if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
         raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")
@@ -140,14 +114,15 @@ def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     """Validate, stamp the unique key, compress if large."""
     _check_fields(msg, settings)
     properties = _check_properties(msg)
-    had_key = bool(msg.properties.get(message.UNIQ_KEY))
+    had_key = bool(msg.properties.get(messageproperties.UNIQ_KEY))
     msg_id = _stamp_uniq_key(msg)
     if not had_key:
         # Same text encode_properties would give: the new key is the dict's last entry.
-        properties += f"{message.UNIQ_KEY}{message.NAME_VALUE_SEPARATOR}{msg_id}{message.PROPERTY_SEPARATOR}"
-        if len(properties.encode()) > message.MAX_PROPERTIES_LENGTH:
-            del msg.properties[message.UNIQ_KEY]
-            raise MessageError(f"the message properties exceed {message.MAX_PROPERTIES_LENGTH} bytes")
+        properties += (f"{messageproperties.UNIQ_KEY}{messageproperties.NAME_VALUE_SEPARATOR}{msg_id}"
+                       f"{messageproperties.PROPERTY_SEPARATOR}")
+        if len(properties.encode()) > messageproperties.MAX_PROPERTIES_LENGTH:
+            del msg.properties[messageproperties.UNIQ_KEY]
+            raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
     body, sys_flag = bytes(msg.body), 0
     if len(body) >= settings.compress_msg_body_over_howmuch:
         body = zlib.compress(body, COMPRESS_LEVEL)
@@ -177,22 +152,24 @@ def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoi
     entries = []
     ids = []
     for msg, text in zip(msgs, encoded, strict=True):
-        had_entry, had_key = message.UNIQ_KEY in msg.properties, bool(msg.properties.get(message.UNIQ_KEY))
+        had_entry = messageproperties.UNIQ_KEY in msg.properties
+        had_key = bool(msg.properties.get(messageproperties.UNIQ_KEY))
         key = _stamp_uniq_key(msg)
         if not had_entry:
-            text += f"{message.UNIQ_KEY}{message.NAME_VALUE_SEPARATOR}{key}{message.PROPERTY_SEPARATOR}"
+            text += (f"{messageproperties.UNIQ_KEY}{messageproperties.NAME_VALUE_SEPARATOR}{key}"
+                     f"{messageproperties.PROPERTY_SEPARATOR}")
         elif not had_key:
-            text = message.encode_properties(msg.properties)  # an empty key was filled in where it was
+            text = messageproperties.encode_properties(msg.properties)  # an empty key was filled in where it was
         entries.append((msg.body, msg.flag, text))
         ids.append(key)
     try:
-        body = message.encode_batch_entries(entries)
-    except message.MessageIllegalError as exc:
+        body = batchbodies.encode_batch_entries(entries)
+    except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
     if len(body) > settings.max_message_size:
         raise MessageError(f"the batch of {len(body)} bytes is over the max message size {settings.max_message_size}")
-    wait = msgs[0].properties.get(message.WAIT, "true")
-    properties = message.encode_properties({message.WAIT: wait})
+    wait = msgs[0].properties.get(messageproperties.WAIT, "true")
+    properties = messageproperties.encode_properties({messageproperties.WAIT: wait})
     return Outgoing(msgs[0].topic, body, 0, 0, properties, ",".join(ids), batch=True)
 
 
@@ -215,7 +192,7 @@ def header(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettin
 
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
     return SendResult(
-        status=_STATUS_BY_CODE[reply.code],
+        status=SEND_STATUS_BY_CODE[reply.code],
         msg_id=out.msg_id,
         offset_msg_id=reply.header.msg_id,
         message_queue=MessageQueue(mq.topic, mq.broker_name, reply.header.queue_id),

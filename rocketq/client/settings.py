@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 
 from rocketq import settings
 from rocketq.client.errors import ClientStateError
+from rocketq.protocol import addresses
 from rocketq.protocol.codes import AUTO_CREATE_TOPIC_KEY
 from rocketq.settings import setting
 
@@ -68,7 +69,7 @@ class ClientSettings:
         return {"access_key": self.access_key, "secret_key": self.secret_key, "security_token": self.security_token}
 
     def namesrv_list(self) -> list[str]:
-        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+        return addresses.split_list(self.namesrv_addr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from rocketq.client.errors import ClientError
-from rocketq.protocol import message, msgid, traces
+from rocketq.protocol import messageproperties, messagetypes, msgid, traces
 from rocketq.protocol.traces import ContextCode, MessageType, TraceRecord, TraceType
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.errors import RemotingError
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyListener
     from rocketq.client.producer import Producer
     from rocketq.client.sending import Outgoing, SendResult
-    from rocketq.protocol.message import MessageExt
+    from rocketq.protocol.messagetypes import MessageExt
 
 log = logging.getLogger(__name__)
 _limited = LogLimiter(log)
@@ -155,7 +155,7 @@ class TraceDispatcher:
 
     async def _send(self, records: list[TraceRecord]) -> None:
         assert self._producer is not None
-        msg = message.Message(self.topic, traces.encode_batch(records))
+        msg = messagetypes.Message(self.topic, traces.encode_batch(records))
         msg.keys = traces.index_keys(records)
         try:
             await self._producer.send(msg)
@@ -173,31 +173,32 @@ class TraceDispatcher:
 def pub_record(out: Outgoing, result: SendResult, *, group: str, store_host: str, started_ms: int,
                client_host: str) -> TraceRecord:
     """The Pub record of one answered send attempt that started at ``started_ms`` (wall clock)."""
-    props = message.decode_properties(out.properties) if out.properties else {}
-    if props.get(message.TRAN_MSG) == "true":
+    props = messageproperties.decode_properties(out.properties) if out.properties else {}
+    if props.get(messageproperties.TRAN_MSG) == "true":
         msg_type = MessageType.TRANS_HALF
-    elif props.get(message.DELAY):
+    elif props.get(messageproperties.DELAY):
         msg_type = MessageType.DELAY
     else:
         msg_type = MessageType.NORMAL
     return TraceRecord(
         type=TraceType.PUB, timestamp=started_ms, region_id=result.region_id or traces.DEFAULT_REGION,
-        group=group, topic=out.topic, msg_id=out.msg_id, tags=props.get(message.TAGS, ""),
-        keys=props.get(message.KEYS, ""), store_host=store_host, body_length=len(out.body),
+        group=group, topic=out.topic, msg_id=out.msg_id, tags=props.get(messageproperties.TAGS, ""),
+        keys=props.get(messageproperties.KEYS, ""), store_host=store_host, body_length=len(out.body),
         cost_time=_now_ms() - started_ms,
         msg_type=msg_type, offset_msg_id=result.offset_msg_id, success=result.status.value == "SEND_OK",
         client_host=client_host)
 
 
-def end_transaction_record(msg: message.Message | MessageExt, *, group: str, msg_id: str, transaction_id: str,
+def end_transaction_record(msg: messagetypes.Message | MessageExt, *, group: str, msg_id: str, transaction_id: str,
                            store_host: str, state: str, from_check: bool) -> TraceRecord:
     """The EndTransaction record of one END_TRANSACTION (RocketMQ's ``EndTransactionTraceHookImpl``):
     msgType Trans_msg_Commit whatever the outcome, the state by its Java name."""
     props = msg.properties
     return TraceRecord(
         type=TraceType.END_TRANSACTION, timestamp=_now_ms(),
-        region_id=props.get(message.MSG_REGION) or traces.DEFAULT_REGION, group=group, topic=msg.topic,
-        msg_id=msg_id, tags=props.get(message.TAGS, ""), keys=props.get(message.KEYS, ""), store_host=store_host,
+        region_id=props.get(messageproperties.MSG_REGION) or traces.DEFAULT_REGION, group=group, topic=msg.topic,
+        msg_id=msg_id, tags=props.get(messageproperties.TAGS, ""), keys=props.get(messageproperties.KEYS, ""),
+        store_host=store_host,
         msg_type=MessageType.TRANS_COMMIT, transaction_id=transaction_id, transaction_state=state,
         from_transaction_check=from_check)
 
@@ -215,7 +216,7 @@ def _next_request_id() -> str:
 
 
 def _traced(msg: MessageExt, trace_topic: str) -> bool:
-    return msg.topic != trace_topic and msg.properties.get(message.TRACE_ON) != "false"
+    return msg.topic != trace_topic and msg.properties.get(messageproperties.TRACE_ON) != "false"
 
 
 def traced_listener(listener: Listener, dispatcher: TraceDispatcher, group: str) -> Listener:
@@ -248,7 +249,7 @@ def _traced_calls(listener: Callable[[list[MessageExt], Any], Any], dispatcher: 
         started = _now_ms()
         dispatcher.submit([
             TraceRecord(type=TraceType.SUB_BEFORE, timestamp=started, group=group, request_id=request_id,
-                        region_id=m.properties.get(message.MSG_REGION) or traces.DEFAULT_REGION,
+                        region_id=m.properties.get(messageproperties.MSG_REGION) or traces.DEFAULT_REGION,
                         msg_id=m.msg_id, retry_times=m.reconsume_times, keys=" ".join(m.keys))
             for m in shown])
         code = ContextCode.EXCEPTION

@@ -9,9 +9,9 @@ caches or chooses addresses; that is the caller's policy. Timeouts are in second
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TypeVar
 
 import orjson
 
@@ -23,18 +23,8 @@ from rocketq.protocol import headers
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
+from rocketq.protocol.requests import PULL_CODES, SEND_OK_CODES, command
 from rocketq.remoting.client import RemotingClient
-
-SEND_OK_CODES: Final = frozenset({
-    ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE,
-})
-"""Send answers that mean "stored" (possibly with a durability caveat), not an error."""
-PULL_CODES: Final = frozenset({
-    ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
-    ResponseCode.PULL_OFFSET_MOVED,
-})
-"""Pull answers that carry a PullMessageResponseHeader."""
 
 H = TypeVar("H", bound=Header)
 
@@ -51,16 +41,6 @@ class PullReply:
     code: ResponseCode
     header: headers.PullMessageResponseHeader
     body: bytes
-
-
-def _request(code: RequestCode, header: Header | Mapping[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
-    if header is None:
-        ext: dict[str, str] = {}
-    elif isinstance(header, Header):
-        ext = header.to_ext()
-    else:
-        ext = dict(header)
-    return RemotingCommand(code=int(code), ext_fields=ext, body=body)
 
 
 def _response_header(kind: type[H], response: RemotingCommand, addr: str) -> H:
@@ -86,7 +66,7 @@ async def _invoke_ok(rc: RemotingClient, addr: str, request: RemotingCommand, ti
 
 async def get_route(rc: RemotingClient, addr: str, topic: str, timeout: float) -> TopicRoute | None:
     """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
-    request = _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.TopicHeader(topic=topic))
+    request = command(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.TopicHeader(topic=topic))
     response = await rc.invoke(addr, request, timeout)
     if response.code == ResponseCode.TOPIC_NOT_EXIST:
         return None
@@ -105,7 +85,7 @@ def _send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batc
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
     if not batch and replies.is_reply(header.properties):
         code = RequestCode.SEND_REPLY_MESSAGE_V2  # a request-reply answer: the broker pushes it on
-    return _request(code, headers.send_header_to_v2(header), body)
+    return command(code, headers.send_header_to_v2(header), body)
 
 
 async def send(
@@ -128,12 +108,12 @@ async def consumer_send_back(
     rc: RemotingClient, addr: str, header: headers.ConsumerSendMsgBackRequestHeader, timeout: float
 ) -> None:
     """CONSUMER_SEND_MSG_BACK: hand a message the listener failed on back to the broker for retry."""
-    await _invoke_ok(rc, addr, _request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
+    await _invoke_ok(rc, addr, command(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
 
 
 def end_transaction_request(header: headers.EndTransactionRequestHeader, remark: str | None) -> RemotingCommand:
     """END_TRANSACTION: commit (8), roll back (12) or "unknown" (0) a half message."""
-    request = _request(RequestCode.END_TRANSACTION, header)
+    request = command(RequestCode.END_TRANSACTION, header)
     request.remark = remark
     return request
 
@@ -149,7 +129,7 @@ async def end_transaction_oneway(rc: RemotingClient, addr: str, header: headers.
 
 async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequestHeader, timeout: float) -> PullReply:
     """PULL_MESSAGE; the raw answer for the four pull outcomes, BrokerError for anything else."""
-    response = await rc.invoke(addr, _request(RequestCode.PULL_MESSAGE, header), timeout)
+    response = await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout)
     if response.code not in PULL_CODES:
         raise _fail(response, addr)
     reply_header = _response_header(headers.PullMessageResponseHeader, response, addr)
@@ -164,7 +144,7 @@ async def query_consumer_offset(
     rc: RemotingClient, addr: str, group: str, mq: MessageQueue, timeout: float
 ) -> int | None:
     """QUERY_CONSUMER_OFFSET; None when the broker has no offset for the group (QUERY_NOT_FOUND)."""
-    request = _request(RequestCode.QUERY_CONSUMER_OFFSET, _queue_header(group, mq))
+    request = command(RequestCode.QUERY_CONSUMER_OFFSET, _queue_header(group, mq))
     response = await rc.invoke(addr, request, timeout)
     if response.code == ResponseCode.QUERY_NOT_FOUND:
         return None
@@ -173,22 +153,22 @@ async def query_consumer_offset(
     return _response_header(headers.OffsetResponseHeader, response, addr).offset
 
 
-def _update_offset_request(group: str, mq: MessageQueue, offset: int) -> RemotingCommand:
+def _update_offsetcommand(group: str, mq: MessageQueue, offset: int) -> RemotingCommand:
     header = headers.UpdateConsumerOffsetRequestHeader(
         consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset)
-    return _request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+    return command(RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
 
 async def update_consumer_offset(
     rc: RemotingClient, addr: str, group: str, mq: MessageQueue, offset: int, timeout: float
 ) -> None:
-    await _invoke_ok(rc, addr, _update_offset_request(group, mq, offset), timeout)
+    await _invoke_ok(rc, addr, _update_offsetcommand(group, mq, offset), timeout)
 
 
 async def update_consumer_offset_oneway(
     rc: RemotingClient, addr: str, group: str, mq: MessageQueue, offset: int
 ) -> None:
-    await rc.invoke_oneway(addr, _update_offset_request(group, mq, offset))
+    await rc.invoke_oneway(addr, _update_offsetcommand(group, mq, offset))
 
 
 async def _offset_call(rc: RemotingClient, addr: str, request: RemotingCommand, timeout: float) -> int:
@@ -199,18 +179,18 @@ async def _offset_call(rc: RemotingClient, addr: str, request: RemotingCommand, 
 async def get_max_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timeout: float) -> int:
     """GET_MAX_OFFSET: the next logical offset the queue will write."""
     header = headers.TopicQueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    return await _offset_call(rc, addr, _request(RequestCode.GET_MAX_OFFSET, header), timeout)
+    return await _offset_call(rc, addr, command(RequestCode.GET_MAX_OFFSET, header), timeout)
 
 
 async def get_min_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timeout: float) -> int:
     header = headers.TopicQueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    return await _offset_call(rc, addr, _request(RequestCode.GET_MIN_OFFSET, header), timeout)
+    return await _offset_call(rc, addr, command(RequestCode.GET_MIN_OFFSET, header), timeout)
 
 
 async def search_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timestamp_ms: int, timeout: float) -> int:
     """SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after ``timestamp_ms``."""
     header = headers.SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
-    return await _offset_call(rc, addr, _request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header), timeout)
+    return await _offset_call(rc, addr, command(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header), timeout)
 
 
 # --- membership ---------------------------------------------------------------------------------
@@ -218,7 +198,7 @@ async def search_offset(rc: RemotingClient, addr: str, mq: MessageQueue, timesta
 
 async def heartbeat(rc: RemotingClient, addr: str, body: bytes, timeout: float) -> None:
     """HEART_BEAT with a HeartbeatData JSON body."""
-    await _invoke_ok(rc, addr, _request(RequestCode.HEART_BEAT, body=body), timeout)
+    await _invoke_ok(rc, addr, command(RequestCode.HEART_BEAT, body=body), timeout)
 
 
 async def unregister_client(
@@ -227,12 +207,12 @@ async def unregister_client(
 ) -> None:
     header = headers.UnregisterClientRequestHeader(
         client_id=client_id, producer_group=producer_group, consumer_group=consumer_group)
-    await _invoke_ok(rc, addr, _request(RequestCode.UNREGISTER_CLIENT, header), timeout)
+    await _invoke_ok(rc, addr, command(RequestCode.UNREGISTER_CLIENT, header), timeout)
 
 
 async def get_consumer_list(rc: RemotingClient, addr: str, group: str, timeout: float) -> list[str]:
     """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's live consumers on that broker."""
-    request = _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.ConsumerGroupHeader(consumer_group=group))
+    request = command(RequestCode.GET_CONSUMER_LIST_BY_GROUP, headers.ConsumerGroupHeader(consumer_group=group))
     response = await _invoke_ok(rc, addr, request, timeout)
     try:
         raw = orjson.loads(response.body)
@@ -254,7 +234,7 @@ def _lock_body(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> bytes
 async def lock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
                         timeout: float) -> set[MessageQueue]:
     """LOCK_BATCH_MQ: lock (or renew) queues for this client on their master; the queues granted."""
-    request = _request(RequestCode.LOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
+    request = command(RequestCode.LOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
     response = await _invoke_ok(rc, addr, request, timeout)
     try:
         raw = orjson.loads(response.body) if response.body else {}
@@ -269,7 +249,7 @@ async def lock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: st
 async def unlock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
                           timeout: float, *, oneway: bool = False) -> None:
     """UNLOCK_BATCH_MQ: release this client's locks on the queues (others' locks are untouched)."""
-    request = _request(RequestCode.UNLOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
+    request = command(RequestCode.UNLOCK_BATCH_MQ, body=_lock_body(group, client_id, mqs))
     if oneway:
         await rc.invoke_oneway(addr, request)
     else:

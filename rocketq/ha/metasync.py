@@ -35,10 +35,10 @@ from rocketq.broker import schedule
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import UpdateConsumerOffsetRequestHeader
+from rocketq.protocol.sharedbodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError

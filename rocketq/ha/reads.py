@@ -17,9 +17,9 @@ import os
 import struct
 from functools import cache
 
-from rocketq.protocol import message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol import storedrecords
 from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.results import GetResult
 
 _I64 = struct.Struct(">q")
@@ -39,7 +39,7 @@ def behind_bytes(result: GetResult, commitlog_end: int) -> int:
     """CommitLog bytes after the last record of a pull answer (0 without records)."""
     if not result.buffers:
         return 0
-    (phys,) = _I64.unpack_from(result.buffers[-1], message.PHYSICAL_OFFSET_POS)
+    (phys,) = _I64.unpack_from(result.buffers[-1], storedrecords.PHYSICAL_OFFSET_POS)
     return max(0, commitlog_end - int(phys))
 
 

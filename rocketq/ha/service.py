@@ -25,7 +25,7 @@ from rocketq.ha.master import HAServer
 from rocketq.ha.settings import HASettings
 from rocketq.ha.slave import HAClient
 from rocketq.ha.syncwait import ReplicaWaiters
-from rocketq.protocol import message
+from rocketq.protocol import messageproperties
 from rocketq.ratelimit import LogLimiter
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import BatchPutRequest, PutRequest, PutResult, PutStatus
@@ -179,7 +179,10 @@ class HAService:
 def _wants_wait(requests: list[PutRequest] | BatchPutRequest) -> bool:
     """RocketMQ's waitStoreMsgOK: the WAIT property of the last message, true unless "false"."""
     props = requests.messages[-1][2] if isinstance(requests, BatchPutRequest) else requests[-1].properties
-    value = message.property_value(props, message.WAIT) if isinstance(props, str) else props.get(message.WAIT)
+    if isinstance(props, str):
+        value = messageproperties.property_value(props, messageproperties.WAIT)
+    else:
+        value = props.get(messageproperties.WAIT)
     return value != "false"
 
 

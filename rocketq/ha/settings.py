@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq.protocol import addresses
 from rocketq.settings import SettingsError, setting
 
 MIN_TRANSFER_BATCH: Final = 1024
@@ -57,10 +58,8 @@ class HASettings:
         if not 1 <= self.access_message_in_memory_max_ratio <= 100:
             raise SettingsError(f"accessMessageInMemoryMaxRatio={self.access_message_in_memory_max_ratio}: "
                                 "expected a percentage 1..100")
-        if self.ha_master_address:
-            host, sep, port = self.ha_master_address.rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise SettingsError(f"haMasterAddress={self.ha_master_address!r}: expected host:port")
+        if self.ha_master_address and not addresses.is_host_port(self.ha_master_address):
+            raise SettingsError(f"haMasterAddress={self.ha_master_address!r}: expected host:port")
 
 
 def refuse_unsupported(settings: HASettings) -> None:

@@ -28,6 +28,7 @@ from typing import Final
 
 from rocketq.ha import protocol
 from rocketq.ha.settings import MAX_TRANSFER_BATCH, HASettings
+from rocketq.protocol import addresses
 from rocketq.ratelimit import LogLimiter
 from rocketq.store.commitlog import ReplicaOffsetError
 from rocketq.store.messagestore import MessageStore
@@ -116,9 +117,9 @@ class HAClient:
             backoff = min(RECONNECT_MAX_S, backoff * 2)
 
     async def _session(self, address: str) -> None:
-        host, _, port = address.rpartition(":")
+        host, port = addresses.parse_host_port(address)
         async with asyncio.timeout(CONNECT_TIMEOUT_S):
-            reader, writer = await asyncio.open_connection(host, int(port))
+            reader, writer = await asyncio.open_connection(host, port)
         self.connects += 1
         self.connected_to = address
         self.master_offset = 0  # learnt again from this connection's frames

@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.namesrv import bodies
+from rocketq.namesrv import registerbodies
 from rocketq.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfig, KVConfigError
 from rocketq.namesrv.routes import Registration, RouteError, RouteTable
 from rocketq.protocol import headers
-from rocketq.protocol.bodies import BodyError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError
+from rocketq.protocol.sharedbodies import BodyError
 from rocketq.remoting.connection import Connection, Handler
 
 
@@ -66,7 +66,7 @@ def _ok(request: RemotingCommand, body: Any = None, header: headers.Header | Non
     return request.response(
         ResponseCode.SUCCESS,
         ext_fields=header.to_ext() if header is not None else None,
-        body=b"" if body is None else bodies.encode(body),
+        body=b"" if body is None else registerbodies.encode(body),
     )
 
 
@@ -75,8 +75,8 @@ def _ok(request: RemotingCommand, body: Any = None, header: headers.Header | Non
 
 async def register_broker(ctx: Context, conn: Connection, request: RemotingCommand) -> RemotingCommand:
     header = headers.RegisterBrokerRequestHeader.from_ext(request.ext_fields)
-    bodies.check_crc32(request.body, header.body_crc32)
-    body = bodies.decode_register_body(request.body, compressed=header.compressed)
+    registerbodies.check_crc32(request.body, header.body_crc32)
+    body = registerbodies.decode_register_body(request.body, compressed=header.compressed)
     registration = Registration(
         header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body)
     timeout = header.heartbeat_timeout_millis
@@ -96,7 +96,7 @@ async def unregister_broker(ctx: Context, conn: Connection, request: RemotingCom
 
 async def query_data_version(ctx: Context, conn: Connection, request: RemotingCommand) -> RemotingCommand:
     header = headers.QueryDataVersionRequestHeader.from_ext(request.ext_fields)
-    version = bodies.decode_data_version(request.body)
+    version = registerbodies.decode_data_version(request.body)
     changed = ctx.routes.is_topic_config_changed(header.broker_addr, version)
     if not changed:
         ctx.routes.touch(header.broker_addr, ctx.clock())

@@ -33,10 +33,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.namesrv.bodies import RegisterBrokerBody
-from rocketq.protocol.bodies import DataVersion, TopicConfig
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
+from rocketq.protocol import addresses
 from rocketq.protocol.codes import MASTER_ID, Perm
 from rocketq.protocol.routedata import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
 
 
 class RouteError(ValueError):
@@ -298,6 +299,5 @@ def _validate(reg: Registration) -> None:
             raise RouteError(f"{what} must not be empty")
     if reg.broker_id < 0:
         raise RouteError(f"brokerId {reg.broker_id} must not be negative")
-    host, sep, port = reg.broker_addr.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not addresses.is_host_port(reg.broker_addr):
         raise RouteError(f"brokerAddr {reg.broker_addr!r} is not host:port")

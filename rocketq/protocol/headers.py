@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Self, TypeVar
 
-from rocketq.protocol.bodies import JAVA_INTEGER
 from rocketq.protocol.frames import java_string
+from rocketq.protocol.sharedbodies import JAVA_INTEGER
 
 _MISSING = dataclasses.MISSING
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -51,7 +51,7 @@ JAVA_INT_FIELDS: Final = frozenset({
 other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere.
 ``bodyCrc32`` is an ``Integer`` too but is read as a long: a non-Java broker may send the plain
 unsigned CRC, which a Java name server's decoder drops (and so skips the check) and
-``rocketq.namesrv.bodies.check_crc32`` accepts."""
+``rocketq.namesrv.registerbodies.check_crc32`` accepts."""
 _SAFE_DIGITS: Final = {True: 9, False: 18}
 """Digits an unsigned value may have and still be within an int (True) or a long (False)
 whatever they are: the compiled parsers convert such text without a range check."""

@@ -12,7 +12,7 @@ The official clients do not all write it alike, and a Java broker (fastjson) rea
 the C++ client writes the three enums as ordinals and ``subVersion`` as a string, the Go client
 writes ``codeSet`` entries as strings. This module reads all of them into one value (enums as
 their Java constant names, whatever the form), with the lenient readers of
-``rocketq.protocol.bodies``. The ordinals are the Java declaration order, kept here because
+``rocketq.protocol.sharedbodies``. The ordinals are the Java declaration order, kept here because
 ``CONSUME_FROM_LAST_OFFSET`` = 0 means nothing without it.
 
 A body that cannot be read raises ``HeartbeatError`` carrying what was learnt before the fault
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from rocketq.protocol import bodies, subscription
+from rocketq.protocol import sharedbodies, subscription
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 
 CONSUME_TYPES: Final = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP")
@@ -73,22 +73,23 @@ class HeartbeatData:
 def decode(body: bytes) -> HeartbeatData:
     """Parse HEART_BEAT's body, or raise HeartbeatError."""
     try:
-        raw = bodies.obj(bodies.load_json(body, "heartbeat body"), "heartbeat body")
-    except bodies.BodyError as exc:
+        raw = sharedbodies.obj(sharedbodies.load_json(body, "heartbeat body"), "heartbeat body")
+    except sharedbodies.BodyError as exc:
         raise HeartbeatError(str(exc)) from None
     client_id = raw.get("clientID")
     known_id = client_id if isinstance(client_id, str) and client_id else None
     try:
-        client_id = bodies.text(raw, "clientID", "heartbeat")
+        client_id = sharedbodies.text(raw, "clientID", "heartbeat")
         if not client_id:
-            raise bodies.BodyError("heartbeat.clientID is empty")
+            raise sharedbodies.BodyError("heartbeat.clientID is empty")
         consumers = tuple(_consumer(item, f"consumerDataSet[{i}]", known_id)
                           for i, item in enumerate(_items(raw, "consumerDataSet")))
         # an empty producer group is accepted, as Java does: refusing it would refuse the
         # heartbeat of the same client's consumers too
-        producers = tuple(bodies.text(bodies.obj(item, f"producerDataSet[{i}]"), "groupName", f"producerDataSet[{i}]")
-                          for i, item in enumerate(_items(raw, "producerDataSet")))
-    except bodies.BodyError as exc:
+        producers = tuple(
+            sharedbodies.text(sharedbodies.obj(item, f"producerDataSet[{i}]"), "groupName", f"producerDataSet[{i}]")
+            for i, item in enumerate(_items(raw, "producerDataSet")))
+    except sharedbodies.BodyError as exc:
         raise HeartbeatError(str(exc), known_id) from None
     return HeartbeatData(client_id, consumers, producers)
 
@@ -99,30 +100,30 @@ def _items(raw: dict[Any, Any], key: str, where: str = "heartbeat") -> list[Any]
     if value is None:
         return []
     if not isinstance(value, list):
-        raise bodies.BodyError(f"{where}.{key} must be a list")
+        raise sharedbodies.BodyError(f"{where}.{key} must be a list")
     return value
 
 
 def _group(raw: dict[Any, Any], where: str) -> str:
-    group = bodies.text(raw, "groupName", where)
+    group = sharedbodies.text(raw, "groupName", where)
     if not group:
-        raise bodies.BodyError(f"{where}.groupName is empty")
+        raise sharedbodies.BodyError(f"{where}.groupName is empty")
     return group
 
 
 def _consumer(item: Any, where: str, client_id: str | None) -> ConsumerData:
-    raw = bodies.obj(item, where)
+    raw = sharedbodies.obj(item, where)
     group = _group(raw, where)
     try:
         subs = tuple(subscription.SubscriptionData.from_json(s, f"{where}.subscriptionDataSet[{i}]")
                      for i, s in enumerate(_items(raw, "subscriptionDataSet", where)))
         return ConsumerData(
             group,
-            bodies.enum(raw, "consumeType", where, CONSUME_TYPES, DEFAULT_CONSUME_TYPE),
-            bodies.enum(raw, "messageModel", where, MESSAGE_MODELS, DEFAULT_MESSAGE_MODEL),
-            bodies.enum(raw, "consumeFromWhere", where, CONSUME_FROM_WHERE, DEFAULT_CONSUME_FROM_WHERE),
+            sharedbodies.enum(raw, "consumeType", where, CONSUME_TYPES, DEFAULT_CONSUME_TYPE),
+            sharedbodies.enum(raw, "messageModel", where, MESSAGE_MODELS, DEFAULT_MESSAGE_MODEL),
+            sharedbodies.enum(raw, "consumeFromWhere", where, CONSUME_FROM_WHERE, DEFAULT_CONSUME_FROM_WHERE),
             subs,
-            bodies.flag(raw, "unitMode", where, False),
+            sharedbodies.flag(raw, "unitMode", where, False),
         )
-    except (bodies.BodyError, SubscriptionError) as exc:
+    except (sharedbodies.BodyError, SubscriptionError) as exc:
         raise HeartbeatError(str(exc), client_id, group) from None

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Self, TypeVar
 
-from rocketq.protocol.bodies import BodyError, TopicConfig, non_negative_int32, obj, permission, strings, text
 from rocketq.protocol.codes import MASTER_ID, Perm
+from rocketq.protocol.sharedbodies import BodyError, TopicConfig, non_negative_int32, obj, permission, strings, text
 
 MAX_ROUTE_QUEUE_NUMS: Final = 1 << 16
 """More queues than this on one broker is not a route anyone means; refuse rather than allocate."""

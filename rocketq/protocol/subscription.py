@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rocketq.protocol import bodies
-from rocketq.protocol.message import tag_hash
+from rocketq.protocol import sharedbodies
+from rocketq.protocol.javahash import tag_hash
 
 SUB_ALL: Final = "*"
 EXPRESSION_TAG: Final = "TAG"
@@ -67,19 +67,19 @@ class SubscriptionData:
         from ``subString`` again, so a client's own ``tagsSet``/``codeSet`` are only checked to be
         what Java could read, never trusted for filtering."""
         try:
-            raw = bodies.obj(raw, where)
-            topic = bodies.text(raw, "topic", where)
-            expression = bodies.text(raw, "subString", where, SUB_ALL)
-            expression_type = bodies.text(raw, "expressionType", where, EXPRESSION_TAG)
-            version = bodies.int64(raw, "subVersion", where, 0)
-            bodies.flag(raw, "classFilterMode", where, False)
+            raw = sharedbodies.obj(raw, where)
+            topic = sharedbodies.text(raw, "topic", where)
+            expression = sharedbodies.text(raw, "subString", where, SUB_ALL)
+            expression_type = sharedbodies.text(raw, "expressionType", where, EXPRESSION_TAG)
+            version = sharedbodies.int64(raw, "subVersion", where, 0)
+            sharedbodies.flag(raw, "classFilterMode", where, False)
             for key in ("tagsSet", "codeSet"):
                 entries = raw.get(key)
                 if entries is not None and not isinstance(entries, list):
-                    raise bodies.BodyError(f"{where}.{key} must be a list")
+                    raise sharedbodies.BodyError(f"{where}.{key} must be a list")
             for i, code in enumerate(raw.get("codeSet") or ()):
-                bodies.integer({"code": code}, "code", f"{where}.codeSet[{i}]")
-        except bodies.BodyError as exc:
+                sharedbodies.integer({"code": code}, "code", f"{where}.codeSet[{i}]")
+        except sharedbodies.BodyError as exc:
             raise SubscriptionError(str(exc)) from None
         if not topic:
             raise SubscriptionError(f"{where}.topic is empty")

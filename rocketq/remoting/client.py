@@ -16,7 +16,7 @@ import asyncio
 import socket
 from collections.abc import Callable, Mapping
 
-from rocketq.protocol import frames
+from rocketq.protocol import addresses, frames
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import idle, limits
 from rocketq.remoting.connection import Connection, Handler
@@ -26,10 +26,11 @@ RpcHook = Callable[[RemotingCommand], None]
 
 
 def split_addr(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RemotingConnectError(f"bad address {addr!r}: expected host:port")
-    return host.strip("[]"), int(port)
+    """``host:port`` for a connection; RemotingConnectError when it is not one."""
+    try:
+        return addresses.parse_host_port(addr)
+    except ValueError as exc:
+        raise RemotingConnectError(str(exc)) from None
 
 
 class RemotingClient:

@@ -23,8 +23,8 @@ import struct
 from pathlib import Path
 from typing import Final
 
-from rocketq.protocol import message
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol import storedrecords
+from rocketq.protocol.messagetypes import MessageSysFlag
 from rocketq.store import mappedfile
 from rocketq.store.mappedfile import MappedFile
 
@@ -40,9 +40,9 @@ _I64 = struct.Struct(">q")
 _BODY_LEN_AFTER_HOSTS: Final = 8 + 4 + 8
 """After the born host come STORETIMESTAMP, then (after the store host) RECONSUMETIMES and
 PREPARED_TX_OFFSET; BODYLEN follows."""
-_POSITIONS = message.POSITIONS
-_STORE_TS = message.STORE_TIMESTAMP
-_QUEUE_OFFSET_POS: Final = message.QUEUE_OFFSET_POS
+_POSITIONS = storedrecords.POSITIONS
+_STORE_TS = storedrecords.STORE_TIMESTAMP
+_QUEUE_OFFSET_POS: Final = storedrecords.QUEUE_OFFSET_POS
 
 
 class ReplicaOffsetError(ValueError):
@@ -127,7 +127,7 @@ class CommitLog:
         else:
             if tail.wrote < tail.size:
                 tail.reserve(tail.wrote + END_FILE_MIN_BLANK_LENGTH)
-                _BLANK.pack_into(tail.buf, tail.wrote, tail.size - tail.wrote, message.BLANK_MAGIC)
+                _BLANK.pack_into(tail.buf, tail.wrote, tail.size - tail.wrote, storedrecords.BLANK_MAGIC)
                 tail.wrote = tail.size
             start = tail.end
         segment = MappedFile(self.directory / mappedfile.file_name(start), self.segment_size, create=True)
@@ -212,8 +212,8 @@ class CommitLog:
         view = self.read_record(offset)
         if view is None:
             return -1
-        (sys_flag,) = _I32.unpack_from(view, message.SYS_FLAG_POS)
-        (stamp,) = _I64.unpack_from(view, message.store_timestamp_pos(sys_flag))
+        (sys_flag,) = _I32.unpack_from(view, storedrecords.SYS_FLAG_POS)
+        (stamp,) = _I64.unpack_from(view, storedrecords.store_timestamp_pos(sys_flag))
         return int(stamp)
 
     # --- flush --------------------------------------------------------------------------------
@@ -287,16 +287,17 @@ def check_record(segment: MappedFile, pos: int, *, check_crc: bool) -> int:
     """
     view = segment.view
     room = segment.size - pos
-    if room < message.MIN_RECORD_SIZE:
+    if room < storedrecords.MIN_RECORD_SIZE:
         return 0
     total, magic, crc = _HEAD.unpack_from(view, pos)
-    if magic not in (message.MAGIC_V1, message.MAGIC_V2) or not message.MIN_RECORD_SIZE <= total <= room:
+    if (magic not in (storedrecords.MAGIC_V1, storedrecords.MAGIC_V2)
+            or not storedrecords.MIN_RECORD_SIZE <= total <= room):
         return 0
-    (phys,) = _I64.unpack_from(view, pos + message.PHYSICAL_OFFSET_POS)
+    (phys,) = _I64.unpack_from(view, pos + storedrecords.PHYSICAL_OFFSET_POS)
     if phys != segment.start + pos:
         return 0  # a stale record left from before an earlier truncation
-    (sys_flag,) = _I32.unpack_from(view, pos + message.SYS_FLAG_POS)
-    at = (message.store_timestamp_pos(sys_flag) + message.host_size(sys_flag, MessageSysFlag.STOREHOST_V6)
+    (sys_flag,) = _I32.unpack_from(view, pos + storedrecords.SYS_FLAG_POS)
+    at = (storedrecords.store_timestamp_pos(sys_flag) + storedrecords.host_size(sys_flag, MessageSysFlag.STOREHOST_V6)
           + _BODY_LEN_AFTER_HOSTS)
     end = pos + total
     (body_len,) = _I32.unpack_from(view, pos + at)
@@ -304,7 +305,7 @@ def check_record(segment: MappedFile, pos: int, *, check_crc: bool) -> int:
     if body_len < 0 or body_at + body_len + 3 > end:
         return 0
     at = body_at + body_len
-    if magic == message.MAGIC_V1:
+    if magic == storedrecords.MAGIC_V1:
         topic_len = view[at] if view[at] < 0x80 else -1  # TOPICLEN is a signed byte
         at += 1
     else:
@@ -316,6 +317,6 @@ def check_record(segment: MappedFile, pos: int, *, check_crc: bool) -> int:
     (props_len,) = _I16.unpack_from(view, at)
     if props_len < 0 or at + 2 + props_len != end:
         return 0
-    if check_crc and message.body_crc(view[body_at:body_at + body_len]) != crc:
+    if check_crc and storedrecords.body_crc(view[body_at:body_at + body_len]) != crc:
         return 0
     return int(total)

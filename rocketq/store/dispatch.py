@@ -9,9 +9,9 @@ the hash of TAGS, except in SCHEDULE_TOPIC_XXXX where it is the delivery time, a
 
 from __future__ import annotations
 
-from rocketq.protocol import message
+from rocketq.protocol import javahash
 from rocketq.protocol.codes import SCHEDULE_TOPIC
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol.messagetypes import MessageSysFlag
 
 _HIDDEN_TX = (MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 
@@ -39,4 +39,4 @@ def tag_code(topic: str, tags: str | None, delay: str | None, store_timestamp: i
         return delivery_time(delay, store_timestamp, delay_levels_ms)
     if given is not None:
         return given
-    return message.tag_hash(tags)
+    return javahash.tag_hash(tags)

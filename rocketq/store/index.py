@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from rocketq.protocol import message
+from rocketq.protocol import javahash, messageproperties
 from rocketq.store import mappedfile
 from rocketq.store.mappedfile import StoreFileError
 
@@ -61,7 +61,7 @@ def key_hash(topic: str, key: str) -> int:
     java_string_hash_after``): a message has one or more keys, a topic has many messages.
     """
     prefix = _topic_prefix_hash(topic)
-    value = message.java_string_hash_after(prefix, key)
+    value = javahash.java_string_hash_after(prefix, key)
     if value & 0x80000000:
         value = 0x100000000 - value  # abs() of the signed value; MIN_VALUE stays 0x80000000
     return 0 if value > 0x7FFFFFFF else value
@@ -69,7 +69,7 @@ def key_hash(topic: str, key: str) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _topic_prefix_hash(topic: str) -> int:
-    return message.java_string_hash_unsigned(topic + "#")
+    return javahash.java_string_hash_unsigned(topic + "#")
 
 
 def file_name(millis: int) -> str:
@@ -246,7 +246,7 @@ class IndexService:
             f = self._writable()
             f.put(key_hash(topic, uniq_key), phy_offset, store_timestamp)
         if keys:
-            for key in keys.split(message.KEY_SEPARATOR):
+            for key in keys.split(messageproperties.KEY_SEPARATOR):
                 if key and not f.put(key_hash(topic, key), phy_offset, store_timestamp):
                     f = self._writable()
                     f.put(key_hash(topic, key), phy_offset, store_timestamp)

@@ -14,54 +14,63 @@ The put path is synchronous from encoding to dispatch, so appends are atomic wit
 each other on the event loop without a lock; only waiting for SYNC_FLUSH's group commit
 yields. Arrival listeners (the broker's long polling) are called at the end of each put with
 the queue's new max offset. Replication (HA/DLedger) is not this module's concern.
+
+``MessageStore`` is the façade that composes the parts: the table of ConsumeQueues
+(``queuetable``), the first half of a put, which validates and encodes every message into a
+``PreparedMessage`` before anything is appended (``putting``), and the read path that answers
+pulls from a queue's units (``reading``). What stays here is what needs all of them at once:
+the append loop (CommitLog, queue units, index entries, rollback), flush waits, lifecycle,
+replication hooks and statistics.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import errno
 import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from rocketq.protocol import message, msgid, names
-from rocketq.protocol.codes import SCHEDULE_TOPIC
-from rocketq.protocol.message import MessageIllegalError, PropertiesSizeExceededError
+from rocketq.protocol import messageerrors, msgid, storedrecords
+from rocketq.protocol.messageerrors import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.ratelimit import LogLimiter
-from rocketq.store import checkpoint, consumequeue, dispatch, flushing, mappedfile, recovery, retention
+from rocketq.store import (
+    checkpoint,
+    consumequeue,
+    dispatch,
+    flushing,
+    mappedfile,
+    putting,
+    reading,
+    recovery,
+    retention,
+)
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store import reput as reput_mod
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
 from rocketq.store.index import IndexService
+from rocketq.store.queuetable import QueueTable
 from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
 
+__all__ = [  # the façade's callers take the values it exchanges from here too
+    "ArrivalListener", "BatchPutRequest", "GetResult", "GetStatus", "MessageStore", "PutRequest", "PutResult",
+    "PutStatus", "QueryResult", "StoreError", "StoreState",
+]
+
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TRANSFER_BYTES: Final = 256 * 1024
-"""A pull returns at most this many bytes (RocketMQ's maxTransferBytesOnMessageInMemory), but
-always at least one message."""
-MAX_FILTER_SCAN_UNITS: Final = 800
-"""Units a pull inspects at most when filtering by tag (16 000 bytes of ConsumeQueue)."""
 MAX_QUERY_MESSAGES: Final = 64
 """QUERY_MESSAGE answers at most this many messages (RocketMQ's maxMsgsNumBatch)."""
-ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
-"""Percent of RAM: a consumer further behind than this is told to pull from a slave."""
-_MAX_QUEUE_ID: Final = 1 << 20
 _WRITE_ERRORS = LogLimiter(log)
 """Every put on a full disk fails the same way: one line per 10 s says so."""
-
-_Prepared = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
-"""An encoded record and what dispatch needs: (record, STORETIMESTAMP position, queue, builds a
-queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
@@ -104,14 +113,16 @@ class MessageStore:
         self._sync_timeout = settings.sync_flush_timeout / 1000
         self._delay_levels = settings.delay_levels_ms
         self.commitlog = CommitLog(settings.commitlog_dir, settings.mapped_file_size_commit_log)
-        self._encoder = message.RecordEncoder(store_host, settings.max_message_size)
-        self._max_record = settings.mapped_file_size_commit_log - commitlog_mod.END_FILE_MIN_BLANK_LENGTH
         self.index = (IndexService(settings.index_dir, settings.max_hash_slot_num, settings.max_index_num,
                                    lambda: int(self._clock() * 1000))
                       if settings.message_index_enable else None)
-        self._queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self.queues = QueueTable(settings.consumequeue_dir, settings.mapped_file_size_consume_queue)
+        self._preparer = putting.Preparer(
+            storedrecords.RecordEncoder(store_host, settings.max_message_size), self.queues,
+            settings.mapped_file_size_commit_log,
+            settings.mapped_file_size_commit_log - commitlog_mod.END_FILE_MIN_BLANK_LENGTH)
         self.flusher = flushing.CommitLogFlusher(self.commitlog, settings, fsync)
-        self.retention = retention.Retention(settings, self.commitlog, self._all_queues, self.index,
+        self.retention = retention.Retention(settings, self.commitlog, self.queues.all, self.index,
                                              clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
@@ -181,18 +192,18 @@ class MessageStore:
                         self.settings.root_dir)
         self.commitlog.load()
         for cq in consumequeue.load_all(self.settings.consumequeue_dir, self.settings.mapped_file_size_consume_queue):
-            self._queues.setdefault(cq.topic, {})[cq.queue_id] = cq
+            self.queues.add(cq)
         if self.index is not None:
             self.index.load()
         values = checkpoint.read(self.settings.checkpoint_path)
         self.recovery_report = recovery.recover(
-            self.commitlog, self._all_queues(), self._queue_for, self.index, values, self._delay_levels,
+            self.commitlog, self.queues.all(), self.queues.get_or_create, self.index, values, self._delay_levels,
             abnormal=abnormal, check_crc=self.settings.check_crc_on_recover)
-        for cq in self._all_queues():
+        for cq in self.queues.all():
             cq.correct_min_offset(self.commitlog.min_offset)
         log.info("store recovered: %s", self.recovery_report)
         self._logic_flusher = flushing.LogicFlusher(
-            self.commitlog, self._all_queues, self.index, self.settings, self.settings.checkpoint_path,
+            self.commitlog, self.queues.all, self.index, self.settings, self.settings.checkpoint_path,
             values, self._fsync)
         self._write_abort_file()
         self.retention.check_disk()
@@ -242,34 +253,13 @@ class MessageStore:
         self._unlock()
 
     def _close_files(self) -> None:
-        for cq in self._all_queues():
+        for cq in self.queues.all():
             cq.close()
         if self.index is not None:
             self.index.close()
         self.commitlog.close()
 
     # --- queues -------------------------------------------------------------------------------
-
-    def _all_queues(self) -> list[ConsumeQueue]:
-        return [cq for by_id in self._queues.values() for cq in by_id.values()]
-
-    def _queue_for(self, topic: str, queue_id: int) -> ConsumeQueue:
-        by_id = self._queues.get(topic)
-        cq = by_id.get(queue_id) if by_id is not None else None
-        if cq is None:
-            # Records are written with MAGIC_V1, whose one-byte TOPICLEN allows the same 127
-            # characters as a topic name.
-            names.check_topic(topic, MessageIllegalError)
-            if not 0 <= queue_id < _MAX_QUEUE_ID:
-                raise MessageIllegalError(f"queue id {queue_id} out of range")
-            directory = self.settings.consumequeue_dir / topic / str(queue_id)
-            cq = ConsumeQueue(directory, topic, queue_id, self.settings.mapped_file_size_consume_queue)
-            self._queues.setdefault(topic, {})[queue_id] = cq
-        return cq
-
-    def _find_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        by_id = self._queues.get(topic)
-        return by_id.get(queue_id) if by_id is not None else None
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self._listeners.append(listener)
@@ -292,7 +282,7 @@ class MessageStore:
         result = self._append(requests)
         if result.ok and self._sync_flush:
             last = requests.messages[-1][2] if isinstance(requests, BatchPutRequest) else requests[-1].properties
-            if _wants_flush_wait(last):
+            if putting.wants_flush_wait(last):
                 end = result.wrote_offsets[-1] + result.wrote_sizes[-1]
                 if not await self.flusher.wait_flushed(end, self._sync_timeout):
                     self.stats.flush_timeouts += 1
@@ -322,7 +312,7 @@ class MessageStore:
         if refusal is not None:
             return refusal
         try:
-            prepared = self._prepare(requests)
+            prepared = self._preparer.prepare(requests)
         except PropertiesSizeExceededError as exc:
             return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
         except MessageIllegalError as exc:
@@ -388,57 +378,6 @@ class MessageStore:
         _WRITE_ERRORS.log(logging.ERROR, "other", "put refused: append failed: %s", exc)
         return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
 
-    def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[_Prepared]:
-        """Validate and encode every request before the append (no store state changes)."""
-        if isinstance(requests, BatchPutRequest):
-            return self._prepare_batch(requests)
-        encode = self._encoder.encode
-        queues: dict[tuple[str, int], ConsumeQueue] = {}
-        prepared = []
-        for r in requests:
-            props = r.properties
-            if isinstance(props, str):
-                encoded = props
-                tags = message.property_value(props, message.TAGS) if r.tags_code is None else None
-                uniq, keys = r.index_keys or (message.property_value(props, message.UNIQ_KEY),
-                                              message.property_value(props, message.KEYS))
-            else:
-                encoded = message.encode_properties(props)
-                tags = props.get(message.TAGS)
-                uniq, keys = r.index_keys or (props.get(message.UNIQ_KEY), props.get(message.KEYS))
-            cq = queues.get((r.topic, r.queue_id))
-            if cq is None:
-                cq = queues[r.topic, r.queue_id] = self._queue_for(r.topic, r.queue_id)
-            record, ts_pos = encode(r.topic, r.queue_id, r.body, r.flag, encoded, r.sys_flag, r.born_timestamp,
-                                    r.born_host, r.reconsume_times, r.prepared_transaction_offset)
-            if len(record) > self._max_record:
-                raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
-                                          f"{self.commitlog.segment_size} bytes")
-            delay = None
-            if r.topic == SCHEDULE_TOPIC:
-                delay = (message.property_value(encoded, message.DELAY) or "")
-            tag = r.tags_code if r.tags_code is not None else message.tag_hash(tags)
-            prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
-        return prepared
-
-    def _prepare_batch(self, batch: BatchPutRequest) -> list[_Prepared]:
-        """``_prepare`` for one sender's batch to one queue: the shared parts looked up once."""
-        cq = self._queue_for(batch.topic, batch.queue_id)
-        encode, ts_pos = self._encoder.for_sender(batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp,
-                                                  batch.born_host, batch.reconsume_times)
-        unit = dispatch.builds_queue_unit(batch.sys_flag)
-        schedule = batch.topic == SCHEDULE_TOPIC
-        max_record = self._max_record
-        prepared = []
-        for body, flag, props, tag, uniq, keys in batch.messages:
-            record = encode(body, flag, props)
-            if len(record) > max_record:
-                raise MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
-                                          f"{self.commitlog.segment_size} bytes")
-            delay = (message.property_value(props, message.DELAY) or "") if schedule else None
-            prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
-        return prepared
-
     def _note_hold_time(self, began: float) -> None:
         ended = self._monotonic()
         held = ended - began
@@ -470,7 +409,7 @@ class MessageStore:
         queue_id: int,
         offset: int,
         max_nums: int,
-        max_bytes: int = DEFAULT_MAX_TRANSFER_BYTES,
+        max_bytes: int = reading.DEFAULT_MAX_TRANSFER_BYTES,
         tag_filter: Callable[[int], bool] | None = None,
         record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
@@ -480,68 +419,8 @@ class MessageStore:
         ``record_filter`` then sees each remaining stored record (a SQL92 selector reads its
         properties), like RocketMQ's ``MessageFilter.isMatchedByCommitLog``.
         """
-        cq = self._find_queue(topic, queue_id)
-        if cq is None:
-            self.stats.get_message_times_miss += 1
-            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
-        min_offset, max_offset = cq.min_offset, cq.max_offset
-        status: GetStatus
-        if max_offset == 0:
-            status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
-        elif offset < min_offset:
-            status, next_offset = GetStatus.OFFSET_TOO_SMALL, min_offset
-        elif offset == max_offset:
-            status, next_offset = GetStatus.OFFSET_OVERFLOW_ONE, offset
-        elif offset > max_offset:
-            status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
-        else:
-            return self._read_queue(cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter)
-        self.stats.get_message_times_miss += 1
-        return GetResult(status, next_offset, min_offset, max_offset)
-
-    def _read_queue(self, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
-                    tag_filter: Callable[[int], bool] | None,
-                    record_filter: Callable[[memoryview], bool] | None = None) -> GetResult:
-        commitlog = self.commitlog
-        min_phys = commitlog.min_offset
-        status = GetStatus.NO_MATCHED_MESSAGE
-        buffers: list[memoryview] = []
-        queue_offsets: list[int] = []
-        tag_codes: list[int] = []
-        total = scanned = 0
-        last_phys = commitlog.max_offset
-        for phys, size, tag in cq.units(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
-            if buffers and (len(buffers) >= max_nums or total + size > max_bytes):
-                break
-            scanned += 1
-            if size == BLANK_UNIT_SIZE:
-                continue
-            if tag_filter is not None and not tag_filter(tag):
-                continue
-            view = commitlog.read(phys, size) if phys >= min_phys else None
-            if view is None:
-                if not buffers:
-                    status = GetStatus.MESSAGE_WAS_REMOVING
-                continue
-            if record_filter is not None and not record_filter(view):
-                continue
-            buffers.append(view)
-            queue_offsets.append(offset + scanned - 1)
-            tag_codes.append(tag)
-            total += size
-            last_phys = phys
-            status = GetStatus.FOUND
-        if scanned == 0:
-            status = GetStatus.OFFSET_FOUND_NULL
-            scanned = _units_to_next_file(cq, offset)
-        if buffers:
-            self.stats.get_message_times_found += 1
-            self.stats.get_message_transferred += len(buffers)
-        else:
-            self.stats.get_message_times_miss += 1
-        behind = commitlog.max_offset - last_phys
-        return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
-                         tag_codes, total, behind > _memory_for_pulls())
+        return reading.get_messages(self.commitlog, self.queues.find(topic, queue_id), offset, max_nums, max_bytes,
+                                    tag_filter, record_filter, self.stats)
 
     def queue_units(self, topic: str, queue_id: int, offset: int, limit: int) -> list[tuple[int, int, int]]:
         """Up to ``limit`` raw units (CommitLog offset, size, tag code) of a queue from ``offset``.
@@ -549,7 +428,7 @@ class MessageStore:
         For the broker's own readers (the delay levels' delivery): unlike ``get_messages`` this
         is not a pull, so it counts in no statistic. Empty when ``offset`` is not readable.
         """
-        cq = self._find_queue(topic, queue_id)
+        cq = self.queues.find(topic, queue_id)
         if cq is None or not cq.min_offset <= offset < cq.max_offset:
             return []
         return list(cq.units(offset, limit))
@@ -558,16 +437,16 @@ class MessageStore:
 
     def get_max_offset(self, topic: str, queue_id: int) -> int:
         """Next logical offset to be written in the queue (0 for an unknown queue)."""
-        cq = self._find_queue(topic, queue_id)
+        cq = self.queues.find(topic, queue_id)
         return cq.max_offset if cq is not None else 0
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
-        cq = self._find_queue(topic, queue_id)
+        cq = self.queues.find(topic, queue_id)
         return cq.min_offset if cq is not None else 0
 
     def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
         """Store timestamp of the message at ``offset``, or -1."""
-        cq = self._find_queue(topic, queue_id)
+        cq = self.queues.find(topic, queue_id)
         unit = cq.unit(offset) if cq is not None else None
         if unit is None or unit[1] == BLANK_UNIT_SIZE:
             return -1
@@ -579,7 +458,7 @@ class MessageStore:
     def get_offset_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         """First offset whose message was stored at or after ``timestamp``; the max offset when
         every message is older, the min offset when every message is newer."""
-        cq = self._find_queue(topic, queue_id)
+        cq = self.queues.find(topic, queue_id)
         if cq is None:
             return 0
         low, high = cq.min_offset, cq.max_offset
@@ -612,8 +491,8 @@ class MessageStore:
             if view is None:
                 continue
             try:
-                record = message.decode_stored_record(view, decompress=False)
-            except message.MessageFormatError:
+                record = storedrecords.decode_stored_record(view, decompress=False)
+            except messageerrors.MessageFormatError:
                 continue
             if record.topic == topic and (record.uniq_key == key or key in record.keys):
                 buffers.append(view)
@@ -625,13 +504,8 @@ class MessageStore:
         """Remove the ConsumeQueues of these topics (their CommitLog records age out normally)."""
         removed = 0
         for name in names:
-            by_id = self._queues.pop(name, None)
-            if not by_id:
+            if not self.queues.delete_topic(name):
                 continue
-            for cq in by_id.values():
-                cq.destroy()
-            with contextlib.suppress(OSError):
-                (self.settings.consumequeue_dir / name).rmdir()
             removed += 1
             log.info("deleted consume queues of topic %s", name)
         return removed
@@ -646,7 +520,7 @@ class MessageStore:
 
     def topic_queue_table(self) -> dict[str, dict[int, int]]:
         """topic -> {queue id: max offset}."""
-        return {topic: {qid: cq.max_offset for qid, cq in by_id.items()} for topic, by_id in self._queues.items()}
+        return self.queues.max_offsets()
 
     async def flush(self) -> None:
         """Flush the CommitLog and every queue and index file now, and write the checkpoint."""
@@ -667,7 +541,7 @@ class MessageStore:
         if self.state is not StoreState.RUNNING:
             raise StoreError(f"replicated append on a store that is {self.state.value}")
         if self._reput is None:
-            self._reput = reput_mod.Reput(self.commitlog, self._queue_for, self.index, self._delay_levels)
+            self._reput = reput_mod.Reput(self.commitlog, self.queues.get_or_create, self.index, self._delay_levels)
         self.commitlog.append_replicated(phys_offset, data)
         if self._sync_flush:
             self.flusher.wakeup()
@@ -688,13 +562,13 @@ class MessageStore:
         log.warning("store: truncating the commitlog from %d to %d", self.commitlog.max_offset, phys_offset)
         await self.flusher.flush()  # what stays must be on disk: set_end takes it as flushed
         self.commitlog.set_end(phys_offset)
-        for cq in self._all_queues():
+        for cq in self.queues.all():
             cq.truncate_beyond(phys_offset)
         if self.index is not None:
             rebuild = self.index.drop_unreliable(checkpoint_ts=1 << 62, phys_end=phys_offset)
             if rebuild is not None:
                 recovery.redispatch(self.commitlog, max(rebuild, self.commitlog.min_offset), phys_offset,
-                                    self._queue_for, self.index, self._delay_levels)
+                                    self.queues.get_or_create, self.index, self._delay_levels)
         if self._reput is not None:
             self._reput.offset = min(self._reput.offset, phys_offset)
 
@@ -718,31 +592,3 @@ class MessageStore:
             "runtime": self.state.value,
         }
 
-
-def _wants_flush_wait(properties: Mapping[str, str] | str) -> bool:
-    """A producer can set WAIT=false to skip waiting for the flush (RocketMQ's waitStoreMsgOK)."""
-    if isinstance(properties, str):
-        value = message.property_value(properties, message.WAIT)
-    else:
-        value = properties.get(message.WAIT)
-    return value != "false"
-
-
-def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
-    per_file = cq.file_size // consumequeue.UNIT_SIZE
-    return per_file - offset % per_file
-
-
-_MEMORY_FOR_PULLS: int | None = None
-
-
-def _memory_for_pulls() -> int:
-    """Bytes of RAM a consumer may lag behind before being sent to a slave."""
-    global _MEMORY_FOR_PULLS
-    if _MEMORY_FOR_PULLS is None:
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            total = 8 << 30
-        _MEMORY_FOR_PULLS = total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
-    return _MEMORY_FOR_PULLS

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.protocol import message
+from rocketq.protocol import messageerrors, messageproperties, messagetypes, storedrecords
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store import dispatch
 from rocketq.store.checkpoint import CheckpointValues
@@ -104,8 +104,8 @@ def _checkpoint_segment(segments: list[MappedFile], values: CheckpointValues, *,
 
 
 def _store_timestamp(segment: MappedFile, pos: int) -> int:
-    (sys_flag,) = _I32.unpack_from(segment.view, pos + message.SYS_FLAG_POS)
-    (stamp,) = _I64.unpack_from(segment.view, pos + message.store_timestamp_pos(sys_flag))
+    (sys_flag,) = _I32.unpack_from(segment.view, pos + storedrecords.SYS_FLAG_POS)
+    (stamp,) = _I64.unpack_from(segment.view, pos + storedrecords.store_timestamp_pos(sys_flag))
     return int(stamp)
 
 
@@ -142,7 +142,7 @@ def _is_blank_end(segment: MappedFile, pos: int) -> bool:
     if segment.size - pos < 8:
         return segment.size == pos
     total, magic = struct.unpack_from(">ii", segment.view, pos)
-    return bool(magic == message.BLANK_MAGIC and total == segment.size - pos)
+    return bool(magic == storedrecords.BLANK_MAGIC and total == segment.size - pos)
 
 
 def _has_bytes_after(commitlog: CommitLog, end: int) -> bool:
@@ -186,24 +186,26 @@ def redispatch(commitlog: CommitLog, start: int, end: int, queue_for: Callable[[
     return count
 
 
-def dispatch_stored(record: message.MessageExt, phys: int, size: int, queue_for: Callable[[str, int], ConsumeQueue],
-                    index: IndexService | None, delay_levels_ms: tuple[int, ...]) -> ConsumeQueue | None:
+def dispatch_stored(record: messagetypes.MessageExt, phys: int, size: int,
+                    queue_for: Callable[[str, int], ConsumeQueue], index: IndexService | None,
+                    delay_levels_ms: tuple[int, ...]) -> ConsumeQueue | None:
     """Write a decoded record's ConsumeQueue unit (at the queue offset it carries) and index
     entries; returns the queue it went to, if any. Recovery and a slave's replicated appends
     both dispatch this way, since neither encoded the record itself."""
     props = record.properties
     cq = None
     if dispatch.builds_queue_unit(record.sys_flag):
-        code = dispatch.tag_code(record.topic, props.get(message.TAGS), props.get(message.DELAY),
+        code = dispatch.tag_code(record.topic, props.get(messageproperties.TAGS), props.get(messageproperties.DELAY),
                                  record.store_timestamp, delay_levels_ms)
         cq = queue_for(record.topic, record.queue_id)
         cq.put_at(record.queue_offset, phys, size, code)
     if index is not None:
-        index.add(record.topic, props.get(message.UNIQ_KEY), props.get(message.KEYS), phys, record.store_timestamp)
+        index.add(record.topic, props.get(messageproperties.UNIQ_KEY), props.get(messageproperties.KEYS), phys,
+                  record.store_timestamp)
     return cq
 
 
-def _records(commitlog: CommitLog, start: int, end: int) -> Iterator[tuple[int, int, message.MessageExt]]:
+def _records(commitlog: CommitLog, start: int, end: int) -> Iterator[tuple[int, int, messagetypes.MessageExt]]:
     """Decoded records in [start, end), crossing END_OF_FILE blanks."""
     offset = start
     while offset < end:
@@ -215,8 +217,8 @@ def _records(commitlog: CommitLog, start: int, end: int) -> Iterator[tuple[int, 
             offset = segment.end
             continue
         try:
-            record = message.decode_stored_record(segment.view, pos, decompress=False)
-        except message.MessageFormatError as exc:
+            record = storedrecords.decode_stored_record(segment.view, pos, decompress=False)
+        except messageerrors.MessageFormatError as exc:
             # Only records before the validated range can get here (they are trusted, as in
             # RocketMQ); a corrupt one ends the rebuild instead of the store.
             log.error("recovery: cannot re-dispatch the record at %d: %s", offset, exc)

@@ -21,7 +21,7 @@ import logging
 import struct
 from collections.abc import Callable
 
-from rocketq.protocol import message
+from rocketq.protocol import messageerrors, storedrecords
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store import recovery
 from rocketq.store.commitlog import CommitLog
@@ -68,9 +68,9 @@ class Reput:
                 segment = commitlog.segment_for(self.offset)
                 assert segment is not None
                 try:
-                    record = message.decode_stored_record(segment.view, self.offset - segment.start,
+                    record = storedrecords.decode_stored_record(segment.view, self.offset - segment.start,
                                                           decompress=False)
-                except message.MessageFormatError as exc:
+                except messageerrors.MessageFormatError as exc:
                     raise ReplicaRecordError(self.offset, str(exc)) from None
                 cq = recovery.dispatch_stored(record, self.offset, size, self._queue_for, self._index,
                                               self._delay_levels)
@@ -94,14 +94,14 @@ class Reput:
         if written < _HEAD.size:
             return None
         total, magic = _HEAD.unpack_from(segment.view, pos)
-        if magic == message.BLANK_MAGIC:
+        if magic == storedrecords.BLANK_MAGIC:
             if total != segment.size - pos:
                 raise ReplicaRecordError(offset, f"a blank of {total} bytes does not end the segment (is "
                                                  "mappedFileSizeCommitLog the same as the master's?)")
             return -total if written >= total else None
-        if magic not in (message.MAGIC_V1, message.MAGIC_V2):
+        if magic not in (storedrecords.MAGIC_V1, storedrecords.MAGIC_V2):
             raise ReplicaRecordError(offset, f"magic {magic & 0xFFFFFFFF:#x} is not a record's")
-        if not message.MIN_RECORD_SIZE <= total <= segment.size - pos:
+        if not storedrecords.MIN_RECORD_SIZE <= total <= segment.size - pos:
             raise ReplicaRecordError(offset, f"TOTALSIZE {total} does not fit the segment")
         if total > written:
             return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from rocketq.protocol import message
+from rocketq.protocol import storedrecords
 from rocketq.settings import SettingsError, setting
 
 MAX_I32: Final = 0x7FFFFFFF
@@ -43,7 +43,7 @@ class StoreSettings:
         "mappedFileSizeConsumeQueue", 300000 * 20,
         "Bytes per ConsumeQueue file: 300 000 units of 20 bytes. Rounded down to whole units.")
     max_message_size: int = setting(
-        "maxMessageSize", message.DEFAULT_MAX_MESSAGE_SIZE,
+        "maxMessageSize", storedrecords.DEFAULT_MAX_MESSAGE_SIZE,
         "Largest stored record in bytes (4 MiB); bigger puts get MESSAGE_ILLEGAL.")
     flush_disk_type: FlushDiskType = setting(  # noqa: RUF009 - setting() returns a dataclass field
         "flushDiskType", FlushDiskType.ASYNC_FLUSH,
@@ -143,9 +143,9 @@ class StoreSettings:
         of I/O: the broker's command line calls it when it loads the configuration."""
         if not self.store_path_root_dir.strip():
             raise SettingsError("storePathRootDir is empty")
-        if self.max_message_size < message.MIN_RECORD_SIZE:
+        if self.max_message_size < storedrecords.MIN_RECORD_SIZE:
             raise SettingsError(f"maxMessageSize={self.max_message_size}: too small for any message")
-        if self.mapped_file_size_commit_log < message.MIN_RECORD_SIZE + 8:
+        if self.mapped_file_size_commit_log < storedrecords.MIN_RECORD_SIZE + 8:
             raise SettingsError(f"mappedFileSizeCommitLog={self.mapped_file_size_commit_log}: too small")
         for key, value in (("mappedFileSizeCommitLog", self.mapped_file_size_commit_log),
                            ("maxHashSlotNum", self.max_hash_slot_num), ("maxIndexNum", self.max_index_num)):

@@ -28,7 +28,7 @@ from rocketq.admin.errors import AdminError
 from rocketq.admin.routes import TopicRoute
 from rocketq.admin.stats import MessageQueue
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.remoting.errors import RemotingError
 
 EARLIEST: Final = -2

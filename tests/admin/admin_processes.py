@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,18 +27,13 @@ from typing import Final
 import pytest
 
 from rocketq.admin.client import AdminClient
+from rocketq.local.ports import free_port
 from rocketq.remoting.errors import RemotingError
 
 ROCKETQ: Final = str(Path(sys.executable).with_name("rocketq"))
 START_DEADLINE: Final = 60.0
 STOP_DEADLINE: Final = 20.0
 READY: Final = re.compile(r"listening on (\S+)")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

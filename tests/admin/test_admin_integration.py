@@ -22,7 +22,7 @@ import pytest
 from admin_processes import ROCKETQ, Cluster
 from click.testing import CliRunner, Result
 
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError
 from rocketq.admin.stats import MessageQueue
@@ -30,6 +30,7 @@ from rocketq.cli import admin as admin_cli
 from rocketq.protocol import headers
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.requests import PullStatus
 from rocketq.remoting.client import RemotingClient
 
 T = TypeVar("T")
@@ -391,9 +392,9 @@ def test_kv_config_wipe_and_offsets(cluster: Cluster) -> None:
         assert await admin.min_offset(addr, "AdmClient", 0) == 0
         assert await admin.search_offset(addr, "AdmClient", 0, 0) == 0
         pulled = await admin.pull(addr, queue, 0)
-        assert pulled.status == "FOUND" and [m.body for m in pulled.messages] == [b"one"]
+        assert pulled.status is PullStatus.FOUND and [m.body for m in pulled.messages] == [b"one"]
         assert pulled.messages[0].offset_msg_id == sent["offsetMsgId"]
-        assert (await admin.pull(addr, queue, 1)).status == "NO_NEW_MSG"
+        assert (await admin.pull(addr, queue, 1)).status is PullStatus.NO_NEW_MSG
         assert await admin.query_message(addr, "AdmClient", "absent") == []
         with pytest.raises(AdminError) as refused:
             await admin.view_message(addr, 1 << 40)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.admin import bodies, routes, stats
-from rocketq.admin.bodies import GroupConfig, TopicConfig
+from rocketq.admin import adminbodies, routes, stats
+from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import ArgumentError, BodyError
 from rocketq.admin.stats import MessageQueue
 
@@ -122,7 +122,7 @@ def test_lag_is_the_sum_of_differences(rows: list[tuple[str, int, int, int]]) ->
 
 def test_topic_config_table_and_validation() -> None:
     body = orjson.dumps({"topicConfigTable": {"T": TopicConfig("T", 4, 4).to_json()}, "dataVersion": {}})
-    assert bodies.parse_topic_config_table(body) == {"T": TopicConfig("T", 4, 4)}
+    assert adminbodies.parse_topic_config_table(body) == {"T": TopicConfig("T", 4, 4)}
     for bad in (TopicConfig("bad topic"), TopicConfig("T", 0, 4), TopicConfig("T", 4, 2000), TopicConfig("T", perm=9)):
         with pytest.raises(ArgumentError):
             bad.validate()
@@ -132,7 +132,7 @@ def test_group_config_round_trip_and_validation() -> None:
     config = GroupConfig("g", consume_broadcast_enable=False, retry_max_times=3)
     assert GroupConfig.from_json(orjson.loads(config.body())) == config
     table = orjson.dumps({"subscriptionGroupTable": {"g": config.to_json()}})
-    assert bodies.parse_group_table(table) == {"g": config}
+    assert adminbodies.parse_group_table(table) == {"g": config}
     with pytest.raises(BodyError, match="consumeEnable"):
         GroupConfig.from_json({"groupName": "g", "consumeEnable": "yes"})
     for bad in (GroupConfig(""), GroupConfig("g", retry_queue_nums=65), GroupConfig("g", retry_max_times=-2)):
@@ -147,45 +147,45 @@ def test_consumer_connection() -> None:
         "subscriptionTable": {"T": {"topic": "T", "subString": "a || b", "expressionType": "TAG"}},
         "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET"})
-    conn = bodies.parse_consumer_connection(body)
+    conn = adminbodies.parse_consumer_connection(body)
     assert [c.client_id for c in conn.connections] == ["a@1", "b@1"]
     assert conn.subscriptions[0].sub_string == "a || b"
     assert conn.message_model == "CLUSTERING"
 
 
 def test_kv_table_and_lists() -> None:
-    assert bodies.parse_kv_table(b'{"table":{"b":"2","a":"1"}}', "t") == {"a": "1", "b": "2"}
+    assert adminbodies.parse_kv_table(b'{"table":{"b":"2","a":"1"}}', "t") == {"a": "1", "b": "2"}
     with pytest.raises(BodyError):
-        bodies.parse_kv_table(b'{"table":{"a":[1]}}', "t")
-    assert bodies.parse_topic_list(b'{"topicList":["b","a"]}') == ("a", "b")
-    assert bodies.parse_group_list(b'{"groupList":["g"]}') == ("g",)
+        adminbodies.parse_kv_table(b'{"table":{"a":[1]}}', "t")
+    assert adminbodies.parse_topic_list(b'{"topicList":["b","a"]}') == ("a", "b")
+    assert adminbodies.parse_group_list(b'{"groupList":["g"]}') == ("g",)
     with pytest.raises(BodyError):
-        bodies.parse_topic_list(b'{"topicList":[1]}')
+        adminbodies.parse_topic_list(b'{"topicList":[1]}')
 
 
 def test_properties_text_both_ways() -> None:
-    assert bodies.properties_text({"brokerPermission": "4"}) == b"brokerPermission=4\n"
+    assert adminbodies.properties_text({"brokerPermission": "4"}) == b"brokerPermission=4\n"
     for bad in ({}, {"a=b": "1"}, {"": "1"}, {"k": "a\nb"}, {"k k": "1"}):
         with pytest.raises(ArgumentError):
-            bodies.properties_text(bad)
+            adminbodies.properties_text(bad)
     text = b"#comment\n! also\nbrokerName=broker-a\nmsg\\=key : v\\u0041\\tz\n\nempty=\nflag true\n"
-    assert bodies.parse_properties_text(text) == {
+    assert adminbodies.parse_properties_text(text) == {
         "brokerName": "broker-a", "msg=key": "vA\tz", "empty": "", "flag": "true"}
 
 
 def test_names() -> None:
-    assert bodies.check_topic("%RETRY%g") == "%RETRY%g"
+    assert adminbodies.check_topic("%RETRY%g") == "%RETRY%g"
     for bad in ("", "a b", "x" * 128, "t/1"):
         with pytest.raises(ArgumentError):
-            bodies.check_topic(bad)
+            adminbodies.check_topic(bad)
     with pytest.raises(ArgumentError):
-        bodies.check_group("g!")
-    assert bodies.perm_name(6) == "RW-"
+        adminbodies.check_group("g!")
+    assert adminbodies.perm_name(6) == "RW-"
 
 
 def test_consumer_offsets_table() -> None:
     body = b'{"offsetTable":{"T@g":{"0":5,"1":7},"%RETRY%g@g":{0:1}}}'
-    assert bodies.parse_consumer_offsets(body) == {("T", "g"): {0: 5, 1: 7}, ("%RETRY%g", "g"): {0: 1}}
+    assert adminbodies.parse_consumer_offsets(body) == {("T", "g"): {0: 5, 1: 7}, ("%RETRY%g", "g"): {0: 1}}
     for bad in (b'{"offsetTable":{"Tg":{}}}', b'{"offsetTable":{"T@g":{"x":1}}}', b'{"offsetTable":{"T@g":{"0":"1"}}}'):
         with pytest.raises(BodyError):
-            bodies.parse_consumer_offsets(bad)
+            adminbodies.parse_consumer_offsets(bad)

@@ -7,11 +7,11 @@ from click.testing import CliRunner
 
 from rocketq.admin import deadletters
 from rocketq.cli import admin as admin_cli
-from rocketq.protocol import message
+from rocketq.protocol import messagetypes
 
 
-def dead_letter(**props: str) -> message.MessageExt:
-    record = message.MessageExt.__new__(message.MessageExt)
+def dead_letter(**props: str) -> messagetypes.MessageExt:
+    record = messagetypes.MessageExt.__new__(messagetypes.MessageExt)
     record.topic, record.body, record.flag = "%DLQ%cg", b"b", 4
     record.offset_msg_id = "7F00000100002A9F0000000000000042"
     record.properties = {"UNIQ_KEY": "U1", "TAGS": "t", "KEYS": "k", "DELAY": "0", "REAL_TOPIC": "%RETRY%cg",

@@ -5,14 +5,14 @@ from __future__ import annotations
 from rocketq.admin import stats, views
 from rocketq.admin.routes import BrokerData, QueueData, TopicRoute
 from rocketq.admin.stats import MessageQueue
-from rocketq.protocol import message
+from rocketq.protocol import messagetypes, storedrecords
 
 
-def record(body: bytes, **props: str) -> message.MessageExt:
-    raw = message.encode_stored_record(topic="T", queue_id=2, body=body, properties=props, queue_offset=7,
+def record(body: bytes, **props: str) -> messagetypes.MessageExt:
+    raw = storedrecords.encode_stored_record(topic="T", queue_id=2, body=body, properties=props, queue_offset=7,
                                        physical_offset=300, store_timestamp=1700000000123,
                                        store_host=("10.0.0.1", 10911), born_host=("::1", 5))
-    return message.decode_stored_record(raw)
+    return storedrecords.decode_stored_record(raw)
 
 
 def test_message_json_keeps_text_bodies_and_encodes_binary_ones() -> None:

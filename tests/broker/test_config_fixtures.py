@@ -11,7 +11,7 @@ import pytest
 
 from rocketq.broker.settings import BrokerRole
 from rocketq.cli import broker as broker_cli
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.settings import SettingsError
 from rocketq.store.settings import FlushDiskType
 

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from rocketq.broker.clientmanage import ClientHandlers
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienthandlers import ClientHandlers
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
@@ -63,7 +63,7 @@ async def test_a_refused_heartbeat_is_logged_once_with_client_group_and_reason(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     handlers, clients = _handlers(tmp_path)
     bad = {"clientID": "go@7", "consumerDataSet": [{**CPP_CONSUMER, "messageModel": 9}]}
-    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clientmanage"):
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clienthandlers"):
         first = await _heartbeat(handlers, bad)
         second = await _heartbeat(handlers, bad)
     assert first.code == second.code == ResponseCode.SYSTEM_ERROR and "messageModel" in (first.remark or "")
@@ -76,7 +76,7 @@ async def test_a_refused_heartbeat_is_logged_once_with_client_group_and_reason(
 async def test_an_illegal_group_refuses_the_whole_heartbeat(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     handlers, clients = _handlers(tmp_path)
     body = {"clientID": "c@1", "consumerDataSet": [{"groupName": "ok"}, {"groupName": "bad group"}]}
-    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clientmanage"):
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clienthandlers"):
         answer = await _heartbeat(handlers, body)
     assert answer.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (answer.remark or "")
     assert clients.consumer_group("ok") is None
@@ -86,7 +86,7 @@ async def test_an_illegal_group_refuses_the_whole_heartbeat(tmp_path: Path, capl
 async def test_a_body_that_is_not_json_is_logged_under_the_peer_address(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     handlers, _clients = _handlers(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clientmanage"):
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clienthandlers"):
         answer = await _heartbeat(handlers, b"\x00garbage")
     assert answer.code == ResponseCode.SYSTEM_ERROR
     assert any("10.1.2.3:4567" in r.getMessage() and "not valid JSON" in r.getMessage() for r in caplog.records)
@@ -95,7 +95,7 @@ async def test_a_body_that_is_not_json_is_logged_under_the_peer_address(
 async def test_a_client_that_changes_its_id_each_time_still_gets_one_line(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     handlers, _clients = _handlers(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clientmanage"):
+    with caplog.at_level(logging.WARNING, logger="rocketq.broker.clienthandlers"):
         for n in range(20):
             await _heartbeat(handlers, {"clientID": f"liar@{n}", "consumerDataSet": [{"groupName": "bad group"}]})
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1

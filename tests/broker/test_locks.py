@@ -1,4 +1,4 @@
-"""The broker's queue-lock table and the LOCK_BATCH_MQ / UNLOCK_BATCH_MQ bodies."""
+"""The broker's queue-lock table and the LOCK_BATCH_MQ / UNLOCK_BATCH_MQ sharedbodies."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.broker import locks
-from rocketq.protocol import bodies
+from rocketq.protocol import sharedbodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 
@@ -102,7 +102,7 @@ json_values = st.recursive(
 def test_the_body_parser_never_fails_another_way(value: object) -> None:
     try:
         parsed = locks.parse_request(orjson.dumps(value))
-    except bodies.BodyError:
+    except sharedbodies.BodyError:
         return
     assert all(q[2] >= 0 for q in parsed.queues)
 
@@ -111,6 +111,6 @@ def test_the_body_parser_never_fails_another_way(value: object) -> None:
 def test_any_bytes_give_a_request_or_a_body_error(raw: bytes) -> None:
     try:
         parsed = locks.parse_request(raw)
-    except bodies.BodyError:
+    except sharedbodies.BodyError:
         return
     assert isinstance(parsed, locks.LockRequest)

@@ -8,11 +8,11 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
-from rocketq.broker.clients import ClientChannel, ClientManager
+from rocketq.broker.clienttable import ClientChannel, ClientManager
 from rocketq.broker.replies import ReplyHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.client.replies import ReplyWaiters
-from rocketq.protocol import message
+from rocketq.protocol import messageproperties, messagetypes
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeader
@@ -56,7 +56,7 @@ class Send:
 
 def reply_request(props: dict[str, str]) -> RemotingCommand:
     header = SendMessageRequestHeader(producer_group="rpg", topic="C_REPLY_TOPIC", queue_id=0,
-                                      properties=message.encode_properties(props))
+                                      properties=messageproperties.encode_properties(props))
     return RemotingCommand(code=RequestCode.SEND_REPLY_MESSAGE, ext_fields=header.to_ext(), body=b"answer")
 
 
@@ -69,8 +69,8 @@ def handlers(requester: Requester | None, **behaviour: Any) -> tuple[ReplyHandle
     return ReplyHandlers(send, clients, settings, "10.0.0.1:10911"), send  # type: ignore[arg-type]
 
 
-PROPS = {message.MSG_TYPE: "reply", message.CORRELATION_ID: "c1", message.REPLY_TO_CLIENT: REQUESTER,
-         message.TTL: "3000"}
+PROPS = {messageproperties.MSG_TYPE: "reply", messageproperties.CORRELATION_ID: "c1",
+         messageproperties.REPLY_TO_CLIENT: REQUESTER, messageproperties.TTL: "3000"}
 
 
 async def test_a_reply_is_pushed_to_the_requester_then_stored() -> None:
@@ -84,7 +84,7 @@ async def test_a_reply_is_pushed_to_the_requester_then_stored() -> None:
     assert push.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and push.body == b"answer"
     header = ReplyMessageRequestHeader.from_ext(push.ext_fields)
     assert header.born_host == Replier.remote_addr and header.store_host == "10.0.0.1:10911"
-    assert message.PUSH_REPLY_TIME in message.decode_properties(header.properties or "")
+    assert messageproperties.PUSH_REPLY_TIME in messageproperties.decode_properties(header.properties or "")
 
 
 async def test_without_storing_the_answer_says_msg_id_0() -> None:
@@ -97,7 +97,7 @@ async def test_without_storing_the_answer_says_msg_id_0() -> None:
 
 async def test_refusals_name_the_reason_and_the_code_follows_the_push() -> None:
     no_target, _ = handlers(None)
-    no_client = reply_request({**PROPS, message.REPLY_TO_CLIENT: ""})
+    no_client = reply_request({**PROPS, messageproperties.REPLY_TO_CLIENT: ""})
     missing = await no_target.reply(Replier(), no_client)  # type: ignore[arg-type]
     assert (missing.code, missing.remark) == (ResponseCode.SYSTEM_ERROR,
                                               "reply message properties[REPLY_TO_CLIENT] is null")
@@ -113,7 +113,7 @@ def pushed_reply(correlation_id: str, body: bytes, sys_flag: int = 0) -> Remotin
     header = ReplyMessageRequestHeader(
         producer_group="rpg", topic="C_REPLY_TOPIC", default_topic="TBW102", default_topic_queue_nums=4, queue_id=0,
         sys_flag=sys_flag, born_timestamp=1, flag=0,
-        properties=message.encode_properties({message.CORRELATION_ID: correlation_id}),
+        properties=messageproperties.encode_properties({messageproperties.CORRELATION_ID: correlation_id}),
         born_host="10.0.0.7:7777", store_host="10.0.0.1:10911", store_timestamp=2)
     return RemotingCommand(code=RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, ext_fields=header.to_ext(), body=body)
 
@@ -121,11 +121,11 @@ def pushed_reply(correlation_id: str, body: bytes, sys_flag: int = 0) -> Remotin
 async def test_the_requester_completes_the_waiting_request() -> None:
     waiters = ReplyWaiters()
     future = waiters.expect("c1")
-    compressed = pushed_reply("c1", zlib.compress(b"big answer"), message.MessageSysFlag.COMPRESSED)
+    compressed = pushed_reply("c1", zlib.compress(b"big answer"), messagetypes.MessageSysFlag.COMPRESSED)
     answer = await waiters.on_push(Replier(), compressed)  # type: ignore[arg-type]
     assert answer.code == ResponseCode.SUCCESS
     reply = await asyncio.wait_for(future, 1)
-    assert reply.body == b"big answer" and message.ARRIVE_TIME in reply.properties and len(waiters) == 0
+    assert reply.body == b"big answer" and messageproperties.ARRIVE_TIME in reply.properties and len(waiters) == 0
     late = await waiters.on_push(Replier(), pushed_reply("gone", b"x"))  # type: ignore[arg-type]
     assert late.code == ResponseCode.SUCCESS  # nobody waits: dropped, still acknowledged
     bad = RemotingCommand(code=RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, ext_fields={"topic": "T"}, body=b"")

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.broker import schedule
-from rocketq.protocol import message
+from rocketq.protocol import javahash, messageerrors, messageproperties, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol.messagetypes import MessageSysFlag
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.settings import StoreSettings
 
@@ -48,7 +48,8 @@ def service(store: MessageStore, put: schedule.Put | None = None) -> schedule.Sc
 
 
 async def put_delayed(store: MessageStore, level: int, body: bytes, topic: str = "Real", queue_id: int = 1) -> None:
-    props = {message.DELAY: str(level), message.UNIQ_KEY: body.decode(), message.TAGS: "tg"}
+    props = {messageproperties.DELAY: str(level), messageproperties.UNIQ_KEY: body.decode(),
+             messageproperties.TAGS: "tg"}
     where = schedule.to_schedule(topic, queue_id, props, 0, len(store.settings.delay_levels_ms))
     assert where is not None
     result = await store.put(PutRequest(where[0], where[1], body, 0, where[2], born_timestamp=7))
@@ -57,33 +58,34 @@ async def put_delayed(store: MessageStore, level: int, body: bytes, topic: str =
 
 def bodies(store: MessageStore, topic: str = "Real", queue_id: int = 1) -> list[bytes]:
     got = store.get_messages(topic, queue_id, 0, 100)
-    return [message.decode_stored_record(b).body for b in got.buffers]
+    return [storedrecords.decode_stored_record(b).body for b in got.buffers]
 
 
 def test_to_schedule_rewrites_and_clamps() -> None:
-    props = {message.DELAY: "99", message.TAGS: "a"}
+    props = {messageproperties.DELAY: "99", messageproperties.TAGS: "a"}
     topic, queue_id, rewritten = schedule.to_schedule("T", 5, props, 0, 18) or ("", -1, {})
     assert (topic, queue_id) == (SCHEDULE_TOPIC, 17)
-    assert rewritten == {message.DELAY: "18", message.TAGS: "a", message.REAL_TOPIC: "T", message.REAL_QID: "5"}
-    assert props[message.DELAY] == "99"  # the caller's map is left alone
-    assert schedule.to_schedule("T", 0, {message.DELAY: "2"}, 0, 18)[:2] == (SCHEDULE_TOPIC, 1)  # type: ignore[index]
+    assert rewritten == {messageproperties.DELAY: "18", messageproperties.TAGS: "a",
+                         messageproperties.REAL_TOPIC: "T", messageproperties.REAL_QID: "5"}
+    assert props[messageproperties.DELAY] == "99"  # the caller's map is left alone
+    assert schedule.to_schedule("T", 0, {messageproperties.DELAY: "2"}, 0, 18)[:2] == (SCHEDULE_TOPIC, 1)  # type: ignore[index]
 
 
 @pytest.mark.parametrize("delay", [None, "", "0", "-3"])
 def test_no_positive_delay_is_not_scheduled(delay: str | None) -> None:
-    props = {} if delay is None else {message.DELAY: delay}
+    props = {} if delay is None else {messageproperties.DELAY: delay}
     assert schedule.to_schedule("T", 0, props, 0, 18) is None
 
 
 def test_prepared_transaction_messages_are_not_scheduled() -> None:
-    props = {message.DELAY: "3"}
+    props = {messageproperties.DELAY: "3"}
     assert schedule.to_schedule("T", 0, props, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 18) is None
     assert schedule.to_schedule("T", 0, props, MessageSysFlag.TRANSACTION_COMMIT_TYPE, 18) is not None
 
 
 def test_a_non_integer_delay_is_illegal() -> None:
-    with pytest.raises(message.MessageIllegalError, match="not a delay level"):
-        schedule.to_schedule("T", 0, {message.DELAY: "soon"}, 0, 18)
+    with pytest.raises(messageerrors.MessageIllegalError, match="not a delay level"):
+        schedule.to_schedule("T", 0, {messageproperties.DELAY: "soon"}, 0, 18)
 
 
 def test_delay_offsets_read_what_apache_rocketmq_writes() -> None:
@@ -126,11 +128,11 @@ async def test_due_messages_move_to_their_real_queue_in_order(make_store: StoreF
     assert bodies(store) == [b"m0", b"m1", b"m2"]
     assert svc.offsets[1] == 3 and svc.delivered == 3
     assert await svc.deliver_due(2) > 0  # level 2 waits its own 2 s
-    rec = message.decode_stored_record(store.get_messages("Real", 1, 0, 1).buffers[0])
+    rec = storedrecords.decode_stored_record(store.get_messages("Real", 1, 0, 1).buffers[0])
     assert rec.topic == "Real" and rec.born_timestamp == 7
     assert rec.msg_id == "m0"  # UNIQ_KEY kept: the client's message id is unchanged
-    assert rec.properties[message.REAL_TOPIC] == "Real" and rec.properties[message.DELAY] == "1"
-    assert store.get_messages("Real", 1, 0, 1).tag_codes == [message.tag_hash("tg")]
+    assert rec.properties[messageproperties.REAL_TOPIC] == "Real" and rec.properties[messageproperties.DELAY] == "1"
+    assert store.get_messages("Real", 1, 0, 1).tag_codes == [javahash.tag_hash("tg")]
 
 
 async def test_a_failed_re_put_is_retried_at_the_same_offset(make_store: StoreFactory) -> None:
@@ -157,7 +159,7 @@ async def test_transaction_half_and_unroutable_messages_are_skipped(make_store: 
     svc = service(store)
     svc._levels = (0, 0, 0)
     await put_delayed(store, 1, b"half", topic=TRANS_HALF_TOPIC)
-    await store.put(PutRequest(SCHEDULE_TOPIC, 0, b"nowhere", properties={message.DELAY: "1"}))
+    await store.put(PutRequest(SCHEDULE_TOPIC, 0, b"nowhere", properties={messageproperties.DELAY: "1"}))
     await put_delayed(store, 1, b"ok")
     await svc.deliver_due(1)
     assert bodies(store) == [b"ok"] and bodies(store, TRANS_HALF_TOPIC) == [] and svc.offsets[1] == 3

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import message
+from rocketq.protocol import batchbodies, javahash, messageerrors, messageproperties, messagetypes
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader
@@ -46,24 +46,24 @@ def _records(handlers: SendHandlers, properties: str | None, *, batch_of: list[A
     if batch_of is None:
         request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, body=b"body")
     else:
-        body = message.encode_batch_body(batch_of)
+        body = batchbodies.encode_batch_body(batch_of)
         request = RemotingCommand(code=RequestCode.SEND_BATCH_MESSAGE, body=body)
     return handlers._records(request, header, 3, Peer())  # type: ignore[arg-type]
 
 
 def _expected(text: str) -> str:
     """What the broker stored before it learnt to pass canonical text through."""
-    props = message.decode_properties(text)
-    props.setdefault(message.CLUSTER, CLUSTER)
-    return message.encode_properties(props)
+    props = messageproperties.decode_properties(text)
+    props.setdefault(messageproperties.CLUSTER, CLUSTER)
+    return messageproperties.encode_properties(props)
 
 
 def _check_hints(record: PutRequest) -> None:
     stored = record.properties
     assert isinstance(stored, str)
-    props = message.decode_properties(stored)
-    assert record.tags_code == message.tag_hash(props.get(message.TAGS))
-    assert record.index_keys == (props.get(message.UNIQ_KEY), props.get(message.KEYS))
+    props = messageproperties.decode_properties(stored)
+    assert record.tags_code == javahash.tag_hash(props.get(messageproperties.TAGS))
+    assert record.index_keys == (props.get(messageproperties.UNIQ_KEY), props.get(messageproperties.KEYS))
 
 
 @pytest.mark.parametrize("text, stored", [
@@ -81,13 +81,13 @@ def test_stored_properties(tmp_path: Path, text: str, stored: str) -> None:
 
 
 def test_a_value_holding_the_name_separator_is_refused_as_before(tmp_path: Path) -> None:
-    with pytest.raises(message.MessageIllegalError):
+    with pytest.raises(messageerrors.MessageIllegalError):
         _records(_handlers(tmp_path), "A\x01b\x01c\x02")
 
 
 def test_batch_items_keep_their_own_properties(tmp_path: Path) -> None:
-    msgs = [message.Message("T", b"one", properties={"TAGS": "x", "KEYS": "k"}),
-            message.Message("T", b"two", 7, properties={"UNIQ_KEY": "U2"})]
+    msgs = [messagetypes.Message("T", b"one", properties={"TAGS": "x", "KEYS": "k"}),
+            messagetypes.Message("T", b"two", 7, properties={"UNIQ_KEY": "U2"})]
     batch = _records(_handlers(tmp_path), None, batch_of=msgs)
     assert isinstance(batch, BatchPutRequest)
     assert (batch.topic, batch.queue_id, batch.born_host, batch.born_timestamp) == ("T", 3, ("10.1.2.3", 4567), 5)
@@ -122,12 +122,12 @@ def test_stored_text_is_what_encoding_the_decoded_map_gives(entries: list[tuple[
 def test_a_delayed_message_is_stored_in_the_schedule_topic(tmp_path: Path) -> None:
     (record,) = _records(_handlers(tmp_path), "TAGS\x01a\x02DELAY\x0130\x02")
     assert (record.topic, record.queue_id) == ("SCHEDULE_TOPIC_XXXX", 17)  # level 30 clamped to 18
-    props = message.decode_properties(record.properties)
+    props = messageproperties.decode_properties(record.properties)
     assert (props["DELAY"], props["REAL_TOPIC"], props["REAL_QID"], props["TAGS"]) == ("18", "T", "3", "a")
     (plain,) = _records(_handlers(tmp_path), "DELAY\x010\x02")
     assert (plain.topic, plain.queue_id) == ("T", 3)
 
 
 def test_a_batch_of_delayed_messages_is_illegal(tmp_path: Path) -> None:
-    answer = _records(_handlers(tmp_path), None, batch_of=[message.Message("T", b"a", properties={"DELAY": "2"})])
+    answer = _records(_handlers(tmp_path), None, batch_of=[messagetypes.Message("T", b"a", properties={"DELAY": "2"})])
     assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.MESSAGE_ILLEGAL

@@ -13,11 +13,11 @@ from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol import codes, messageproperties, messagetypes, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.messagestore import MessageStore, PutRequest
 from rocketq.store.settings import StoreSettings
 
@@ -47,10 +47,10 @@ class Env:
         request = RemotingCommand(code=RequestCode.CONSUMER_SEND_MSG_BACK, ext_fields=header.to_ext(), version=version)
         return await self.handlers.send_back(None, request)  # type: ignore[arg-type]
 
-    def only(self, topic: str, queue_id: int) -> message.MessageExt:
+    def only(self, topic: str, queue_id: int) -> messagetypes.MessageExt:
         got = self.store.get_messages(topic, queue_id, 0, 10)
         assert got.message_count == 1, (topic, queue_id, got.status)
-        return message.decode_stored_record(got.buffers[0])
+        return storedrecords.decode_stored_record(got.buffers[0])
 
 
 @pytest.fixture
@@ -76,10 +76,11 @@ async def test_first_retry_waits_at_level_three_in_the_schedule_topic(env: Env) 
     rec = env.only(SCHEDULE_TOPIC, 2)
     assert rec.reconsume_times == 1 and rec.body == b"payload" and rec.flag == 3 and rec.born_timestamp == 5
     p = rec.properties
-    assert (p[message.DELAY], p[message.REAL_TOPIC], p[message.REAL_QID]) == ("3", codes.retry_topic(GROUP), "0")
-    assert p[message.RETRY_TOPIC] == "Orders" and p[message.UNIQ_KEY] == "U1"
-    original = message.decode_stored_record(env.store.look_message_by_offset(offset) or b"")
-    assert p[message.ORIGIN_MESSAGE_ID] == original.offset_msg_id and p[message.WAIT] == "false"
+    assert (p[messageproperties.DELAY], p[messageproperties.REAL_TOPIC], p[messageproperties.REAL_QID]) == (
+        "3", codes.retry_topic(GROUP), "0")
+    assert p[messageproperties.RETRY_TOPIC] == "Orders" and p[messageproperties.UNIQ_KEY] == "U1"
+    original = storedrecords.decode_stored_record(env.store.look_message_by_offset(offset) or b"")
+    assert p[messageproperties.ORIGIN_MESSAGE_ID] == original.offset_msg_id and p[messageproperties.WAIT] == "false"
 
 
 async def test_later_retries_use_three_plus_reconsume_times_or_the_requested_level(env: Env) -> None:
@@ -87,11 +88,12 @@ async def test_later_retries_use_three_plus_reconsume_times_or_the_requested_lev
     assert answer.code == ResponseCode.SUCCESS
     rec = env.only(SCHEDULE_TOPIC, 6)  # level 7
     assert rec.reconsume_times == 5
-    assert (rec.properties[message.RETRY_TOPIC], rec.properties[message.ORIGIN_MESSAGE_ID]) == ("First", "O")
+    assert rec.properties[messageproperties.RETRY_TOPIC] == "First"
+    assert rec.properties[messageproperties.ORIGIN_MESSAGE_ID] == "O"
     await env.send_back(await env.stored(), delay_level=1)
-    assert env.only(SCHEDULE_TOPIC, 0).properties[message.DELAY] == "1"
+    assert env.only(SCHEDULE_TOPIC, 0).properties[messageproperties.DELAY] == "1"
     await env.send_back(await env.stored(reconsume_times=15), delay_level=0)
-    assert env.only(SCHEDULE_TOPIC, 17).properties[message.DELAY] == "18"  # 3 + 15 clamped
+    assert env.only(SCHEDULE_TOPIC, 17).properties[messageproperties.DELAY] == "18"  # 3 + 15 clamped
 
 
 async def test_past_the_group_maximum_the_message_goes_to_the_dlq(env: Env) -> None:
@@ -101,8 +103,8 @@ async def test_past_the_group_maximum_the_message_goes_to_the_dlq(env: Env) -> N
     dlq = env.topics.get(codes.dlq_topic(GROUP))
     assert dlq is not None and dlq.perm == codes.PERM_READ_WRITE and dlq.read_queue_nums == 1
     rec = env.only(codes.dlq_topic(GROUP), 0)
-    assert rec.reconsume_times == 3 and rec.properties[message.DELAY] == "0"
-    assert rec.properties[message.RETRY_TOPIC] == "Orders"
+    assert rec.reconsume_times == 3 and rec.properties[messageproperties.DELAY] == "0"
+    assert rec.properties[messageproperties.RETRY_TOPIC] == "Orders"
     assert env.store.get_max_offset(SCHEDULE_TOPIC, 2) == 0
     assert env.handlers.sent_to_dlq == 1
 
@@ -150,7 +152,7 @@ async def test_a_direct_send_to_the_retry_topic_past_the_maximum_goes_to_the_dlq
     routed = await env.handlers.route_retry_send(request, retry_send(3, max_times=3))
     assert isinstance(routed, SendMessageRequestHeader)
     assert (routed.topic, routed.queue_id) == (codes.dlq_topic(GROUP), 0)
-    assert message.decode_properties(routed.properties or "") == {"TAGS": "t", "DELAY": "0"}
+    assert messageproperties.decode_properties(routed.properties or "") == {"TAGS": "t", "DELAY": "0"}
     assert env.topics.get(codes.dlq_topic(GROUP)) is not None and env.registered == 1
     no_auto_create = BrokerBehaviour(auto_create_subscription_group=False)
     strict = Env(env.store, env.store.settings.root_dir / "strict", no_auto_create)

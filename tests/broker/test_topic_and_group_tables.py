@@ -9,7 +9,7 @@ import pytest
 
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager, validate_group_name
 from rocketq.broker.topics import TopicConfigManager, TopicError, validate_topic_name
-from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol.sharedbodies import DataVersion, SubscriptionGroupConfig, TopicConfig
 
 JAVA_TOPICS = {
     "dataVersion": {"counter": 5, "timestamp": 1700000000000},

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rocketq.broker import schedule, transactionchecks, transactions
-from rocketq.broker.clients import ClientChannel, ClientManager
+from rocketq.broker.clienttable import ClientChannel, ClientManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.send import PUT_STATUS_TO_RESPONSE
 from rocketq.broker.topics import TopicConfigManager

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from rocketq.protocol import headers, message, subscription
+from rocketq.protocol import (
+    batchbodies,
+    headers,
+    javahash,
+    messageproperties,
+    messagetypes,
+    storedrecords,
+    subscription,
+)
 from rocketq.protocol.codes import RequestCode, ResponseCode, retry_topic
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.connection import Connection
@@ -121,15 +129,15 @@ class FakeBroker:
               sys_flag: int = 0, flag: int = 0, reconsume_times: int = 0) -> tuple[int, str]:
         q = self.queues[(topic, queue_id)]
         offset = q.min_offset + len(q.records)
-        record = message.encode_stored_record(
+        record = storedrecords.encode_stored_record(
             topic=topic, queue_id=queue_id, body=body, flag=flag, properties=properties, sys_flag=sys_flag,
             born_timestamp=int(time.time() * 1000), store_timestamp=int(time.time() * 1000),
             store_host=("127.0.0.1", self.server.port), queue_offset=offset, physical_offset=self.commitlog_offset,
             reconsume_times=reconsume_times)
-        ext = message.decode_stored_record(record, decompress=False)
+        ext = storedrecords.decode_stored_record(record, decompress=False)
         self.commitlog_offset += len(record)
         q.records.append(record)
-        q.tags.append(message.tag_hash(ext.tags))
+        q.tags.append(javahash.tag_hash(ext.tags))
         q.times.append(ext.store_timestamp)
         self._wake()
         return offset, ext.offset_msg_id
@@ -154,7 +162,7 @@ class FakeBroker:
         h = headers.send_header_from_v2(req.ext_fields)
         if h.batch:
             results = [self.store(h.topic, h.queue_id, item.body, item.encoded_properties, flag=item.flag)
-                       for item in message.decode_batch_body(req.body)]
+                       for item in batchbodies.decode_batch_body(req.body)]
             offset, msg_id = results[0][0], ",".join(r[1] for r in results)
         else:
             offset, msg_id = self.store(h.topic, h.queue_id, req.body, h.properties or "", h.sys_flag, h.flag)
@@ -291,15 +299,15 @@ class FakeBroker:
         if original is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
         props = dict(original.properties)
-        props.setdefault(message.RETRY_TOPIC, original.topic)
+        props.setdefault(messageproperties.RETRY_TOPIC, original.topic)
         self.store(retry_topic(h.group), 0, original.body, props, flag=original.flag,
                    reconsume_times=original.reconsume_times + 1)
         return req.response(ResponseCode.SUCCESS)
 
-    def _find(self, commit_log_offset: int) -> message.MessageExt | None:
+    def _find(self, commit_log_offset: int) -> messagetypes.MessageExt | None:
         for q in self.queues.values():
             for record in q.records:
-                ext = message.decode_stored_record(record)
+                ext = storedrecords.decode_stored_record(record)
                 if ext.commit_log_offset == commit_log_offset:
                     return ext
         return None

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rocketq.client.faults import LatencyFaultTolerance, not_available_duration
 from rocketq.client.queues import MessageQueue
 from rocketq.client.selectors import RoundRobin, hash_by_key, random_queue
-from rocketq.protocol.message import java_string_hash
+from rocketq.protocol.javahash import java_string_hash
 
 
 class Clock:

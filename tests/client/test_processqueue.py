@@ -6,13 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.client.processqueue import ProcessQueue
-from rocketq.protocol import message
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol import storedrecords
+from rocketq.protocol.messagetypes import MessageExt
 
 
 def ext(offset: int, body: bytes = b"xx") -> MessageExt:
-    record = message.encode_stored_record(topic="T", queue_id=0, body=body, queue_offset=offset)
-    return message.decode_stored_record(record)
+    record = storedrecords.encode_stored_record(topic="T", queue_id=0, body=body, queue_offset=offset)
+    return storedrecords.decode_stored_record(record)
 
 
 def test_commit_point_is_the_smallest_offset_left_or_max_plus_one() -> None:

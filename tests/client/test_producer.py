@@ -15,7 +15,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.queues import MessageQueue
 from rocketq.client.selectors import hash_by_key
 from rocketq.client.sending import SendResult, SendStatus
-from rocketq.protocol import message
+from rocketq.protocol import messagetypes, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.remoting.errors import RemotingTimeoutError
 
@@ -33,8 +33,8 @@ async def producer(cluster: FakeCluster) -> AsyncIterator[Producer]:
         await p.close()
 
 
-def stored(cluster: FakeCluster, topic: str = "TopicTest") -> list[message.MessageExt]:
-    return [message.decode_stored_record(r) for b in cluster.brokers for (t, _q), sq in b.queues.items()
+def stored(cluster: FakeCluster, topic: str = "TopicTest") -> list[messagetypes.MessageExt]:
+    return [storedrecords.decode_stored_record(r) for b in cluster.brokers for (t, _q), sq in b.queues.items()
             if t == topic for r in sq.records]
 
 
@@ -60,7 +60,7 @@ async def test_large_body_is_compressed_on_the_wire_and_readable(cluster: FakeCl
     body = bytes(range(256)) * 64
     await producer.send(Message("TopicTest", body))
     [ext] = stored(cluster)
-    assert ext.sys_flag & message.MessageSysFlag.COMPRESSED and ext.body == body
+    assert ext.sys_flag & messagetypes.MessageSysFlag.COMPRESSED and ext.body == body
     raw = next(r for b in cluster.brokers for sq in b.queues.values() for r in sq.records)
     assert len(raw) < len(body)
 

@@ -13,7 +13,7 @@ from rocketq.client.errors import ProtocolError
 from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
-from rocketq.protocol import message, subscription
+from rocketq.protocol import storedrecords, subscription
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.headers import PullMessageResponseHeader
 
@@ -22,7 +22,7 @@ MQ = MessageQueue("T", "broker-a", 1)
 
 def record(offset: int, tags: str | None, body: bytes = b"b") -> bytes:
     props = {"TAGS": tags} if tags else {}
-    return message.encode_stored_record(topic="T", queue_id=1, body=body, properties=props, queue_offset=offset,
+    return storedrecords.encode_stored_record(topic="T", queue_id=1, body=body, properties=props, queue_offset=offset,
                                         physical_offset=offset * 100)
 
 

@@ -21,7 +21,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer, parse_consume_timestamp
 from rocketq.client.settings import ConsumeFromWhere, MessageModel
 from rocketq.protocol.codes import RequestCode, ResponseCode
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 FAST = {"rebalance_interval": 300, "broker_suspend_max_time_millis": 500,
         "consumer_timeout_millis_when_suspend": 3000, "persist_consumer_offset_interval": 100}

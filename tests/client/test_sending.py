@@ -6,16 +6,16 @@ import zlib
 
 import pytest
 
-from rocketq.client import names, sending
+from rocketq.client import namechecks, sending
 from rocketq.client.errors import ClientStateError, MessageError
 from rocketq.client.messages import Message
 from rocketq.client.queues import MessageQueue
 from rocketq.client.sending import SendStatus
 from rocketq.client.settings import ProducerSettings
 from rocketq.client.wire import SendReply
-from rocketq.protocol import headers, message, msgid
+from rocketq.protocol import batchbodies, headers, messageproperties, msgid
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol.messagetypes import MessageSysFlag
 
 SETTINGS = ProducerSettings(namesrv_addr="127.0.0.1:9876")
 MQ = MessageQueue("T", "broker-a", 2)
@@ -27,7 +27,7 @@ def test_prepare_stamps_a_uniq_key_once_and_keeps_the_body() -> None:
     assert msg.uniq_key == out.msg_id and len(out.msg_id) == 32
     msgid.decode_uniq_id(out.msg_id)
     assert out.body == b"hello" and out.sys_flag == 0
-    assert message.decode_properties(out.properties) == {"TAGS": "A", "KEYS": "k1 k2", "UNIQ_KEY": out.msg_id}
+    assert messageproperties.decode_properties(out.properties) == {"TAGS": "A", "KEYS": "k1 k2", "UNIQ_KEY": out.msg_id}
     again = sending.prepare(msg, SETTINGS)
     assert again.msg_id == out.msg_id
 
@@ -59,19 +59,19 @@ def test_bad_messages_are_refused_before_sending(msg: Message, match: str) -> No
 
 
 def test_group_names_are_checked() -> None:
-    assert names.check_group("cg_1-%|x") == "cg_1-%|x"
+    assert namechecks.check_group("cg_1-%|x") == "cg_1-%|x"
     for bad in ("", "a b", "x" * 256):
         with pytest.raises(ClientStateError):
-            names.check_group(bad)
+            namechecks.check_group(bad)
 
 
 def test_batch_body_holds_every_message_with_its_own_uniq_key() -> None:
     msgs = [Message("T", f"m{i}".encode(), tags="A") for i in range(3)]
     out = sending.prepare_batch(msgs, SETTINGS)
-    items = message.decode_batch_body(out.body)
+    items = batchbodies.decode_batch_body(out.body)
     assert [i.body for i in items] == [b"m0", b"m1", b"m2"]
     assert out.msg_id == ",".join(i.properties["UNIQ_KEY"] for i in items)
-    assert out.batch and message.decode_properties(out.properties) == {"WAIT": "true"}
+    assert out.batch and messageproperties.decode_properties(out.properties) == {"WAIT": "true"}
 
 
 @pytest.mark.parametrize("msgs, match", [
@@ -111,9 +111,9 @@ def test_result_maps_status_and_takes_queue_from_the_answer(code: ResponseCode, 
 def test_encoded_properties_equal_the_codec_after_stamping() -> None:
     msg = Message("T", b"x", tags="A", properties={"z": "1"})
     out = sending.prepare(msg, SETTINGS)
-    assert out.properties == message.encode_properties(msg.properties)
+    assert out.properties == messageproperties.encode_properties(msg.properties)
     keyed = Message("T", b"x", properties={"UNIQ_KEY": "ABC", "k": "v"})
-    assert sending.prepare(keyed, SETTINGS).properties == message.encode_properties(keyed.properties)
+    assert sending.prepare(keyed, SETTINGS).properties == messageproperties.encode_properties(keyed.properties)
 
 
 def test_a_refused_message_is_left_unchanged() -> None:

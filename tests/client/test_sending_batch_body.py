@@ -14,7 +14,7 @@ from rocketq.client import sending
 from rocketq.client.errors import MessageError
 from rocketq.client.messages import Message
 from rocketq.client.settings import ProducerSettings
-from rocketq.protocol import message
+from rocketq.protocol import batchbodies, messageproperties
 
 SETTINGS = ProducerSettings(namesrv_addr="127.0.0.1:9876")
 
@@ -34,7 +34,7 @@ def _reference(msgs: list[Message]) -> tuple[bytes, str]:
     for msg in msgs:
         sending.check(msg, SETTINGS)
     ids = [sending._stamp_uniq_key(msg) for msg in msgs]
-    return message.encode_batch_body(msgs), ",".join(ids)
+    return batchbodies.encode_batch_body(msgs), ",".join(ids)
 
 
 properties = st.fixed_dictionaries({}, optional={
@@ -62,6 +62,6 @@ def test_batch_errors_come_in_the_same_order() -> None:
         sending.prepare_batch([Message("T", b"x"), Message("U", b"y")], SETTINGS)
     with pytest.raises(MessageError, match="body length is zero"):
         sending.prepare_batch([Message("T", b"x"), Message("T", b"")], SETTINGS)
-    big = {"P": "v" * (message.MAX_PROPERTIES_LENGTH - 3)}
+    big = {"P": "v" * (messageproperties.MAX_PROPERTIES_LENGTH - 3)}
     with pytest.raises(MessageError, match="properties"):
         sending.prepare_batch([Message("T", b"x", properties=big)], SETTINGS)

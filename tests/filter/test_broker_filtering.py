@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.broker.clientmanage import ClientHandlers
-from rocketq.broker.clients import ClientManager
+from rocketq.broker.clienthandlers import ClientHandlers
+from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import (
     FILTER_DATA_MISSING,
     FILTER_DATA_STALE,
@@ -24,10 +24,10 @@ from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import message, subscription
+from rocketq.protocol import messageerrors, storedrecords, subscription
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol.messagetypes import MessageSysFlag
 
 
 def sql(topic: str, text: str, version: int = 1) -> subscription.SubscriptionData:
@@ -40,19 +40,19 @@ PROPERTY_TEXT = st.text(alphabet=st.characters(blacklist_characters="\x01\x02", 
 
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(PROPERTY_TEXT.filter(bool), PROPERTY_TEXT, max_size=5), st.binary(max_size=64),
-       st.booleans(), st.sampled_from([message.MAGIC_V1, message.MAGIC_V2]))
+       st.booleans(), st.sampled_from([storedrecords.MAGIC_V1, storedrecords.MAGIC_V2]))
 def test_stored_properties_reads_what_was_stored(props: dict[str, str], body: bytes, v6: bool, magic: int) -> None:
     host = ("::1", 5) if v6 else ("127.0.0.1", 5)
-    record = message.encode_stored_record(topic="T", queue_id=0, body=body, properties=props,
+    record = storedrecords.encode_stored_record(topic="T", queue_id=0, body=body, properties=props,
                                           born_host=host, store_host=host, magic=magic)
-    assert message.stored_properties(b"pad" + record, 3) == props
-    assert bool(message.decode_stored_record(record).sys_flag & MessageSysFlag.BORNHOST_V6) == v6
+    assert storedrecords.stored_properties(b"pad" + record, 3) == props
+    assert bool(storedrecords.decode_stored_record(record).sys_flag & MessageSysFlag.BORNHOST_V6) == v6
 
 
 def test_stored_properties_refuses_a_cut_record() -> None:
-    record = message.encode_stored_record(topic="T", queue_id=0, body=b"b", properties={"a": "1"})
-    with pytest.raises(message.MessageFormatError):
-        message.stored_properties(record[:-3])
+    record = storedrecords.encode_stored_record(topic="T", queue_id=0, body=b"b", properties={"a": "1"})
+    with pytest.raises(messageerrors.MessageFormatError):
+        storedrecords.stored_properties(record[:-3])
 
 
 def test_registration_compiles_once_per_version_and_drops_unsubscribed_topics() -> None:

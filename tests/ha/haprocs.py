@@ -15,7 +15,7 @@ from pathlib import Path
 from clusterprocs import Proc, Processes, start_process
 
 from rocketq.admin.client import AdminClient
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-conf"
 SEGMENT_SIZE = 1024 * 1024

@@ -17,7 +17,7 @@ from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.settings import ConsumeFromWhere
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 TOPIC = "FailoverIT"
 GROUP = "failover-cg"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rocketq.ha import reads
-from rocketq.protocol import message
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol import storedrecords
+from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.store.results import GetResult, GetStatus
 
 MEMORY = 1000
@@ -12,7 +12,7 @@ MEMORY = 1000
 
 def answer_ending_at(phys: int) -> GetResult:
     record = bytearray(64)
-    message.POSITIONS.pack_into(record, message.QUEUE_OFFSET_POS, 0, phys)
+    storedrecords.POSITIONS.pack_into(record, storedrecords.QUEUE_OFFSET_POS, 0, phys)
     return GetResult(GetStatus.FOUND, 1, 0, 1, [memoryview(bytes(record))])
 
 

@@ -19,7 +19,7 @@ from haprocs import (
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.sending import SendStatus
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 
 TOPIC = "HaIT"
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rocketq.cli import admin as admin_cli
 from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 
 
 def scrape(port: int) -> dict[str, float]:

@@ -7,7 +7,7 @@ import pytest
 from clusterprocs import Processes
 from haprocs import start_pair
 
-from rocketq.admin.bodies import GroupConfig, TopicConfig
+from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.broker.adminops import SLAVE_REFUSAL

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.client.pullconsumer import PullConsumer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 
 READY = " listening on "
 

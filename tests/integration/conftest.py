@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from clusterprocs import Processes
 
-from rocketq.localcluster import ClusterLayout, ClusterState, LocalCluster
+from rocketq.local.cluster import ClusterLayout, ClusterState, LocalCluster
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from test_startup_errors import assert_one_line_error, broker_args, run
 from test_transactions import TX_CONFIG, Answers, Collector
 
 from rocketq.acl import signing
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.client import BrokerError, Message, Producer, PullConsumer, PushConsumer
 from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer

@@ -14,11 +14,11 @@ from clusterprocs import Processes
 
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
-from rocketq.protocol import message, msgid
+from rocketq.protocol import messagetypes, msgid, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.client import RemotingClient
 
 TOPIC = "BrokerIT"
@@ -33,8 +33,8 @@ def _msg(body: bytes, tags: str | None = None, keys: str | None = None, **props:
     return m
 
 
-async def _pull_all(consumer: PullConsumer, topic: str = TOPIC) -> list[message.MessageExt]:
-    out: list[message.MessageExt] = []
+async def _pull_all(consumer: PullConsumer, topic: str = TOPIC) -> list[messagetypes.MessageExt]:
+    out: list[messagetypes.MessageExt] = []
     for mq in await consumer.fetch_subscribe_queues(topic):
         offset = 0
         while True:
@@ -115,7 +115,7 @@ async def test_long_polling_answers_when_a_message_arrives(processes: Processes)
             response = await asyncio.wait_for(held, 10)
             waited_ms = (time.perf_counter() - started) * 1000
         assert response.code == ResponseCode.SUCCESS
-        (got,) = list(message.iter_stored_records(response.body))
+        (got,) = list(storedrecords.iter_stored_records(response.body))
         assert got.body == b"second"
         print(f"long-poll wake-up after send: {waited_ms:.1f} ms")  # measured; budgets live in bench/
     finally:
@@ -173,14 +173,14 @@ async def test_queries_by_id_key_and_time(processes: Processes) -> None:
             code=RequestCode.VIEW_MESSAGE_BY_ID,
             ext_fields={"offset": str(msgid.decode_offset_msg_id(sent[2].offset_msg_id).commit_log_offset)}), 5)
         assert view.code == ResponseCode.SUCCESS
-        assert message.decode_stored_record(view.body, 0).body == b"q2"
+        assert storedrecords.decode_stored_record(view.body, 0).body == b"q2"
 
         async def query(key: str, max_num: int = 32, begin: int = before, end: int = after) -> list[bytes]:
             r = await client.invoke(broker.address, RemotingCommand(code=RequestCode.QUERY_MESSAGE, ext_fields={
                 "topic": TOPIC, "key": key, "maxNum": str(max_num), "beginTimestamp": str(begin),
                 "endTimestamp": str(end)}), 5)
             return [] if r.code == ResponseCode.QUERY_NOT_FOUND else [m.body for m in
-                                                                      message.iter_stored_records(r.body)]
+                                                                      storedrecords.iter_stored_records(r.body)]
 
         assert await query("order-4") == [b"q4"]
         assert sorted(await query("shared")) == sorted(b"q%d" % i for i in range(6))

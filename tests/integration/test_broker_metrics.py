@@ -8,7 +8,7 @@ from clusterprocs import Processes
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.client import Message, Producer, PullConsumer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 
 
 def _scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -13,12 +13,12 @@ from collections import Counter
 
 from clusterprocs import Processes
 
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.client.producer import Producer
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
 

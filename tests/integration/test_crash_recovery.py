@@ -11,8 +11,8 @@ from clusterprocs import Processes, pull_bodies
 
 from rocketq.client.errors import ClientError
 from rocketq.client.producer import Producer
-from rocketq.protocol import message
-from rocketq.protocol.message import Message
+from rocketq.protocol import storedrecords
+from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.errors import RemotingError
 
 TOPIC = "CrashIT"
@@ -65,7 +65,7 @@ async def test_kill_9_under_sync_flush_loses_no_acknowledged_message(processes: 
 def _commitlog_end(segment: Path) -> int:
     data = segment.read_bytes()
     end = 0
-    for record in message.iter_stored_records(data):
+    for record in storedrecords.iter_stored_records(data):
         end += record.store_size
     return end
 
@@ -84,7 +84,7 @@ async def test_torn_commitlog_tail_is_truncated(processes: Processes, tmp_path: 
     end = _commitlog_end(segment)
     with open(segment, "r+b") as fh:  # half a record: right magic and size, the rest never written
         fh.seek(end)
-        fh.write(struct.pack(">ii", 300, message.MAGIC_V1) + b"\x17" * 40)
+        fh.write(struct.pack(">ii", 300, storedrecords.MAGIC_V1) + b"\x17" * 40)
     processes.broker(ns.address, store=store, port=port)
     assert sorted(await _all_bodies(ns.address)) == sorted(b"good-%d" % i for i in range(20))
     async with Producer("crash-pg", namesrv_addr=ns.address) as producer:

@@ -25,11 +25,12 @@ from rocketq.client.messages import Message
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.selectors import hash_by_key
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.protocol import codes
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import SendMessageRequestHeader, send_header_to_v2
-from rocketq.protocol.message import MessageExt, encode_properties
+from rocketq.protocol.messageproperties import encode_properties
+from rocketq.protocol.messagetypes import MessageExt
 
 TOPIC = "DelayIT"
 GROUP = "delay-cg"

@@ -19,7 +19,7 @@ from clusterprocs import Processes, pull_bodies
 from rocketq.client.errors import BrokerError
 from rocketq.client.producer import Producer
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 
 TOPIC = "DiskFullIT"
 DISK_SIZE = 16 * 1024 * 1024

@@ -20,7 +20,7 @@ from clusterprocs import Proc, Processes
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.client import Message, Producer, PullConsumer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader

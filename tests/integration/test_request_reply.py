@@ -17,9 +17,9 @@ from rocketq.client import BrokerError, ConsumeStatus, Message, Producer, PushCo
 from rocketq.client.consuming import ConsumeContext
 from rocketq.client.errors import MessageError
 from rocketq.client.replies import RequestTimeoutError, create_reply_message
-from rocketq.protocol import codes, message
+from rocketq.protocol import codes, messageproperties
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 TOPIC = "RequestIT"
 CLUSTER = "DefaultCluster"
@@ -45,9 +45,9 @@ async def test_request_gets_the_reply_a_consumer_sends(processes: Any) -> None:
             again = await requester.request(Message(TOPIC, b"ping2"), timeout_ms=20000)
     assert reply.body == b"pong:ping" and again.body == b"pong:ping2"
     assert reply.topic == codes.reply_topic(CLUSTER)
-    assert reply.properties[message.CORRELATION_ID] == request.properties[message.CORRELATION_ID]
-    assert reply.properties[message.MSG_TYPE] == "reply"
-    assert message.ARRIVE_TIME in reply.properties and message.PUSH_REPLY_TIME in reply.properties
+    assert reply.properties[messageproperties.CORRELATION_ID] == request.properties[messageproperties.CORRELATION_ID]
+    assert reply.properties[messageproperties.MSG_TYPE] == "reply"
+    assert messageproperties.ARRIVE_TIME in reply.properties and messageproperties.PUSH_REPLY_TIME in reply.properties
 
 
 async def test_a_request_without_a_replier_times_out(processes: Any) -> None:
@@ -62,8 +62,8 @@ async def test_a_reply_to_an_unknown_client_is_refused_but_stored(processes: Any
     ns = processes.namesrv()
     processes.broker(ns.address)
     orphan = Message(codes.reply_topic(CLUSTER), b"late")
-    orphan.properties.update({message.MSG_TYPE: "reply", message.CORRELATION_ID: "c-1",
-                              message.REPLY_TO_CLIENT: "10.0.0.1@nobody", message.TTL: "3000"})
+    orphan.properties.update({messageproperties.MSG_TYPE: "reply", messageproperties.CORRELATION_ID: "c-1",
+                              messageproperties.REPLY_TO_CLIENT: "10.0.0.1@nobody", messageproperties.TTL: "3000"})
     async with Producer("orphan-pg", namesrv_addr=ns.address, retry_times_when_send_failed=0) as replier:
         with pytest.raises(BrokerError) as refused:
             await replier.send(orphan)

@@ -18,7 +18,7 @@ import pytest
 from clusterprocs import Proc, Processes
 
 from rocketq.admin.client import AdminClient
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.metrics import announcing
 from rocketq.remoting.errors import RemotingError
 

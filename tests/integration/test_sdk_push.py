@@ -19,7 +19,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.selectors import hash_by_key
 from rocketq.client.settings import ConsumeFromWhere
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 TOPIC = "SdkIT"
 FAST: dict[str, Any] = {

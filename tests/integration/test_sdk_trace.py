@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from test_sdk_push import FAST, wait_until
 
 from rocketq.admin import cluster, messages
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.cli import admin as admin_cli
@@ -27,7 +27,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.protocol import traces
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.traces import ContextCode, TraceRecord, TraceType
 
 TOPIC = "TraceIT"

@@ -19,9 +19,9 @@ import pytest
 from clusterprocs import Proc, Processes
 
 from rocketq.client.producer import Producer
-from rocketq.localcluster import free_port
+from rocketq.local.ports import free_port
 from rocketq.metrics import announcing
-from rocketq.protocol.message import Message
+from rocketq.protocol.messagetypes import Message
 
 ROCKETQ = [sys.executable, "-m", "rocketq"]
 SEGMENT = 64 * 1024 * 1024

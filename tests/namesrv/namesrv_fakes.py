@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-
-from rocketq.namesrv import bodies
-from rocketq.namesrv.bodies import RegisterBrokerBody
+from rocketq.local.ports import free_port
+from rocketq.namesrv import registerbodies
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.protocol import headers
-from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
+
+__all__ = ["V1", "free_port", "register", "route_query"]
 
 V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
 
@@ -27,10 +28,10 @@ def register(
     heartbeat_timeout_ms: int | None = None,
 ) -> RemotingCommand:
     configs = tuple(t if isinstance(t, TopicConfig) else TopicConfig(t, 4, 4, 6) for t in topics)
-    body = bodies.encode_register_body(RegisterBrokerBody(configs, version), compress=compress)
+    body = registerbodies.encode_register_body(RegisterBrokerBody(configs, version), compress=compress)
     header = headers.RegisterBrokerRequestHeader(
         broker_name=name, broker_addr=addr, cluster_name=cluster, ha_server_addr=ha, broker_id=broker_id,
-        compressed=compress, body_crc32=bodies.java_crc32(body) if crc else 0,
+        compressed=compress, body_crc32=registerbodies.java_crc32(body) if crc else 0,
         heartbeat_timeout_millis=heartbeat_timeout_ms)
     return RemotingCommand(code=RequestCode.REGISTER_BROKER, ext_fields=header.to_ext(), body=body)
 
@@ -39,8 +40,3 @@ def route_query(topic: str) -> RemotingCommand:
     return RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC,
                            ext_fields=headers.TopicHeader(topic=topic).to_ext())
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -17,9 +17,9 @@ from namesrv_fakes import V1, free_port, register, route_query
 from rocketq.namesrv.server import NamesrvServer
 from rocketq.namesrv.settings import NamesrvSettings
 from rocketq.protocol import headers
-from rocketq.protocol.bodies import DataVersion, TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
 from rocketq.remoting.client import RemotingClient
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from rocketq.namesrv.bodies import RegisterBrokerBody
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.namesrv.routes import Registration, RouteError, RouteTable
-from rocketq.protocol.bodies import DataVersion, TopicConfig
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
 
 V1 = DataVersion(timestamp=1000, counter=1)
 V2 = DataVersion(timestamp=1000, counter=2)

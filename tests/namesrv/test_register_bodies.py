@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.namesrv import bodies
-from rocketq.namesrv.bodies import RegisterBrokerBody
-from rocketq.protocol.bodies import BodyError, DataVersion, TopicConfig
+from rocketq.namesrv import registerbodies
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
+from rocketq.protocol.sharedbodies import BodyError, DataVersion, TopicConfig
 
 JAVA_JSON = (
     b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"timestamp":1700000000000},'
@@ -34,7 +34,7 @@ def java_compressed(version: bytes, topics: list[bytes], filters: bytes = b"[]")
 
 
 def test_java_json_body() -> None:
-    body = bodies.decode_register_body(JAVA_JSON, compressed=False)
+    body = registerbodies.decode_register_body(JAVA_JSON, compressed=False)
     assert body.data_version == DataVersion(1700000000000, 3)
     assert {tc.topic_name: tc.read_queue_nums for tc in body.topic_configs} == {"TopicTest": 4, "%RETRY%g": 1}
     assert body.filter_servers == ()
@@ -44,14 +44,14 @@ def test_java_compressed_body() -> None:
     data = java_compressed(b'{"counter":7,"timestamp":5}',
                            [b"TopicTest 8 8 6 SINGLE_TAG ", b'Attr 2 2 4 MULTI_TAG {"+a":"b c"}'],
                            b'["10.0.0.9:1"]')
-    body = bodies.decode_register_body(data, compressed=True)
+    body = registerbodies.decode_register_body(data, compressed=True)
     assert body.data_version == DataVersion(5, 7)
     assert body.topic_configs == (TopicConfig("TopicTest", 8, 8, 6), TopicConfig("Attr", 2, 2, 4, "MULTI_TAG"))
     assert body.filter_servers == ("10.0.0.9:1",)
 
 
 def test_deflated_json_body_is_accepted() -> None:
-    body = bodies.decode_register_body(zlib.compress(JAVA_JSON), compressed=True)
+    body = registerbodies.decode_register_body(zlib.compress(JAVA_JSON), compressed=True)
     assert len(body.topic_configs) == 2
 
 
@@ -59,16 +59,16 @@ def test_deflated_json_body_is_accepted() -> None:
 def test_encode_round_trip(compress: bool) -> None:
     original = RegisterBrokerBody(
         (TopicConfig("A", 4, 4, 6), TopicConfig("B", 1, 2, 2, "MULTI_TAG")), DataVersion(9, 8), ("f:1",))
-    assert bodies.decode_register_body(bodies.encode_register_body(original, compress=compress),
+    assert registerbodies.decode_register_body(registerbodies.encode_register_body(original, compress=compress),
                                        compressed=compress) == original
 
 
 def test_empty_body_is_an_empty_table() -> None:
-    assert bodies.decode_register_body(b"", compressed=False) == RegisterBrokerBody()
+    assert registerbodies.decode_register_body(b"", compressed=False) == RegisterBrokerBody()
 
 
 def test_missing_fields_take_java_defaults() -> None:
-    body = bodies.decode_register_body(b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{}}}}',
+    body = registerbodies.decode_register_body(b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{}}}}',
                                        compressed=False)
     assert body.topic_configs == (TopicConfig("T", 16, 16, 6),)
     assert body.data_version == DataVersion()
@@ -79,7 +79,7 @@ def test_numbers_and_booleans_written_as_strings_register_as_fastjson_reads_them
     raw = (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":"4",'
            b'"writeQueueNums":"4.0","perm":"6","topicSysFlag":"0","order":"true"}},'
            b'"dataVersion":{"timestamp":"1700000000000","counter":"3"}}}')
-    body = bodies.decode_register_body(raw, compressed=False)
+    body = registerbodies.decode_register_body(raw, compressed=False)
     assert body.topic_configs == (TopicConfig("T", 4, 4, 6, order=True),)
     assert body.data_version == DataVersion(1700000000000, 3)
 
@@ -99,7 +99,7 @@ def test_numbers_and_booleans_written_as_strings_register_as_fastjson_reads_them
 ])
 def test_bad_json_bodies_are_refused_with_a_clear_reason(raw: bytes, message: str) -> None:
     with pytest.raises(BodyError, match=message):
-        bodies.decode_register_body(raw, compressed=False)
+        registerbodies.decode_register_body(raw, compressed=False)
 
 
 @pytest.mark.parametrize("data, message", [
@@ -116,32 +116,32 @@ def test_bad_json_bodies_are_refused_with_a_clear_reason(raw: bytes, message: st
 ])
 def test_bad_compressed_bodies_are_refused(data: bytes, message: str) -> None:
     with pytest.raises(BodyError, match=message):
-        bodies.decode_register_body(data, compressed=True)
+        registerbodies.decode_register_body(data, compressed=True)
 
 
 def test_zip_bomb_is_refused_without_inflating_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bodies, "MAX_INFLATED_BODY", 1024)
+    monkeypatch.setattr(registerbodies, "MAX_INFLATED_BODY", 1024)
     with pytest.raises(BodyError, match="inflates beyond"):
-        bodies.decode_register_body(zlib.compress(b" " * 4096), compressed=True)
+        registerbodies.decode_register_body(zlib.compress(b" " * 4096), compressed=True)
 
 
 def test_crc32_is_javas_masked_value() -> None:
     data = b"some body"
     masked = zlib.crc32(data) & 0x7FFFFFFF
-    assert bodies.java_crc32(data) == masked
-    bodies.check_crc32(data, 0)
-    bodies.check_crc32(data, masked)
-    bodies.check_crc32(data, zlib.crc32(data))
+    assert registerbodies.java_crc32(data) == masked
+    registerbodies.check_crc32(data, 0)
+    registerbodies.check_crc32(data, masked)
+    registerbodies.check_crc32(data, zlib.crc32(data))
     with pytest.raises(BodyError, match="crc32 not match"):
-        bodies.check_crc32(data, masked ^ 1)
+        registerbodies.check_crc32(data, masked ^ 1)
 
 
 def test_data_version_body() -> None:
-    assert bodies.decode_data_version(b'{"counter":2,"timestamp":3,"stateVersion":1}') == DataVersion(3, 2, 1)
+    assert registerbodies.decode_data_version(b'{"counter":2,"timestamp":3,"stateVersion":1}') == DataVersion(3, 2, 1)
     with pytest.raises(BodyError):
-        bodies.decode_data_version(b"")
+        registerbodies.decode_data_version(b"")
     with pytest.raises(BodyError):
-        bodies.decode_data_version(b'{"counter":1.5}')
+        registerbodies.decode_data_version(b'{"counter":1.5}')
 
 
 json_values = st.recursive(
@@ -159,7 +159,7 @@ json_values = st.recursive(
 ))
 def test_any_json_shape_parses_or_raises_body_error(doc: dict) -> None:
     try:
-        body = bodies.decode_register_body(json.dumps(doc).encode(), compressed=False)
+        body = registerbodies.decode_register_body(json.dumps(doc).encode(), compressed=False)
     except BodyError:
         return
     assert all(tc.topic_name and tc.perm <= 7 for tc in body.topic_configs)
@@ -169,4 +169,4 @@ def test_any_json_shape_parses_or_raises_body_error(doc: dict) -> None:
 def test_any_bytes_parse_or_raise_body_error(data: bytes, compressed: bool) -> None:
     for candidate in (data, zlib.compress(data)):
         with contextlib.suppress(BodyError):
-            bodies.decode_register_body(candidate, compressed=compressed)
+            registerbodies.decode_register_body(candidate, compressed=compressed)

@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketq.protocol import message
-from rocketq.protocol.message import Message, MessageFormatError
+from rocketq.protocol import batchbodies, messageproperties, storedrecords
+from rocketq.protocol.messageerrors import MessageFormatError
+from rocketq.protocol.messagetypes import Message
 
 # bytes written by a real Apache RocketMQ broker, kept in the repository (tests/fixtures/)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-records"
@@ -18,10 +19,10 @@ SEEDS = [
     (FIXTURES / "message.bin").read_bytes()[:132],
     (FIXTURES / "batch_message.bin").read_bytes()[:375],
     (FIXTURES / "message_compress.bin").read_bytes()[:133],
-    message.encode_stored_record(topic="T", queue_id=1, body=b"x" * 40, properties={"KEYS": "a b"},
+    storedrecords.encode_stored_record(topic="T", queue_id=1, body=b"x" * 40, properties={"KEYS": "a b"},
                                  born_host=("::1", 9)),
 ]
-BATCH_SEED = message.encode_batch_body([Message("T", b"abc", 1, {"A": "1"}), Message("T", b"", 2, {})])
+BATCH_SEED = batchbodies.encode_batch_body([Message("T", b"abc", 1, {"A": "1"}), Message("T", b"", 2, {})])
 
 
 @st.composite
@@ -46,14 +47,14 @@ def mutated(draw: st.DrawFn, seed: bytes) -> bytes:
 def exercise_records(data: bytes) -> None:
     for strict in (False, True):
         try:
-            for record in message.iter_stored_records(data, strict=strict):
+            for record in storedrecords.iter_stored_records(data, strict=strict):
                 assert record.store_size > 0
         except MessageFormatError:
             assert strict
     for pos in (0, 1, 4, len(data) // 2):
         with contextlib.suppress(MessageFormatError):
-            message.decode_stored_record(data, pos, check_crc=True)
-        message.record_size_at(data, pos)
+            storedrecords.decode_stored_record(data, pos, check_crc=True)
+        storedrecords.record_size_at(data, pos)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
@@ -72,11 +73,11 @@ def test_random_records(data: bytes) -> None:
 @given(mutated(BATCH_SEED) | st.binary(max_size=200))
 def test_batch_fuzz(data: bytes) -> None:
     with contextlib.suppress(MessageFormatError):
-        message.decode_batch_body(data)
+        batchbodies.decode_batch_body(data)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=60))
 def test_properties_fuzz(text: str) -> None:
     with contextlib.suppress(MessageFormatError):
-        message.decode_properties(text)
+        messageproperties.decode_properties(text)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.protocol import names
-from rocketq.protocol.names import RuleError
+from rocketq.protocol import namerules
+from rocketq.protocol.namerules import RuleError
 
 
 class Refused(ValueError):
@@ -16,7 +16,7 @@ class Refused(ValueError):
 
 @pytest.mark.parametrize("topic", ["TopicTest", "%RETRY%group-1", "%DLQ%g", "a|b", "x" * 127, "_"])
 def test_valid_topics(topic: str) -> None:
-    assert names.check_topic(topic) == topic
+    assert namerules.check_topic(topic) == topic
 
 
 @pytest.mark.parametrize("topic, message", [
@@ -30,40 +30,40 @@ def test_valid_topics(topic: str) -> None:
 ])
 def test_invalid_topics(topic: object, message: str) -> None:
     with pytest.raises(RuleError, match=message):
-        names.check_topic(topic)
+        namerules.check_topic(topic)
 
 
 def test_groups_may_be_longer_than_topics() -> None:
-    assert names.check_group("g" * 255) == "g" * 255
+    assert namerules.check_group("g" * 255) == "g" * 255
     with pytest.raises(RuleError, match="longer than group max length 255"):
-        names.check_group("g" * 256)
+        namerules.check_group("g" * 256)
     with pytest.raises(RuleError, match="the specified group is blank"):
-        names.check_group("")
+        namerules.check_group("")
 
 
 def test_the_callers_error_type_is_raised() -> None:
     with pytest.raises(Refused, match="illegal characters"):
-        names.check_topic("a b", Refused)
+        namerules.check_topic("a b", Refused)
     with pytest.raises(Refused, match="blank"):
-        names.check_group(" ", Refused)
+        namerules.check_group(" ", Refused)
     with pytest.raises(Refused, match="perm 8"):
-        names.check_perm(8, Refused)
+        namerules.check_perm(8, Refused)
 
 
 def test_permissions() -> None:
-    assert [names.check_perm(p) for p in range(8)] == list(range(8))
+    assert [namerules.check_perm(p) for p in range(8)] == list(range(8))
     for bad in (-1, 8, 16, 9):
         with pytest.raises(RuleError, match="not a combination"):
-            names.check_perm(bad)
-    assert names.perm_name(6) == "RW-" and names.perm_name(7) == "RWX" and names.perm_name(12) == "12"
+            namerules.check_perm(bad)
+    assert namerules.perm_name(6) == "RW-" and namerules.perm_name(7) == "RWX" and namerules.perm_name(12) == "12"
 
 
 @given(st.text(max_size=300))
 def test_a_name_is_accepted_exactly_when_it_follows_the_rules(name: str) -> None:
-    valid = 0 < len(name) <= names.MAX_TOPIC_LENGTH and all(c.isascii() and (c.isalnum() or c in "%|_-")
+    valid = 0 < len(name) <= namerules.MAX_TOPIC_LENGTH and all(c.isascii() and (c.isalnum() or c in "%|_-")
                                                             for c in name)
     try:
-        names.check_topic(name)
+        namerules.check_topic(name)
     except RuleError:
         assert not valid
     else:
@@ -77,9 +77,9 @@ def test_a_name_is_accepted_exactly_when_it_follows_the_rules(name: str) -> None
     ("TopicTest", False), ("RMQ_SYS_OTHER", False), ("%RETRY%g", False),
 ])
 def test_system_topics_are_rocketmq_49s(topic: str, system: bool) -> None:
-    assert names.is_system_topic(topic) is system
+    assert namerules.is_system_topic(topic) is system
     if system:
-        with pytest.raises(names.RuleError, match=r"conflict with system topic"):
-            names.check_not_system_topic(topic)
+        with pytest.raises(namerules.RuleError, match=r"conflict with system topic"):
+            namerules.check_not_system_topic(topic)
     else:
-        assert names.check_not_system_topic(topic) == topic
+        assert namerules.check_not_system_topic(topic) == topic

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.protocol import bodies, names
-from rocketq.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol import namerules, sharedbodies
+from rocketq.protocol.sharedbodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
 
 JAVA_TOPIC = {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",
               "topicName": "TopicTest", "topicSysFlag": 0, "writeQueueNums": 4}
@@ -24,43 +24,43 @@ class Refused(ValueError):
 
 def test_readers_return_typed_values_and_defaults() -> None:
     raw = {"s": "x", "i": -5, "u": 7, "l": 1 << 40, "f": 1.5, "b": True, "n": None}
-    assert bodies.text(raw, "s", "w") == "x"
-    assert bodies.text(raw, "absent", "w", "d") == "d"
-    assert bodies.integer(raw, "i", "w") == -5
-    assert bodies.non_negative_int32(raw, "u", "w") == 7
-    assert bodies.int64(raw, "l", "w") == 1 << 40
-    assert bodies.number(raw, "f", "w") == 1.5 and bodies.number(raw, "i", "w") == -5.0
-    assert bodies.flag(raw, "b", "w") is True
-    assert bodies.flag(raw, "absent", "w", False) is False
-    assert bodies.strings(["a", "b"], "w") == ("a", "b")
+    assert sharedbodies.text(raw, "s", "w") == "x"
+    assert sharedbodies.text(raw, "absent", "w", "d") == "d"
+    assert sharedbodies.integer(raw, "i", "w") == -5
+    assert sharedbodies.non_negative_int32(raw, "u", "w") == 7
+    assert sharedbodies.int64(raw, "l", "w") == 1 << 40
+    assert sharedbodies.number(raw, "f", "w") == 1.5 and sharedbodies.number(raw, "i", "w") == -5.0
+    assert sharedbodies.flag(raw, "b", "w") is True
+    assert sharedbodies.flag(raw, "absent", "w", False) is False
+    assert sharedbodies.strings(["a", "b"], "w") == ("a", "b")
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: bodies.obj([], "top"), "top must be a JSON object, not list"),
-    (lambda: bodies.text({}, "k", "top"), "top.k is missing"),
-    (lambda: bodies.text({"k": None}, "k", "top"), r"top.k is missing"),
-    (lambda: bodies.text({"k": 1.5}, "k", "top", "d"), "top.k=1.5: expected a string"),
-    (lambda: bodies.integer({"k": True}, "k", "top"), "top.k=True: expected an integer"),
-    (lambda: bodies.integer({"k": "4x"}, "k", "top"), "top.k='4x': expected an integer"),
-    (lambda: bodies.integer({"k": " 4"}, "k", "top"), "top.k=' 4': expected an integer"),
-    (lambda: bodies.integer({"k": "4.5"}, "k", "top"), "top.k='4.5': expected an integer"),
-    (lambda: bodies.integer({"k": "9" * 100}, "k", "top"), "expected an integer"),
-    (lambda: bodies.non_negative_int32({"k": "2147483648"}, "k", "top"), "non-negative 32-bit"),
-    (lambda: bodies.int64({"k": "9223372036854775808"}, "k", "top"), "64-bit"),
-    (lambda: bodies.enum({"k": 2}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
-    (lambda: bodies.enum({"k": "-1"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
-    (lambda: bodies.enum({"k": "no such"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
-    (lambda: bodies.enum({"k": True}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
-    (lambda: bodies.non_negative_int32({"k": -1}, "k", "top"), "non-negative 32-bit"),
-    (lambda: bodies.non_negative_int32({"k": 1 << 31}, "k", "top"), "non-negative 32-bit"),
-    (lambda: bodies.int64({"k": 1 << 63}, "k", "top"), "64-bit"),
-    (lambda: bodies.number({"k": "one"}, "k", "top"), "a number"),
-    (lambda: bodies.flag({"k": "yes"}, "k", "top"), "true or false"),
-    (lambda: bodies.flag({"k": 1.0}, "k", "top"), "true or false"),
-    (lambda: bodies.flag({"k": ""}, "k", "top"), "true or false"),
-    (lambda: bodies.strings(["a", 1], "top"), "top must be a list of strings"),
-    (lambda: bodies.strings("ab", "top"), "top must be a list of strings"),
-    (lambda: bodies.load_json(b"{", "thing"), "thing is not valid JSON"),
+    (lambda: sharedbodies.obj([], "top"), "top must be a JSON object, not list"),
+    (lambda: sharedbodies.text({}, "k", "top"), "top.k is missing"),
+    (lambda: sharedbodies.text({"k": None}, "k", "top"), r"top.k is missing"),
+    (lambda: sharedbodies.text({"k": 1.5}, "k", "top", "d"), "top.k=1.5: expected a string"),
+    (lambda: sharedbodies.integer({"k": True}, "k", "top"), "top.k=True: expected an integer"),
+    (lambda: sharedbodies.integer({"k": "4x"}, "k", "top"), "top.k='4x': expected an integer"),
+    (lambda: sharedbodies.integer({"k": " 4"}, "k", "top"), "top.k=' 4': expected an integer"),
+    (lambda: sharedbodies.integer({"k": "4.5"}, "k", "top"), "top.k='4.5': expected an integer"),
+    (lambda: sharedbodies.integer({"k": "9" * 100}, "k", "top"), "expected an integer"),
+    (lambda: sharedbodies.non_negative_int32({"k": "2147483648"}, "k", "top"), "non-negative 32-bit"),
+    (lambda: sharedbodies.int64({"k": "9223372036854775808"}, "k", "top"), "64-bit"),
+    (lambda: sharedbodies.enum({"k": 2}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: sharedbodies.enum({"k": "-1"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: sharedbodies.enum({"k": "no such"}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: sharedbodies.enum({"k": True}, "k", "top", ("A", "B"), "A"), "one of A, B or its ordinal"),
+    (lambda: sharedbodies.non_negative_int32({"k": -1}, "k", "top"), "non-negative 32-bit"),
+    (lambda: sharedbodies.non_negative_int32({"k": 1 << 31}, "k", "top"), "non-negative 32-bit"),
+    (lambda: sharedbodies.int64({"k": 1 << 63}, "k", "top"), "64-bit"),
+    (lambda: sharedbodies.number({"k": "one"}, "k", "top"), "a number"),
+    (lambda: sharedbodies.flag({"k": "yes"}, "k", "top"), "true or false"),
+    (lambda: sharedbodies.flag({"k": 1.0}, "k", "top"), "true or false"),
+    (lambda: sharedbodies.flag({"k": ""}, "k", "top"), "true or false"),
+    (lambda: sharedbodies.strings(["a", 1], "top"), "top must be a list of strings"),
+    (lambda: sharedbodies.strings("ab", "top"), "top must be a list of strings"),
+    (lambda: sharedbodies.load_json(b"{", "thing"), "thing is not valid JSON"),
 ])
 def test_readers_name_the_place_and_the_problem(call: object, message: str) -> None:
     with pytest.raises(BodyError, match=message):
@@ -75,13 +75,13 @@ def _number_spellings(n: int) -> st.SearchStrategy[object]:
     return st.sampled_from([n, str(n), f"+{n}" if n >= 0 else str(n), float(n), f"{n}.0", f"{n}.00"])
 
 
-@given(st.data(), st.integers(0, bodies.INT32_MAX), st.integers(bodies.INT64_MIN, bodies.INT64_MAX))
+@given(st.data(), st.integers(0, sharedbodies.INT32_MAX), st.integers(sharedbodies.INT64_MIN, sharedbodies.INT64_MAX))
 def test_numbers_as_strings_or_integral_floats_read_as_the_number(data: st.DataObject, small: int, big: int) -> None:
     raw = {"s": data.draw(_number_spellings(small)), "b": data.draw(_number_spellings(big))}
     if isinstance(raw["b"], float) and int(raw["b"]) != big:
         return  # a float cannot carry every long exactly; no client writes a long as a float
-    assert bodies.non_negative_int32(raw, "s", "w") == small and bodies.integer(raw, "s", "w") == small
-    assert bodies.int64(raw, "b", "w") == big
+    assert sharedbodies.non_negative_int32(raw, "s", "w") == small and sharedbodies.integer(raw, "s", "w") == small
+    assert sharedbodies.int64(raw, "b", "w") == big
 
 
 @given(st.sampled_from([(True, True), (False, False), ("true", True), ("TRUE", True), ("False", False),
@@ -89,15 +89,15 @@ def test_numbers_as_strings_or_integral_floats_read_as_the_number(data: st.DataO
                         ("t", True), ("F", False)]))
 def test_booleans_in_every_form_fastjson_reads(case: tuple[object, bool]) -> None:
     raw, expected = case
-    assert bodies.flag({"k": raw}, "k", "w") is expected
+    assert sharedbodies.flag({"k": raw}, "k", "w") is expected
 
 
 @pytest.mark.parametrize("raw", [None, "", "null", "NULL"])
 def test_null_and_empty_text_are_the_default(raw: object) -> None:
     given_ = {"k": raw}
-    assert bodies.integer(given_, "k", "w", 7) == 7 and bodies.flag(given_, "k", "w", True) is True
-    assert bodies.enum(given_, "k", "w", ("A", "B"), "B") == "B"
-    assert bodies.number(given_, "k", "w", 1.5) == 1.5
+    assert sharedbodies.integer(given_, "k", "w", 7) == 7 and sharedbodies.flag(given_, "k", "w", True) is True
+    assert sharedbodies.enum(given_, "k", "w", ("A", "B"), "B") == "B"
+    assert sharedbodies.number(given_, "k", "w", 1.5) == 1.5
 
 
 @given(st.data(), st.sampled_from([("A", "B", "C"), ("CONSUME_FROM_LAST_OFFSET", "X_Y")]))
@@ -105,11 +105,11 @@ def test_enums_by_name_in_any_case_or_by_ordinal(data: st.DataObject, constants:
     ordinal = data.draw(st.integers(0, len(constants) - 1))
     name = constants[ordinal]
     form = data.draw(st.sampled_from([name, name.lower(), ordinal, str(ordinal)]))
-    assert bodies.enum({"k": form}, "k", "w", constants, constants[0]) == name
+    assert sharedbodies.enum({"k": form}, "k", "w", constants, constants[0]) == name
 
 
 def test_an_enum_name_the_table_does_not_know_is_kept() -> None:
-    assert bodies.enum({"k": "CONSUME_POP"}, "k", "w", ("A",), "A") == "CONSUME_POP"
+    assert sharedbodies.enum({"k": "CONSUME_POP"}, "k", "w", ("A",), "A") == "CONSUME_POP"
 
 
 @given(st.one_of(st.text(max_size=8), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
@@ -117,10 +117,10 @@ def test_an_enum_name_the_table_does_not_know_is_kept() -> None:
                  st.booleans(), st.none()))
 def test_any_json_value_is_a_typed_value_or_a_body_error(value: object) -> None:
     readers = [
-        lambda r: bodies.text(r, "k", "w"), lambda r: bodies.integer(r, "k", "w"),
-        lambda r: bodies.non_negative_int32(r, "k", "w"), lambda r: bodies.int64(r, "k", "w"),
-        lambda r: bodies.permission(r, "k", "w"), lambda r: bodies.number(r, "k", "w"),
-        lambda r: bodies.flag(r, "k", "w"), lambda r: bodies.enum(r, "k", "w", ("A", "B"), "A"),
+        lambda r: sharedbodies.text(r, "k", "w"), lambda r: sharedbodies.integer(r, "k", "w"),
+        lambda r: sharedbodies.non_negative_int32(r, "k", "w"), lambda r: sharedbodies.int64(r, "k", "w"),
+        lambda r: sharedbodies.permission(r, "k", "w"), lambda r: sharedbodies.number(r, "k", "w"),
+        lambda r: sharedbodies.flag(r, "k", "w"), lambda r: sharedbodies.enum(r, "k", "w", ("A", "B"), "A"),
     ]
     for read in readers:
         try:
@@ -131,7 +131,7 @@ def test_any_json_value_is_a_typed_value_or_a_body_error(value: object) -> None:
 
 def test_a_huge_refused_value_is_not_copied_into_the_message() -> None:
     with pytest.raises(BodyError) as info:
-        bodies.text({"k": ["x" * 10_000]}, "k", "top")
+        sharedbodies.text({"k": ["x" * 10_000]}, "k", "top")
     assert len(str(info.value)) < 200
 
 
@@ -203,7 +203,7 @@ def test_topic_config_validation_raises_the_callers_error() -> None:
     for config in bad:
         with pytest.raises(Refused):
             config.validate(Refused)
-    with pytest.raises(names.RuleError, match=r"readQueueNums 0 outside \[1, 1024\]"):
+    with pytest.raises(namerules.RuleError, match=r"readQueueNums 0 outside \[1, 1024\]"):
         TopicConfig("T", 0, 4).validate(min_queue_nums=1)
 
 
@@ -218,9 +218,10 @@ def test_any_topic_config_shape_parses_into_java_ranges_or_raises_body_error(raw
         config = TopicConfig.from_json(json.loads(json.dumps(raw)), name="T")
     except BodyError:
         return
-    assert 0 <= config.perm <= names.PERM_MASK
-    assert 0 <= config.read_queue_nums <= bodies.INT32_MAX and 0 <= config.write_queue_nums <= bodies.INT32_MAX
-    assert config.topic_filter_type in bodies.TOPIC_FILTER_TYPES
+    assert 0 <= config.perm <= namerules.PERM_MASK
+    assert 0 <= config.read_queue_nums <= sharedbodies.INT32_MAX
+    assert 0 <= config.write_queue_nums <= sharedbodies.INT32_MAX
+    assert config.topic_filter_type in sharedbodies.TOPIC_FILTER_TYPES
     assert TopicConfig.from_json(config.to_json()) == config
 
 
@@ -230,7 +231,7 @@ def test_any_topic_config_shape_parses_into_java_ranges_or_raises_body_error(raw
 def test_a_topic_config_that_validates_reads_back_from_its_json(config: TopicConfig) -> None:
     try:
         config.validate()
-    except names.RuleError:
+    except namerules.RuleError:
         return
     assert TopicConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.admin import fastjson
-from rocketq.protocol.bodies import BodyError, TopicConfig
 from rocketq.protocol.routedata import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from rocketq.protocol.sharedbodies import BodyError, TopicConfig
 
 ROUTE = TopicRouteData(
     queue_datas=(QueueData("broker-a", 4, 4, 6), QueueData("broker-b", 2, 2, 4)),

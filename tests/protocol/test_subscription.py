@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocketq.protocol import subscription
-from rocketq.protocol.message import tag_hash
+from rocketq.protocol.javahash import tag_hash
 from rocketq.protocol.subscription import SubscriptionError
 
 

@@ -18,7 +18,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from sparkcluster import Workload, run_workload  # noqa: E402
 
-from rocketq.localcluster import ClusterLayout, ClusterState, LocalCluster  # noqa: E402
+from rocketq.local.cluster import ClusterLayout, ClusterState, LocalCluster  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from typing import Any
 
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin import messages
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
@@ -27,7 +27,7 @@ from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.sending import SendResult
 from rocketq.client.settings import ConsumeFromWhere
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.messagetypes import MessageExt
 
 DATA_TOPIC = "SparkData"
 TRACED_TOPIC = "SparkTraced"

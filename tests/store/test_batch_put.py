@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_helpers import StoreFactory, small_settings
 
-from rocketq.protocol import message
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol import javahash, messageproperties, messagetypes, storedrecords
+from rocketq.protocol.messagetypes import MessageSysFlag
 from rocketq.store.messagestore import MessageStore, PutRequest, PutStatus
 from rocketq.store.results import BatchMessage, BatchPutRequest
 
@@ -27,17 +27,17 @@ def _as_requests(batch: BatchPutRequest) -> list[PutRequest]:
 def _messages(specs: list[tuple[bytes, int, dict[str, str]]]) -> list[BatchMessage]:
     out: list[BatchMessage] = []
     for body, flag, props in specs:
-        out.append((body, flag, message.encode_properties(props), message.tag_hash(props.get("TAGS")),
+        out.append((body, flag, messageproperties.encode_properties(props), javahash.tag_hash(props.get("TAGS")),
                     props.get("UNIQ_KEY"), props.get("KEYS")))
     return out
 
 
-def _stored(store: MessageStore) -> list[message.MessageExt]:
+def _stored(store: MessageStore) -> list[messagetypes.MessageExt]:
     got = store.get_messages("T", 2, 0, 1000)
-    return [message.decode_stored_record(b) for b in got.buffers]
+    return [storedrecords.decode_stored_record(b) for b in got.buffers]
 
 
-def _without_store_time(record: message.MessageExt) -> tuple[object, ...]:
+def _without_store_time(record: messagetypes.MessageExt) -> tuple[object, ...]:
     return (record.body, record.flag, record.properties, record.queue_offset, record.commit_log_offset,
             record.sys_flag, record.born_timestamp, record.born_host, record.reconsume_times, record.store_size)
 

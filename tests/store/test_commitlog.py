@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from rocketq.protocol import message
+from rocketq.protocol import storedrecords
 from rocketq.store import commitlog as commitlog_mod
 from rocketq.store.commitlog import CommitLog
 
@@ -13,9 +13,9 @@ SEGMENT = 4096
 
 
 def record(i: int, body_size: int = 100) -> tuple[bytes, int]:
-    raw = message.encode_stored_record(topic="T", queue_id=0, body=bytes([i % 256]) * body_size,
+    raw = storedrecords.encode_stored_record(topic="T", queue_id=0, body=bytes([i % 256]) * body_size,
                                        properties={"UNIQ_KEY": f"id{i}"}, store_host=("10.0.0.1", 10911))
-    return raw, message.store_timestamp_pos(0)
+    return raw, storedrecords.store_timestamp_pos(0)
 
 
 def test_append_stamps_and_reads(tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_append_stamps_and_reads(tmp_path: Path) -> None:
     assert phys == 0 and log.max_offset == len(raw) and log.last_store_timestamp == 12345
     view = log.read_record(0)
     assert view is not None
-    rec = message.decode_stored_record(view, check_crc=True)
+    rec = storedrecords.decode_stored_record(view, check_crc=True)
     assert (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp) == (7, 0, 12345)
     assert rec.offset_msg_id == "0A00000100002A9F0000000000000000"
     assert log.store_timestamp_at(0) == 12345
@@ -50,13 +50,13 @@ def test_roll_over_writes_blank(tmp_path: Path) -> None:
     first = log.segments[0]
     blank_at = per_segment * size
     total, magic = struct.unpack_from(">ii", first.view, blank_at)
-    assert (total, magic) == (SEGMENT - blank_at, message.BLANK_MAGIC)
-    records = list(message.iter_stored_records(first.view, strict=True))
+    assert (total, magic) == (SEGMENT - blank_at, storedrecords.BLANK_MAGIC)
+    records = list(storedrecords.iter_stored_records(first.view, strict=True))
     assert len(records) == per_segment
     for i, phys in enumerate(offsets):
         view = log.read_record(phys)
         assert view is not None
-        assert message.decode_stored_record(view).queue_offset == i
+        assert storedrecords.decode_stored_record(view).queue_offset == i
     assert log.fits_in_segment(SEGMENT - 8) and not log.fits_in_segment(SEGMENT - 7)
     log.close()
 

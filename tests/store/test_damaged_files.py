@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from store_helpers import StoreFactory, put_many, request, small_settings
 
-from rocketq.protocol import message
+from rocketq.protocol import storedrecords
 from rocketq.store import mappedfile
 from rocketq.store.mappedfile import StoreFileError
 from rocketq.store.messagestore import MessageStore
@@ -18,7 +18,7 @@ from rocketq.store.settings import StoreSettings
 
 def bodies(store: MessageStore, queue_id: int = 0) -> list[bytes]:
     got = store.get_messages("T", queue_id, 0, 10_000, max_bytes=1 << 30)
-    return [message.decode_stored_record(b).body for b in got.buffers]
+    return [storedrecords.decode_stored_record(b).body for b in got.buffers]
 
 
 async def fill(make_store: StoreFactory, settings: StoreSettings, count: int) -> list[int]:
@@ -102,7 +102,7 @@ async def test_damaged_index_file_is_rebuilt(tmp_path: Path, make_store: StoreFa
     os.truncate(index_files[0], 1000)
     again = await make_store(settings)
     found = again.query_message("T", "U3", 10, 0, 1 << 62).buffers
-    assert [message.decode_stored_record(b).uniq_key for b in found] == ["U3"]
+    assert [storedrecords.decode_stored_record(b).uniq_key for b in found] == ["U3"]
     assert len(again.query_message("T", "U499", 10, 0, 1 << 62).buffers) == 1
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from store_helpers import StoreFactory, request, small_settings
 
-from rocketq.protocol import message
+from rocketq.protocol import storedrecords
 from rocketq.store import mappedfile
 from rocketq.store.messagestore import MessageStore, PutStatus
 
@@ -44,7 +44,7 @@ def disk(monkeypatch: pytest.MonkeyPatch) -> DiskSpace:
 
 def bodies(store: MessageStore, topic: str = "T", queue_id: int = 0) -> list[bytes]:
     got = store.get_messages(topic, queue_id, 0, 10_000, max_bytes=1 << 30)
-    return [message.decode_stored_record(b).body for b in got.buffers]
+    return [storedrecords.decode_stored_record(b).body for b in got.buffers]
 
 
 async def test_full_disk_refuses_the_put_and_keeps_the_log(tmp_path: Path, make_store: StoreFactory,

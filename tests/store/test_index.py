@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.protocol import message
+from rocketq.protocol import javahash
 from rocketq.store import index
 from rocketq.store.index import ENTRY, HEADER, IndexFile, IndexService
 
@@ -21,8 +21,8 @@ def service(tmp_path: Path, slots: int = 8, entries: int = 20) -> IndexService:
 
 
 def test_key_hash_is_java_hash_of_topic_key() -> None:
-    assert index.key_hash("T", "k") == abs(message.java_string_hash("T#k"))
-    assert index.key_hash("T", "") == abs(message.java_string_hash("T#"))
+    assert index.key_hash("T", "k") == abs(javahash.java_string_hash("T#k"))
+    assert index.key_hash("T", "") == abs(javahash.java_string_hash("T#"))
     assert index.file_name(T0).startswith("2023111")
     assert len(index.file_name(T0)) == 17
 
@@ -103,5 +103,5 @@ def test_drop_unreliable(tmp_path: Path) -> None:
 
 @given(st.text(min_size=1, max_size=30), st.text(max_size=40))
 def test_key_hash_extends_the_topic_hash_as_java_hashes_topic_hash_key(topic: str, key: str) -> None:
-    value = abs(message.java_string_hash(f"{topic}#{key}"))
+    value = abs(javahash.java_string_hash(f"{topic}#{key}"))
     assert index.key_hash(topic, key) == (0 if value > 0x7FFFFFFF else value)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.protocol import message
+from rocketq.protocol import storedrecords
 from rocketq.store.messagestore import GetStatus, MessageStore
 from rocketq.store.settings import FlushDiskType, StoreSettings
 
@@ -51,7 +51,7 @@ async def test_sigkill_loses_no_acknowledged_message(tmp_path: Path) -> None:
         for queue_offset, phys, body in acked:
             got = store.get_messages("T", 0, queue_offset, 1)
             assert got.status is GetStatus.FOUND
-            record = message.decode_stored_record(got.buffers[0], check_crc=True)
+            record = storedrecords.decode_stored_record(got.buffers[0], check_crc=True)
             assert record.body == body.encode() * 20
             assert record.commit_log_offset == phys
         uniq = acked[-1][2].replace("m", "U")

@@ -7,8 +7,8 @@ import time
 import pytest
 from store_helpers import StoreFactory, put_many, request
 
-from rocketq.protocol import codes, message, msgid, names
-from rocketq.protocol.message import MessageSysFlag
+from rocketq.protocol import codes, javahash, messageproperties, msgid, namerules, storedrecords
+from rocketq.protocol.messagetypes import MessageSysFlag
 from rocketq.store.messagestore import GetStatus, MessageStore, PutRequest, PutStatus, StoreError, StoreState
 from rocketq.store.settings import StoreSettings
 
@@ -23,8 +23,8 @@ async def test_put_get_round_trip(make_store: StoreFactory) -> None:
     got = store.get_messages("T", 0, 0, 32)
     assert got.status is GetStatus.FOUND
     assert (got.next_begin_offset, got.min_offset, got.max_offset, got.message_count) == (1, 0, 1, 1)
-    assert got.queue_offsets == [0] and got.tag_codes == [message.tag_hash("a")]
-    rec = message.decode_stored_record(got.buffers[0], check_crc=True)
+    assert got.queue_offsets == [0] and got.tag_codes == [javahash.tag_hash("a")]
+    rec = storedrecords.decode_stored_record(got.buffers[0], check_crc=True)
     assert (rec.topic, rec.queue_id, rec.body, rec.flag, rec.reconsume_times) == ("T", 0, b"hello", 9, 1)
     assert (rec.born_host, rec.born_timestamp, rec.store_host) == (("10.1.2.3", 5555), 42, ("127.0.0.1", 10911))
     assert rec.store_timestamp == result.store_timestamp
@@ -36,10 +36,10 @@ async def test_put_get_round_trip(make_store: StoreFactory) -> None:
 
 async def test_encoded_properties_are_accepted(make_store: StoreFactory) -> None:
     store = await make_store()
-    props = message.encode_properties({"TAGS": "x", "UNIQ_KEY": "U9", "KEYS": "kk"})
+    props = messageproperties.encode_properties({"TAGS": "x", "UNIQ_KEY": "U9", "KEYS": "kk"})
     result = await store.put(request(properties=props))
     assert result.ok
-    got = store.get_messages("T", 0, 0, 1, tag_filter=lambda code: code == message.tag_hash("x"))
+    got = store.get_messages("T", 0, 0, 1, tag_filter=lambda code: code == javahash.tag_hash("x"))
     assert got.status is GetStatus.FOUND
     assert len(store.query_message("T", "U9", 10, 0, 1 << 62).buffers) == 1
     assert len(store.query_message("T", "kk", 10, 0, 1 << 62).buffers) == 1
@@ -56,7 +56,7 @@ async def test_pull_status_table(make_store: StoreFactory) -> None:
     assert (over_badly.status, over_badly.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 10)
     middle = store.get_messages("T", 0, 4, 3)
     assert (middle.status, middle.next_begin_offset, middle.queue_offsets) == (GetStatus.FOUND, 7, [4, 5, 6])
-    assert [message.decode_stored_record(b).queue_offset for b in middle.buffers] == [4, 5, 6]
+    assert [storedrecords.decode_stored_record(b).queue_offset for b in middle.buffers] == [4, 5, 6]
     store.get_messages("T", 0, 0, 0)  # max_nums 0 still returns one message, as RocketMQ does
     assert store.get_messages("T", 0, 0, 0).message_count == 1
 
@@ -64,7 +64,7 @@ async def test_pull_status_table(make_store: StoreFactory) -> None:
 async def test_offset_too_small_after_cleanup(make_store: StoreFactory) -> None:
     store = await make_store()
     await put_many(store, 5)
-    store._queues["T"][0].min_offset = 2  # as after retention removed the head
+    store.queues.by_topic["T"][0].min_offset = 2  # as after retention removed the head
     result = store.get_messages("T", 0, 0, 32)
     assert (result.status, result.next_begin_offset, result.min_offset) == (GetStatus.OFFSET_TOO_SMALL, 2, 2)
 
@@ -73,7 +73,7 @@ async def test_tag_filter_and_limits(make_store: StoreFactory) -> None:
     store = await make_store()
     for i in range(20):
         await store.put(request(body=b"x" * 100, properties={"TAGS": "even" if i % 2 == 0 else "odd"}))
-    even = message.tag_hash("even")
+    even = javahash.tag_hash("even")
     got = store.get_messages("T", 0, 0, 4, tag_filter=lambda code: code == even)
     assert got.queue_offsets == [0, 2, 4, 6] and got.next_begin_offset == 7
     none = store.get_messages("T", 0, 0, 4, tag_filter=lambda code: False)
@@ -94,7 +94,7 @@ async def test_batch_put(make_store: StoreFactory) -> None:
     assert len(set(result.offset_msg_ids)) == 5 and len(result.wrote_offsets) == 5
     assert list(result.wrote_offsets) == sorted(result.wrote_offsets)
     got = store.get_messages("T", 1, 1, 32)
-    stamps = {message.decode_stored_record(b).store_timestamp for b in got.buffers}
+    stamps = {storedrecords.decode_stored_record(b).store_timestamp for b in got.buffers}
     assert len(stamps) == 1 and got.message_count == 5
     empty = await store.put_batch([])
     assert empty.status is PutStatus.MESSAGE_ILLEGAL
@@ -154,11 +154,11 @@ async def test_topic_names_follow_protocol_names(make_store: StoreFactory) -> No
     """The store uses protocol.names' topic rule: its characters (no trailing newline, which a
     `$` regex lets through) and its 127-character limit, which is also MAGIC_V1's."""
     store = await make_store()
-    for bad in ("T\n", "", " ", "x" * (names.MAX_TOPIC_LENGTH + 1), "%RETRY%" + "g" * names.MAX_GROUP_LENGTH):
+    for bad in ("T\n", "", " ", "x" * (namerules.MAX_TOPIC_LENGTH + 1), "%RETRY%" + "g" * namerules.MAX_GROUP_LENGTH):
         result = await store.put(request(topic=bad))
         assert result.status is PutStatus.MESSAGE_ILLEGAL and "topic" in result.error, bad
     assert not (store.settings.consumequeue_dir / "T\n").exists()
-    assert (await store.put(request(topic="x" * names.MAX_TOPIC_LENGTH))).ok
+    assert (await store.put(request(topic="x" * namerules.MAX_TOPIC_LENGTH))).ok
 
 
 async def test_transactions_and_schedule_topic(make_store: StoreFactory) -> None:
@@ -170,7 +170,7 @@ async def test_transactions_and_schedule_topic(make_store: StoreFactory) -> None
     committed = await store.put(request(sys_flag=MessageSysFlag.TRANSACTION_COMMIT_TYPE))
     assert committed.queue_offset == 0 and store.get_max_offset("T", 0) == 1
     delayed = await store.put(request(topic=codes.SCHEDULE_TOPIC, queue_id=2, properties={"DELAY": "3"}))
-    unit = store._queues[codes.SCHEDULE_TOPIC][2].unit(0)
+    unit = store.queues.by_topic[codes.SCHEDULE_TOPIC][2].unit(0)
     assert unit is not None and unit[2] == delayed.store_timestamp + 10_000
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from store_helpers import StoreFactory, crash, put_many, request, small_settings
 
-from rocketq.protocol import message
+from rocketq.protocol import javahash, storedrecords
 from rocketq.store import mappedfile
 from rocketq.store.consumequeue import UNIT
 from rocketq.store.messagestore import GetStatus, MessageStore, PutResult
@@ -31,7 +31,7 @@ def write_at(path: Path, pos: int, data: bytes) -> None:
 
 def bodies(store: MessageStore, queue_id: int = 0) -> list[bytes]:
     got = store.get_messages("T", queue_id, 0, 10_000, max_bytes=1 << 30)
-    return [message.decode_stored_record(b).body for b in got.buffers]
+    return [storedrecords.decode_stored_record(b).body for b in got.buffers]
 
 
 async def test_garbage_after_last_record(tmp_path: Path, make_store: StoreFactory) -> None:
@@ -124,10 +124,10 @@ async def test_rebuilds_consume_queues_and_index(tmp_path: Path, make_store: Sto
     assert {qid: again.get_max_offset("T", qid) for qid in range(3)} == expected
     got = again.get_messages("T", 1, 0, 1000, max_bytes=1 << 30)
     assert got.status is GetStatus.FOUND and got.message_count == expected[1]
-    assert [message.decode_stored_record(b).queue_offset for b in got.buffers] == list(range(expected[1]))
-    assert got.tag_codes[0] == message.tag_hash("a")
+    assert [storedrecords.decode_stored_record(b).queue_offset for b in got.buffers] == list(range(expected[1]))
+    assert got.tag_codes[0] == javahash.tag_hash("a")
     found = again.query_message("T", "k123", 10, 0, 1 << 62).buffers
-    assert [message.decode_stored_record(b).uniq_key for b in found] == ["U123"]
+    assert [storedrecords.decode_stored_record(b).uniq_key for b in found] == ["U123"]
     assert len(again.query_message("T", "U299", 10, 0, 1 << 62).buffers) == 1
 
 
@@ -136,7 +136,7 @@ async def test_stale_consume_queue_units_are_dropped(tmp_path: Path, make_store:
     store = await make_store(settings)
     await put_many(store, 3)
     end = store.max_phy_offset
-    cq_file = store._queues["T"][0].files[0].path
+    cq_file = store.queues.by_topic["T"][0].files[0].path
     await crash(store)
     write_at(cq_file, 3 * 20, UNIT.pack(end + 1000, 100, 0))  # a unit for bytes the log never kept
     again = await make_store(settings)

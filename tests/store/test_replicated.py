@@ -20,7 +20,7 @@ def log_bytes(store: MessageStore) -> bytes:
 
 def units(store: MessageStore, topic: str = "T", queue_id: int = 0) -> list[tuple[int, int, int]]:
     end = store.get_max_offset(topic, queue_id)
-    return [store._find_queue(topic, queue_id).unit(i) for i in range(end)]  # type: ignore[union-attr]
+    return [store.queues.find(topic, queue_id).unit(i) for i in range(end)]  # type: ignore[union-attr]
 
 
 def replicate(master: MessageStore, slave: MessageStore, rng: random.Random, upto: int | None = None) -> None:

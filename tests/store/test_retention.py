@@ -54,7 +54,7 @@ async def test_expired_segments_deleted_at_delete_when(tmp_path: Path, make_stor
     assert store.min_phy_offset == store.commitlog.segments[0].start
     assert sorted(os.listdir(settings.commitlog_dir)) == [store.commitlog.segments[0].path.name]
     for qid in (0, 1):
-        cq = store._queues["T"][qid]
+        cq = store.queues.by_topic["T"][qid]
         assert cq.min_offset > 0
         first = store.get_messages("T", qid, 0, 1)
         assert first.status is GetStatus.OFFSET_TOO_SMALL and first.next_begin_offset == cq.min_offset

@@ -31,7 +31,7 @@ Anything else (``"abc"`` for a number, an object for a string, an ordinal beyond
 What this module does not do: decode bytes beyond plain JSON (``rocketq.admin.fastjson`` reads
 fastjson's extensions), read a clock (``DataVersion.new``/``next`` take the time), or decide
 policy beyond what a field can hold. Who may create a topic with how many queues is the
-caller's rule, passed to ``validate``; name and permission rules are ``rocketq.protocol.names``.
+caller's rule, passed to ``validate``; name and permission rules are ``rocketq.protocol.namerules``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any, Final, Self
 
 import orjson
 
-from rocketq.protocol import names
+from rocketq.protocol import namerules
 from rocketq.protocol.codes import MASTER_ID, PERM_READ_WRITE
 
 INT32_MAX: Final = (1 << 31) - 1
@@ -125,7 +125,7 @@ def non_negative_int32(raw: Mapping[Any, Any], key: str, where: str, default: in
 def permission(raw: Mapping[Any, Any], key: str, where: str, default: int | None = None) -> int:
     """A topic or broker permission: READ (4), WRITE (2), INHERIT (1), nothing else."""
     value = non_negative_int32(raw, key, where, default)
-    if value & ~names.PERM_MASK:
+    if value & ~namerules.PERM_MASK:
         raise BodyError(f"{where}: {key} {value} has bits beyond READ|WRITE|INHERIT")
     return value
 
@@ -281,18 +281,18 @@ class TopicConfig:
     def queue_count(self) -> int:
         return max(self.read_queue_nums, self.write_queue_nums)
 
-    def validate(self, error: type[Exception] = names.RuleError, *, min_queue_nums: int = 0) -> Self:
+    def validate(self, error: type[Exception] = namerules.RuleError, *, min_queue_nums: int = 0) -> Self:
         """Self, or ``error`` when a field is not acceptable.
 
         ``min_queue_nums`` is the caller's rule: a broker keeps a topic with no queues left,
         an admin tool refuses to create one. Whatever passes here also passes ``from_json``, so
         a broker never stores a topic it could not read back.
         """
-        names.check_topic(self.topic_name, error)
+        namerules.check_topic(self.topic_name, error)
         for key, n in (("readQueueNums", self.read_queue_nums), ("writeQueueNums", self.write_queue_nums)):
             if not min_queue_nums <= n <= MAX_QUEUE_NUMS:
                 raise error(f"{key} {n} outside [{min_queue_nums}, {MAX_QUEUE_NUMS}]")
-        names.check_perm(self.perm, error)
+        namerules.check_perm(self.perm, error)
         if self.topic_filter_type not in TOPIC_FILTER_TYPES:
             raise error(f"topicFilterType {self.topic_filter_type[:_SHOWN]!r} is not SINGLE_TAG or MULTI_TAG")
         if not 0 <= self.topic_sys_flag <= INT32_MAX:
@@ -354,9 +354,9 @@ class SubscriptionGroupConfig:
         ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
     )
 
-    def validate(self, error: type[Exception] = names.RuleError) -> Self:
+    def validate(self, error: type[Exception] = namerules.RuleError) -> Self:
         """Self, or ``error`` when the name or a count is not acceptable (-1 retries: none at all)."""
-        names.check_group(self.group_name, error)
+        namerules.check_group(self.group_name, error)
         if not 0 <= self.retry_queue_nums <= MAX_RETRY_QUEUE_NUMS:
             raise error(f"retryQueueNums {self.retry_queue_nums} outside [0, {MAX_RETRY_QUEUE_NUMS}]")
         if not -1 <= self.retry_max_times <= MAX_RETRY_TIMES:

@@ -1,4 +1,4 @@
-"""Append throughput of the store: ``python -m rocketq.store.benchmark [--messages N] ...``.
+"""Append throughput of the store: ``python -m rocketq.bench.storeappend [--messages N] ...``.
 
 Puts 1 KiB messages (each with a unique key and a tag, as a producer sends them) into a fresh
 store in a temporary directory, in batches (``put_batch``) or one by one (``put``), and prints
@@ -13,7 +13,7 @@ import asyncio
 import tempfile
 import time
 
-from rocketq.protocol import message, msgid
+from rocketq.protocol import javahash, messageproperties, msgid
 from rocketq.store.messagestore import MessageStore, PutRequest
 from rocketq.store.settings import FlushDiskType, StoreSettings
 
@@ -24,8 +24,8 @@ def _requests(count: int, body_size: int, queues: int, batch: int) -> list[PutRe
     born = int(time.time() * 1000)
     return [
         PutRequest("BenchTopic", (i // batch) % queues, body,
-                   properties=message.encode_properties({"UNIQ_KEY": ids.next_id(), "TAGS": "TagA"}),
-                   born_timestamp=born, born_host=("127.0.0.1", 50000), tags_code=message.tag_hash("TagA"))
+                   properties=messageproperties.encode_properties({"UNIQ_KEY": ids.next_id(), "TAGS": "TagA"}),
+                   born_timestamp=born, born_host=("127.0.0.1", 50000), tags_code=javahash.tag_hash("TagA"))
         for i in range(count)
     ]
 

@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
+from rocketq.local.ports import free_port
 from rocketq.metrics import announcing
 
 READY_MARK: Final = " listening on "
@@ -32,12 +32,6 @@ STOP_GRACE_S: Final = 15.0
 
 class LocalClusterError(RuntimeError):
     """A process did not start or the cluster directory is not usable."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -15,7 +15,7 @@ the body as sent: ``crc32 & 0x7FFFFFFF``.
 
 Everything here is a pure function from bytes to frozen values (or back); a body that does not
 have the expected shape raises ``BodyError`` naming what is wrong. ``DataVersion``,
-``TopicConfig``, ``BodyError`` and the field readers are ``rocketq.protocol.bodies``, shared with
+``TopicConfig``, ``BodyError`` and the field readers are ``rocketq.protocol.sharedbodies``, shared with
 brokers and admin tools; what is the name server's own is the register body's layout and one
 rule: a registered topic name may be up to ``MAX_TOPIC_NAME_LENGTH`` long. The answers are
 JSON-ready dicts serialised with ``encode``: ``routes`` writes TopicRouteData and ClusterInfo
@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol.bodies import JAVA_INTEGER, BodyError, DataVersion, TopicConfig, load_json, obj, strings
+from rocketq.protocol.sharedbodies import JAVA_INTEGER, BodyError, DataVersion, TopicConfig, load_json, obj, strings
 
 MAX_INFLATED_BODY: Final = 64 * 1024 * 1024
 """A deflated register body may not expand beyond this (a zip bomb is refused, not inflated)."""

@@ -27,28 +27,28 @@ import orjson
 
 from rocketq.admin import fastjson
 from rocketq.admin.errors import ArgumentError, BodyError
-from rocketq.protocol import bodies as shared
-from rocketq.protocol import names
-from rocketq.protocol.bodies import MAX_QUEUE_NUMS as MAX_QUEUE_NUMS
-from rocketq.protocol.bodies import integer, obj, strings, text
+from rocketq.protocol import namerules
+from rocketq.protocol import sharedbodies as shared
+from rocketq.protocol.sharedbodies import MAX_QUEUE_NUMS as MAX_QUEUE_NUMS
+from rocketq.protocol.sharedbodies import integer, obj, strings, text
 
 # --- names -----------------------------------------------------------------------------------
 
 
 def check_topic(topic: str) -> str:
-    return names.check_topic(topic, ArgumentError)
+    return namerules.check_topic(topic, ArgumentError)
 
 
 def check_group(group: str) -> str:
-    return names.check_group(group, ArgumentError)
+    return namerules.check_group(group, ArgumentError)
 
 
 def check_perm(perm: int) -> int:
-    return names.check_perm(perm, ArgumentError)
+    return namerules.check_perm(perm, ArgumentError)
 
 
 def perm_name(perm: int) -> str:
-    return names.perm_name(perm)
+    return namerules.perm_name(perm)
 
 
 # --- reading bodies ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 
-from rocketq.broker.clients import ClientChannel, ClientManager
+from rocketq.broker.clienttable import ClientChannel, ClientManager
 from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager, validate_group_name
 from rocketq.broker.offsets import ConsumerOffsetManager

@@ -28,7 +28,7 @@ from typing import Any, Final, TypeVar
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
-from rocketq.protocol.message import Message, MessageExt
+from rocketq.protocol.messagetypes import Message, MessageExt
 
 STAMP: Final = struct.Struct(">qq")
 MIN_SIZE: Final = STAMP.size

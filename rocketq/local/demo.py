@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.admin.bodies import TopicConfig
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.cluster import cluster_masters
-from rocketq.benchmark import ConsumerBench, ProducerBench, ProducerResult, SendMode
-from rocketq.localcluster import ClusterLayout, LocalCluster
+from rocketq.bench.loadgen import ConsumerBench, ProducerBench, ProducerResult, SendMode
+from rocketq.local.cluster import ClusterLayout, LocalCluster
 
 TOPIC = "DemoTopic"
 GROUP = "demo_consumer"

@@ -1,0 +1,102 @@
+"""The first half of a put: validate and encode every message before anything is appended.
+
+A put is all or nothing, so every request is checked and encoded into its stored record
+(``storedrecords.RecordEncoder``) before the CommitLog moves: a message that is illegal, too
+large for a segment, or names a bad topic or queue fails the whole put with no store state
+changed. What comes out is one ``PreparedMessage`` per message: the record and what dispatch
+needs after the append (``MessageStore._append``: CommitLog, ConsumeQueue unit, index entries).
+
+``PreparedMessage`` is a plain tuple, not a class: the put path builds one per message and
+unpacks it in the append loop, and a tuple costs no Python-level constructor call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rocketq.protocol import javahash, messageproperties, storedrecords
+from rocketq.protocol.codes import SCHEDULE_TOPIC
+from rocketq.protocol.messageerrors import MessageIllegalError
+from rocketq.store import dispatch
+from rocketq.store.consumequeue import ConsumeQueue
+from rocketq.store.queuetable import QueueTable
+from rocketq.store.results import BatchPutRequest, PutRequest
+
+PreparedMessage = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | None, str | None]
+"""An encoded record and what dispatch needs: (record, STORETIMESTAMP position, queue, builds a
+queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
+
+
+class Preparer:
+    """Encodes puts for one store: its host (in every record), its queues and segment size."""
+
+    def __init__(self, encoder: storedrecords.RecordEncoder, queues: QueueTable, segment_size: int,
+                 max_record: int) -> None:
+        self._encoder = encoder
+        self._queues = queues
+        self._segment_size = segment_size
+        self._max_record = max_record
+        """The largest record a segment can hold (its size minus the end-of-file blank)."""
+
+    def prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[PreparedMessage]:
+        """Validate and encode every request (no store state changes); MessageIllegalError
+        (PropertiesSizeExceededError for long properties) when any of them cannot be stored."""
+        if isinstance(requests, BatchPutRequest):
+            return self._prepare_batch(requests)
+        encode = self._encoder.encode
+        queues: dict[tuple[str, int], ConsumeQueue] = {}
+        prepared = []
+        for r in requests:
+            props = r.properties
+            if isinstance(props, str):
+                encoded = props
+                tags = messageproperties.property_value(props, messageproperties.TAGS) if r.tags_code is None else None
+                uniq, keys = r.index_keys or (messageproperties.property_value(props, messageproperties.UNIQ_KEY),
+                                              messageproperties.property_value(props, messageproperties.KEYS))
+            else:
+                encoded = messageproperties.encode_properties(props)
+                tags = props.get(messageproperties.TAGS)
+                uniq, keys = r.index_keys or (props.get(messageproperties.UNIQ_KEY), props.get(messageproperties.KEYS))
+            cq = queues.get((r.topic, r.queue_id))
+            if cq is None:
+                cq = queues[r.topic, r.queue_id] = self._queues.get_or_create(r.topic, r.queue_id)
+            record, ts_pos = encode(r.topic, r.queue_id, r.body, r.flag, encoded, r.sys_flag, r.born_timestamp,
+                                    r.born_host, r.reconsume_times, r.prepared_transaction_offset)
+            if len(record) > self._max_record:
+                raise self._too_large(record)
+            delay = None
+            if r.topic == SCHEDULE_TOPIC:
+                delay = (messageproperties.property_value(encoded, messageproperties.DELAY) or "")
+            tag = r.tags_code if r.tags_code is not None else javahash.tag_hash(tags)
+            prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
+        return prepared
+
+    def _prepare_batch(self, batch: BatchPutRequest) -> list[PreparedMessage]:
+        """``prepare`` for one sender's batch to one queue: the shared parts looked up once."""
+        cq = self._queues.get_or_create(batch.topic, batch.queue_id)
+        encode, ts_pos = self._encoder.for_sender(batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp,
+                                                  batch.born_host, batch.reconsume_times)
+        unit = dispatch.builds_queue_unit(batch.sys_flag)
+        schedule = batch.topic == SCHEDULE_TOPIC
+        max_record = self._max_record
+        prepared = []
+        for body, flag, props, tag, uniq, keys in batch.messages:
+            record = encode(body, flag, props)
+            if len(record) > max_record:
+                raise self._too_large(record)
+            delay = (messageproperties.property_value(props, messageproperties.DELAY) or "") if schedule else None
+            prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
+        return prepared
+
+    def _too_large(self, record: bytes) -> MessageIllegalError:
+        return MessageIllegalError(f"message of {len(record)} bytes cannot fit a commitlog segment of "
+                                   f"{self._segment_size} bytes")
+
+
+def wants_flush_wait(properties: Mapping[str, str] | str) -> bool:
+    """A producer can set WAIT=false to skip waiting for the flush (RocketMQ's waitStoreMsgOK)."""
+    if isinstance(properties, str):
+        value = messageproperties.property_value(properties, messageproperties.WAIT)
+    else:
+        value = properties.get(messageproperties.WAIT)
+    return value != "false"

@@ -1,0 +1,120 @@
+"""The read path: a pull's records, as slices of the CommitLog found through a ConsumeQueue.
+
+``get_messages`` answers RocketMQ's ``DefaultMessageStore.getMessage``: where the requested
+offset stands against the queue's bounds (a GetStatus and the offset to pull next), or up to
+``max_nums`` records from it. Each record is a memoryview into the CommitLog's map, never a
+copy: the broker writes the views to the socket as they are.
+
+Filtering happens in two stages, as in RocketMQ: ``tag_filter`` sees each ConsumeQueue unit's
+tag hash code (cheap, no CommitLog read), ``record_filter`` each remaining record (a SQL92
+selector reads its properties). A pull inspects at most ``MAX_FILTER_SCAN_UNITS`` units, so a
+consumer whose filter matches nothing still gets an answer (and an offset to move to) quickly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Final
+
+from rocketq.store import consumequeue
+from rocketq.store.commitlog import CommitLog
+from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
+from rocketq.store.results import GetResult, GetStatus
+from rocketq.store.stats import StoreStats
+
+DEFAULT_MAX_TRANSFER_BYTES: Final = 256 * 1024
+"""A pull returns at most this many bytes (RocketMQ's maxTransferBytesOnMessageInMemory), but
+always at least one message."""
+MAX_FILTER_SCAN_UNITS: Final = 800
+"""Units a pull inspects at most when filtering by tag (16 000 bytes of ConsumeQueue)."""
+ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO: Final = 40
+"""Percent of RAM: a consumer further behind than this is told to pull from a slave."""
+
+TagFilter = Callable[[int], bool]
+RecordFilter = Callable[[memoryview], bool]
+
+
+def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max_nums: int, max_bytes: int,
+                 tag_filter: TagFilter | None, record_filter: RecordFilter | None, stats: StoreStats) -> GetResult:
+    """Records of a queue (``None``: a queue the store does not have) from ``offset``."""
+    if cq is None:
+        stats.get_message_times_miss += 1
+        return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+    min_offset, max_offset = cq.min_offset, cq.max_offset
+    status: GetStatus
+    if max_offset == 0:
+        status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
+    elif offset < min_offset:
+        status, next_offset = GetStatus.OFFSET_TOO_SMALL, min_offset
+    elif offset == max_offset:
+        status, next_offset = GetStatus.OFFSET_OVERFLOW_ONE, offset
+    elif offset > max_offset:
+        status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
+    else:
+        return _read_queue(commitlog, cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter, stats)
+    stats.get_message_times_miss += 1
+    return GetResult(status, next_offset, min_offset, max_offset)
+
+
+def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
+                tag_filter: TagFilter | None, record_filter: RecordFilter | None, stats: StoreStats) -> GetResult:
+    min_phys = commitlog.min_offset
+    status = GetStatus.NO_MATCHED_MESSAGE
+    buffers: list[memoryview] = []
+    queue_offsets: list[int] = []
+    tag_codes: list[int] = []
+    total = scanned = 0
+    last_phys = commitlog.max_offset
+    for phys, size, tag in cq.units(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
+        if buffers and (len(buffers) >= max_nums or total + size > max_bytes):
+            break
+        scanned += 1
+        if size == BLANK_UNIT_SIZE:
+            continue
+        if tag_filter is not None and not tag_filter(tag):
+            continue
+        view = commitlog.read(phys, size) if phys >= min_phys else None
+        if view is None:
+            if not buffers:
+                status = GetStatus.MESSAGE_WAS_REMOVING
+            continue
+        if record_filter is not None and not record_filter(view):
+            continue
+        buffers.append(view)
+        queue_offsets.append(offset + scanned - 1)
+        tag_codes.append(tag)
+        total += size
+        last_phys = phys
+        status = GetStatus.FOUND
+    if scanned == 0:
+        status = GetStatus.OFFSET_FOUND_NULL
+        scanned = _units_to_next_file(cq, offset)
+    if buffers:
+        stats.get_message_times_found += 1
+        stats.get_message_transferred += len(buffers)
+    else:
+        stats.get_message_times_miss += 1
+    behind = commitlog.max_offset - last_phys
+    return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
+                     tag_codes, total, behind > _memory_for_pulls())
+
+
+def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
+    per_file = cq.file_size // consumequeue.UNIT_SIZE
+    return per_file - offset % per_file
+
+
+_MEMORY_FOR_PULLS: int | None = None
+
+
+def _memory_for_pulls() -> int:
+    """Bytes of RAM a consumer may lag behind before being sent to a slave."""
+    global _MEMORY_FOR_PULLS
+    if _MEMORY_FOR_PULLS is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            total = 8 << 30
+        _MEMORY_FOR_PULLS = total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
+    return _MEMORY_FOR_PULLS
