@@ -33,6 +33,7 @@ from rocketq.remoting.client import RemotingClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 from rocketq_operator.rendering import broker as broker_rendering
+from rocketq_operator.rendering import brokerconf
 from rocketq_operator.spec import Cluster, cluster_meta, parse_cluster_spec
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "production-masterslave.yaml"
@@ -47,14 +48,32 @@ def _cluster() -> Cluster:
     return Cluster(cluster_meta(body), parsed.spec)
 
 
+ACCESS_KEY, SECRET_KEY = "pod-test", "pod-test-secret"
+ACL_SECRET = f"""accounts:
+  - accessKey: {ACCESS_KEY}
+    secretKey: {SECRET_KEY}
+    admin: true
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: PUB|SUB
+"""
+"""The ``plain_acl.yml`` of the example's ``spec.acl.secretName`` Secret, as its volume holds it."""
+CREDENTIALS = {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY}
+
+
 def _mount_configmap(configmap: dict[str, Any], mount: Path, store: Path, port: int, metrics_port: int) -> None:
-    """Write each ConfigMap key as a file, as a volume mount does; swap in this machine's path and ports.
+    """Write each ConfigMap key as a file, as a volume mount does, and the ACL Secret beside it;
+    swap in this machine's paths and ports.
 
     Pods have a network namespace each; two pods on one machine need their own metrics and HA ports.
     """
     mount.mkdir(parents=True)
+    acl_dir = mount.parent / "etc-rocketq-acl"
+    acl_dir.mkdir()
+    (acl_dir / "plain_acl.yml").write_text(ACL_SECRET)
     for key, value in configmap["data"].items():
         if key == broker_rendering.CONFIG_KEY:
+            assert f"{brokerconf.ACL_FILE_KEY}={brokerconf.ACL_FILE}" in value and "aclEnable=true" in value
+            value = value.replace(brokerconf.ACL_DIR, str(acl_dir))
             value = value.replace("storePathRootDir=/home/rocketq/store", f"storePathRootDir={store}")
             value = value.replace("listenPort=10911", f"listenPort={port}")
             ha_port = free_port()
@@ -115,7 +134,7 @@ def namesrv(tmp_path: Path) -> Any:
 
 async def _wait_slave_connected(namesrv: str, master: str, limit: float = 30) -> None:
     """Until the master's GET_BROKER_RUNTIME_INFO counts its slave's HA connection."""
-    async with AdminClient(namesrv) as admin:
+    async with AdminClient(namesrv, **CREDENTIALS) as admin:
         for _ in range(int(limit / 0.1)):
             if (await admin.runtime_info(master)).get("haConnectionCount") == "1":
                 return
@@ -158,8 +177,8 @@ async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: s
         assert orjson.loads(info.body)["clusterAddrTable"] == {cluster.meta.name: [group]}
         await _wait_slave_connected(namesrv, addrs[0])  # a SYNC_MASTER acknowledges once its slave holds the message
         async with (
-            Producer("pod-pg", namesrv_addr=namesrv) as producer,
-            PullConsumer("pod-cg", namesrv_addr=namesrv) as consumer,
+            Producer("pod-pg", namesrv_addr=namesrv, **CREDENTIALS) as producer,
+            PullConsumer("pod-cg", namesrv_addr=namesrv, **CREDENTIALS) as consumer,
         ):
             sent = await producer.send(Message("PodTopic", b"from the operator's pod", tags="T"))
             assert sent.status.name == "SEND_OK" and sent.message_queue.broker_name == group
