@@ -25,7 +25,8 @@ What each call means (RocketMQ request codes in brackets):
 - ``consumer_lag(broker, group)``: messages stored on that broker that the group has not
   consumed yet, summed over its queues there [GET_CONSUME_STATS 208]
 - ``broker_runtime(broker)``: the broker's CommitLog max offset, i.e. how far a slave has
-  replicated [GET_BROKER_RUNTIME_INFO 28]
+  replicated, and its replication state (``haConnectionCount``, ``haBehindBytes``,
+  ``haInSync``; brokers without replication report none) [GET_BROKER_RUNTIME_INFO 28]
 - ``cluster_brokers(namesrv, cluster)``: who is registered: brokerName -> {brokerId: address};
   brokerId 0 is the master (or the DLedger leader) [GET_BROKER_CLUSTER_INFO 106]
 """
@@ -73,6 +74,12 @@ class GroupConfig:
 @dataclass(frozen=True)
 class BrokerRuntime:
     commitlog_max_offset: int
+    ha_connections: int | None = None
+    """Master: slaves connected. Slave: 1 while connected to its master. None: not reported."""
+    ha_behind_bytes: int | None = None
+    """Slave: bytes its master had (as last heard) that it has not. Master: its best slave's lag."""
+    ha_in_sync: bool | None = None
+    """Master: a slave is connected and within haMaxGapNotInSync. Slave: connected."""
 
 
 class BrokerAdmin(Protocol):

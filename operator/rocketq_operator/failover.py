@@ -8,18 +8,30 @@ disk). Each pass checks the pod at ``masterOrdinal``:
 2. Missing, unready or terminating: the time is marked on the group's ConfigMap. Within the
    grace period (``failover_grace``, 30 s by default) the operator only waits, so ordinary
    restarts and rolling updates do not cause failovers.
-3. Still unavailable after the grace period: every serving slave is asked for its CommitLog max
-   offset; the highest wins (the lowest ordinal on a tie). ``masterOrdinal`` is set to it, and
-   the pods whose brokerId or role changes (``identities.changed_by_master_move``) are deleted
-   so they restart with their new identity. A Warning Event records the move.
+3. Still unavailable after the grace period: every serving slave is asked for its replication
+   state, and ``promotion.decide`` picks an in-sync slave (never an empty or lagging one). None
+   in sync: the group is Degraded with reason ``FailoverBlocked`` (offsets in the message, one
+   Warning Event per distinct reason) until a slave catches up or a person annotates the
+   group's ConfigMap ``rocketq.io/force-failover=<ordinal>``.
+4. Promotion: the old master is *fenced* -- set read-only (brokerPermission 4) if it still
+   answers -- then ``masterOrdinal`` is set to the chosen slave and the pods whose brokerId or
+   role changes (``identities.changed_by_master_move``, the old master's pod included) are
+   deleted so they restart with their new identity. A Warning Event records the move, the
+   offsets and how the old master was fenced.
+
+What fencing guarantees: an old master that still answers takes no writes from the moment it
+is fenced (before the new master exists), and any old-master pod restarts as a slave (its
+ConfigMap says brokerId > 0). What it cannot: a master that is partitioned from the operator
+but not from clients keeps taking writes until its pod is deleted and restarted -- Kubernetes
+cannot delete a pod on an unreachable node until that node is declared lost -- and those writes
+are lost when it comes back as a slave and its CommitLog is truncated to the new master's.
 
 A group that never became healthy (topics not yet created on it) is not failed over: a new
 cluster pulling images is not a lost master. A ``masterOrdinal`` outside the StatefulSet (after
 ``replicasPerGroup`` shrank) is moved at once, without a grace period.
 
-What it does not do: anything for DLedger groups (they elect their own leader), or fence an
-old master that is still running but unready; async replication can lose the messages the
-chosen slave had not received, exactly as a manual failover would.
+What it does not do: anything for DLedger groups (refused until they work). With async
+replication an in-sync slave may still miss up to ``caught_up_bytes`` of the newest messages.
 """
 
 from __future__ import annotations
@@ -27,7 +39,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from rocketq_operator import brokeradmin, identities, names, observing
+from rocketq_operator import brokeradmin, identities, names, observing, promotion
+from rocketq_operator.brokeradmin import BrokerRuntime
 from rocketq_operator.observing import GroupState
 from rocketq_operator.rendering import broker
 from rocketq_operator.runtime import Context
@@ -40,6 +53,7 @@ class Kind(enum.Enum):
     PENDING = "MasterUnavailable"
     FAILED_OVER = "FailedOver"
     NO_CANDIDATE = "NoFailoverCandidate"
+    BLOCKED = "FailoverBlocked"
 
 
 @dataclass(frozen=True)
@@ -48,24 +62,48 @@ class Outcome:
     message: str = ""
 
 
-async def _mark(ctx: Context, meta: ClusterMeta, group: GroupState, value: str | None) -> None:
+async def _mark(ctx: Context, meta: ClusterMeta, group: GroupState, value: str) -> None:
     await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
                                 {"metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: value}}})
 
 
-async def _offsets(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> dict[int, int]:
-    offsets: dict[int, int] = {}
+async def _clear(ctx: Context, meta: ClusterMeta, group: GroupState, *keys: str) -> None:
+    await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
+                                {"metadata": {"annotations": dict.fromkeys(keys)}})
+
+
+async def _runtimes(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> dict[int, BrokerRuntime]:
+    runtimes: dict[int, BrokerRuntime] = {}
     for pod in group.pods.values():
         if not pod.serving or pod.ordinal == master or pod.ordinal >= group.replicas:
             continue
         address = names.broker_address(meta.name, meta.namespace, group.index, pod.ordinal)
         try:
-            runtime = await ctx.runtime.admin.broker_runtime(address)
+            runtimes[pod.ordinal] = await ctx.runtime.admin.broker_runtime(address)
         except brokeradmin.BrokerAdminError as exc:
             ctx.logger.warning(f"Slave {pod.name} cannot be a failover candidate: {exc}")
-            continue
-        offsets[pod.ordinal] = runtime.commitlog_max_offset
-    return offsets
+    return runtimes
+
+
+async def _fence(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> str:
+    """Make the old master read-only if it still answers; say what fenced it."""
+    address = names.broker_address(meta.name, meta.namespace, group.index, master)
+    try:
+        await ctx.runtime.admin.set_broker_permission(address, brokeradmin.PERM_READ_ONLY)
+    except brokeradmin.BrokerAdminError:
+        return "old master unreachable: fenced only by its restart as a slave"
+    return "old master set read-only"
+
+
+async def _blocked(ctx: Context, meta: ClusterMeta, group: GroupState, reason: str, message: str) -> Outcome:
+    """Wait for a person; the Event is sent once per distinct ``reason`` (kept on the ConfigMap)."""
+    if group.failover_blocked != reason:
+        await ctx.runtime.api.patch(
+            "ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
+            {"metadata": {"annotations": {observing.FAILOVER_BLOCKED: reason}}})
+        ctx.emit("Warning", Kind.BLOCKED.value, message)
+        ctx.logger.warning(message)
+    return Outcome(Kind.BLOCKED, message)
 
 
 async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
@@ -75,8 +113,8 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     pod = group.pods.get(master)
     planned = master >= group.replicas
     if pod is not None and pod.serving and not planned:
-        if group.master_unavailable_since is not None:
-            await _mark(ctx, meta, group, None)
+        if group.master_unavailable_since is not None or group.failover_blocked is not None:
+            await _clear(ctx, meta, group, observing.MASTER_UNAVAILABLE_SINCE, observing.FAILOVER_BLOCKED)
         return Outcome(Kind.HEALTHY)
     if not group.metadata_synced and not planned:
         return Outcome(Kind.NOT_APPLICABLE)
@@ -88,15 +126,25 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     waited = 0.0 if since is None else (ctx.now - since).total_seconds()
     if not planned and waited < ctx.runtime.config.failover_grace:
         return Outcome(Kind.PENDING, f"master {master_name} unavailable for {waited:.0f}s")
-    offsets = await _offsets(ctx, meta, group, master)
-    if not offsets:
+    runtimes = await _runtimes(ctx, meta, group, master)
+    if not runtimes:
         return Outcome(Kind.NO_CANDIDATE,
                        f"master {master_name} unavailable for {waited:.0f}s and no serving slave answers")
-    best = max(offsets, key=lambda ordinal: (offsets[ordinal], -ordinal))
+    forced = group.forced_failover
+    decision = promotion.decide(runtimes, None, ctx.runtime.config.caught_up_bytes, forced)
+    if decision.promote is None:
+        hint = f"; annotate ConfigMap {names.broker_config(meta.name, group.index)} with {observing.FORCE_FAILOVER}" \
+               "=<ordinal> to promote one anyway (its missing messages are lost)"
+        return await _blocked(ctx, meta, group, decision.reason,
+                              f"master {master_name} of {group.name} unavailable for {waited:.0f}s; "
+                              f"{decision.reason}{hint if forced is None else ''}")
+    best = decision.promote
+    fenced = await _fence(ctx, meta, group, master)
     await ctx.runtime.api.patch(
         "ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
         {"data": {broker.MASTER_ORDINAL_KEY: str(best)},
-         "metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: None}}},
+         "metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: None, observing.FAILOVER_BLOCKED: None,
+                                      observing.FORCE_FAILOVER: None}}},
     )
     restarted = []
     for ordinal in identities.changed_by_master_move(max(group.replicas, master + 1), master, best):
@@ -106,8 +154,8 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
             restarted.append(group.pods[ordinal].name)
     new_name = names.broker_pod(meta.name, group.index, best)
     why = "moved out of the StatefulSet" if planned else f"unavailable for {waited:.0f}s"
-    message = (f"master of {group.name} moved from {master_name} ({why}) to {new_name} "
-               f"(CommitLog offset {offsets[best]}); restarted {', '.join(restarted) or 'no pods'}")
+    message = (f"master of {group.name} moved from {master_name} ({why}) to {new_name}, {decision.reason}; "
+               f"{fenced}; restarted {', '.join(restarted) or 'no pods'}")
     ctx.emit("Warning", "Failover", message)
     ctx.logger.warning(message)
     ctx.runtime.metrics.failovers.labels(namespace=meta.namespace, cluster=meta.name).inc()

@@ -25,6 +25,8 @@ from rocketq_operator.rendering import broker, common
 
 DRAINING_SINCE: Final = "rocketq.io/draining-since"
 MASTER_UNAVAILABLE_SINCE: Final = "rocketq.io/master-unavailable-since"
+FAILOVER_BLOCKED: Final = "rocketq.io/failover-blocked"
+FORCE_FAILOVER: Final = "rocketq.io/force-failover"
 METADATA_SYNCED: Final = "rocketq.io/metadata-synced"
 MANUAL_ROLL: Final = "rocketq.io/manual-roll-pods"
 
@@ -101,6 +103,17 @@ class GroupState:
     @property
     def master_unavailable_since(self) -> datetime.datetime | None:
         return parse_time(self._annotation(MASTER_UNAVAILABLE_SINCE))
+
+    @property
+    def failover_blocked(self) -> str | None:
+        """Why the last failover attempt waited (so its Event is sent once)."""
+        return self._annotation(FAILOVER_BLOCKED)
+
+    @property
+    def forced_failover(self) -> int | None:
+        """The ordinal a person asked to promote although it is not in sync."""
+        raw = self._annotation(FORCE_FAILOVER)
+        return int(raw) if raw is not None and raw.isdigit() else None
 
     @property
     def metadata_synced(self) -> bool:

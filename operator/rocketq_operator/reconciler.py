@@ -217,7 +217,7 @@ class ClusterPass:
             if outcome.kind is failover.Kind.FAILED_OVER:
                 moved = True
                 self.found.progress.append(outcome.message)
-            elif outcome.kind is failover.Kind.NO_CANDIDATE:
+            elif outcome.kind in (failover.Kind.NO_CANDIDATE, failover.Kind.BLOCKED):
                 self.found.degraded.append((outcome.kind.value, outcome.message))
             elif outcome.kind is failover.Kind.PENDING:
                 self.found.progress.append(outcome.message)

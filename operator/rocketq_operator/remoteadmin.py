@@ -31,6 +31,9 @@ from rocketq_operator.runtime import OperatorConfig
 MAX_CLIENTS: Final = 256
 BROKER_PERMISSION: Final = "brokerPermission"
 COMMITLOG_MAX_OFFSET: Final = "commitLogMaxOffset"
+HA_CONNECTIONS: Final = "haConnectionCount"
+HA_BEHIND_BYTES: Final = "haBehindBytes"
+HA_IN_SYNC: Final = "haInSync"
 _FAILURES: Final = (AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError, RemotingError)
 
 
@@ -160,7 +163,13 @@ class RemotingBrokerAdmin:
             info = await (await self._client(broker)).runtime_info(broker)
         except _FAILURES as exc:
             raise BrokerAdminError(f"{broker}: cannot read runtime info: {exc}") from exc
-        return BrokerRuntime(commitlog_max_offset=_int(info, COMMITLOG_MAX_OFFSET, f"{broker} runtime info"))
+        what = f"{broker} runtime info"
+        return BrokerRuntime(
+            commitlog_max_offset=_int(info, COMMITLOG_MAX_OFFSET, what),
+            ha_connections=_int(info, HA_CONNECTIONS, what) if HA_CONNECTIONS in info else None,
+            ha_behind_bytes=_int(info, HA_BEHIND_BYTES, what) if HA_BEHIND_BYTES in info else None,
+            ha_in_sync=info[HA_IN_SYNC] == "true" if HA_IN_SYNC in info else None,
+        )
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         try:

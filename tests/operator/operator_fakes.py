@@ -1,6 +1,6 @@
 """A recording, in-memory BrokerAdmin: the operator's boundary to the engine, for tests.
 
-It keeps per-address topics, groups, permissions, lags and CommitLog offsets, answers
+It keeps per-address topics, groups, permissions, lags, CommitLog offsets and replication lag, answers
 ``cluster_brokers`` from ``registered`` (which the StatefulSet emulator fills in as pods
 become ready, per namespace and cluster, as each cluster's own name servers would), refuses
 every call to an address in ``down``, and records every call in ``calls`` as
@@ -23,6 +23,8 @@ class FakeBrokerAdmin:
         self.perms: dict[str, int] = {}
         self.lags: dict[tuple[str, str], int] = {}
         self.offsets: dict[str, int] = {}
+        self.behind: dict[str, int] = {}
+        """Replication lag a slave reports (haBehindBytes): its master's end minus its own."""
         self.registered: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
         """(namespace, cluster) -> brokerName -> {brokerId: address}: what the name servers know."""
         self.down: set[str] = set()
@@ -77,7 +79,9 @@ class FakeBrokerAdmin:
 
     async def broker_runtime(self, broker: str) -> BrokerRuntime:
         self._call("broker_runtime", broker)
-        return BrokerRuntime(commitlog_max_offset=self.offsets.get(broker, 0))
+        behind = self.behind.get(broker, 0)
+        return BrokerRuntime(commitlog_max_offset=self.offsets.get(broker, 0), ha_connections=1,
+                             ha_behind_bytes=behind, ha_in_sync=behind == 0)
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         self._call("cluster_brokers", namesrv, cluster)

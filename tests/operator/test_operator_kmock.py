@@ -329,6 +329,40 @@ async def test_failover_without_a_candidate_is_degraded(env: OperatorEnv) -> Non
     assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"]["masterOrdinal"] == "0"
 
 
+@pytest.mark.operator_config(failover_grace=0.5, caught_up_bytes=1000)
+async def test_failover_refuses_empty_and_lagging_slaves_until_forced(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {"brokers": {"replicasPerGroup": 3}})
+    await running(env, "demo")
+    master = names.broker_address("demo", "mq", 0, 0)
+    # Slave 1 is empty; slave 2 heard the master reach 50_000 but has only 40_000.
+    env.admin.offsets.update({names.broker_address("demo", "mq", 0, 1): 0,
+                              names.broker_address("demo", "mq", 0, 2): 40_000})
+    env.admin.behind[names.broker_address("demo", "mq", 0, 2)] = 10_000
+
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
+                       == "FailoverBlocked", "FailoverBlocked")
+    message = env.condition("RocketMQCluster", "demo", "Degraded")["message"]
+    assert "ordinal 1: offset 0 (empty)" in message and "ordinal 2: offset 40000 (10000 bytes behind)" in message
+    await env.wait_for(lambda: env.events("FailoverBlocked"), "a FailoverBlocked event")
+    await asyncio.sleep(1.0)
+    assert len(env.events("FailoverBlocked")) == 1, "one Event per distinct reason, not one per pass"
+    config = env.get("ConfigMap", "demo-broker-0-config") or {}
+    assert config["data"]["masterOrdinal"] == "0"
+    assert not env.admin.called("set_broker_permission")
+
+    await env.patch("ConfigMap", "demo-broker-0-config", {"metadata": {"annotations": {
+        "rocketq.io/force-failover": "2"}}})
+    await env.wait_for(lambda: (env.get("ConfigMap", "demo-broker-0-config") or {}).get("data", {}).get(
+        "masterOrdinal") == "2", "the forced promotion")
+    await env.wait_for(lambda: env.events("Failover"), "a Failover event")
+    event = env.events("Failover")[0]["message"]
+    assert "forced by annotation" in event and "old master set read-only" in event
+    assert env.admin.called("set_broker_permission") == [(master, 4)]
+    annotations = (env.get("ConfigMap", "demo-broker-0-config") or {})["metadata"].get("annotations") or {}
+    assert "rocketq.io/force-failover" not in annotations and "rocketq.io/failover-blocked" not in annotations
+
+
 async def test_pause_annotation_stops_every_change(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")

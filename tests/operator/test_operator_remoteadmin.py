@@ -85,7 +85,10 @@ async def test_permission_and_runtime(processes: tuple[Process, Process], admin:
         assert await admin.get_broker_permission(broker.addr) == brokeradmin.PERM_READ_ONLY
     finally:
         await admin.set_broker_permission(broker.addr, brokeradmin.PERM_READ_WRITE)
-    assert (await admin.broker_runtime(broker.addr)).commitlog_max_offset >= 0
+    runtime = await admin.broker_runtime(broker.addr)
+    assert runtime.commitlog_max_offset >= 0
+    # A master without slaves: replication is reported, with nobody connected and so not in sync.
+    assert (runtime.ha_connections, runtime.ha_behind_bytes, runtime.ha_in_sync) == (0, 0, False)
 
 
 async def test_failures_are_broker_admin_errors(processes: tuple[Process, Process],
