@@ -4,7 +4,8 @@ Every pass is level-based: it reads the spec and what is running, and moves the 
 step towards the spec; the next pass (a timer, or any change of the object) continues. The
 steps, in order:
 
-1. ``parse`` the spec; problems become ``Ready=False, reason=InvalidSpec`` and nothing is
+1. ``parse`` the spec; problems (and DLedger mode, not implemented yet) become
+   ``Ready=False, reason=InvalidSpec`` and nothing is
    applied (MasterSlave failover still runs from what is observed, so a typo cannot strand a
    group without a master).
 2. ``pause``: with ``rocketq.io/pause-reconciliation: "true"`` nothing happens but the
@@ -100,9 +101,10 @@ class ClusterPass:
         if is_paused(self.body):
             return self.paused_status()
         parsed = spec.parse_cluster_spec(self.body.get("spec"), self.meta.name)
-        if parsed.spec is None:
+        refused = parsed.errors if parsed.spec is None else spec.unsupported(parsed.spec)
+        if parsed.spec is None or refused:
             await self.failover_only()
-            return self.invalid_status(parsed.errors)
+            return self.invalid_status(refused)
         cluster = Cluster(self.meta, parsed.spec)
         state = await self.observe()
         self.check_immutables(cluster, state)

@@ -235,6 +235,19 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
     return Parsed(spec=None if errors else spec, errors=errors)
 
 
+DLEDGER_REFUSED: Final = "spec.brokers.mode: DLedger groups are not implemented yet; use MasterSlave"
+
+
+def unsupported(spec: ClusterSpec) -> tuple[str, ...]:
+    """What a valid spec asks for that this operator refuses to run (still ``InvalidSpec``).
+
+    The engine has no DLedger (Raft) CommitLog yet: a broker started with
+    ``enableDLegerCommitLog`` refuses to start, so a DLedger cluster would never come up. The
+    field stays in the schema (and rendering keeps its DLedger path) for when it lands.
+    """
+    return (DLEDGER_REFUSED,) if spec.brokers.mode is BrokerMode.DLEDGER else ()
+
+
 def _check_cluster_name(r: Reader, name: str) -> None:
     if not validation.DNS_1035.match(name):
         r.fail("metadata.name", f"{name!r} must be a DNS-1035 label: it names Services")

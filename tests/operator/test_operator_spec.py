@@ -167,3 +167,11 @@ def test_any_json_parses_to_a_spec_or_errors_without_raising(raw: Any, name: str
     parsed = specs.parse_cluster_spec(raw, name)
     assert (parsed.spec is None) == bool(parsed.errors)
     assert all(isinstance(line, str) and ": " in line for line in parsed.errors)
+
+
+def test_dledger_parses_but_is_refused_until_the_engine_has_it() -> None:
+    parsed = specs.parse_cluster_spec({"brokers": {"mode": "DLedger", "replicasPerGroup": 3}}, "demo")
+    assert parsed.spec is not None
+    assert specs.unsupported(parsed.spec) == (specs.DLEDGER_REFUSED,)
+    master_slave = specs.parse_cluster_spec({}, "demo").spec
+    assert master_slave is not None and specs.unsupported(master_slave) == ()
