@@ -12,9 +12,12 @@ pass asks ``plan`` which pod, if any, to restart now:
   ordinal first, and the master (or leader) last.
 
 Before the chosen pod is deleted, ``gate`` asks the brokers: every pod of the group must be
-registered with the name servers and every other slave must be within ``caught_up_bytes`` of
-its master's CommitLog, so the pod restarted last has caught up before the next goes, and a
-restart never leaves the master as the only up-to-date copy while another is still behind.
+registered with the name servers and every other slave must be connected to its master
+(``haInSync``) and within ``caught_up_bytes`` of its CommitLog, so the pod restarted last has
+caught up before the next goes; a master restarts only while it reports a slave in sync
+(``haInSync=true``: connected and within haMaxGapNotInSync). A restart never leaves the master
+as the only up-to-date copy while another is still behind. (Brokers that report no
+replication state are judged by offsets alone.)
 Waiting is always "try again next pass"; nothing here sleeps.
 """
 
@@ -109,13 +112,19 @@ async def gate(ctx: Context, meta: ClusterMeta, group: GroupState, registry: Reg
         return None
     admin = ctx.runtime.admin
     try:
-        head = (await admin.broker_runtime(primary_address)).commitlog_max_offset
+        primary = await admin.broker_runtime(primary_address)
+        if addresses.get(restarting.ordinal) == primary_address and primary.ha_in_sync is False:
+            return f"no slave of {restarting.name} reports in sync (haInSync=false): its master would be the only copy"
         for ordinal, address in addresses.items():
             if address == primary_address or ordinal == restarting.ordinal:
                 continue
-            behind = head - (await admin.broker_runtime(address)).commitlog_max_offset
+            slave = await admin.broker_runtime(address)
+            pod = names.broker_pod(meta.name, group.index, ordinal)
+            if slave.ha_in_sync is False:
+                return f"{pod} is not connected to its master"
+            behind = primary.commitlog_max_offset - slave.commitlog_max_offset
             if behind > ctx.runtime.config.caught_up_bytes:
-                return f"{names.broker_pod(meta.name, group.index, ordinal)} is {behind} bytes behind its master"
+                return f"{pod} is {behind} bytes behind its master"
     except brokeradmin.BrokerAdminError as exc:
         return f"replication offsets unavailable: {exc}"
     return None
