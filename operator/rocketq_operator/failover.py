@@ -9,7 +9,9 @@ disk). Each pass checks the pod at ``masterOrdinal``:
    grace period (``failover_grace``, 30 s by default) the operator only waits, so ordinary
    restarts and rolling updates do not cause failovers.
 3. Still unavailable after the grace period: every serving slave is asked for its replication
-   state, and ``promotion.decide`` picks an in-sync slave (never an empty or lagging one). None
+   state, and ``promotion.decide`` picks an in-sync slave (never an empty or lagging one),
+   measured also against the master's own offset when it still answers, or as it answered when
+   first seen unavailable (``rocketq.io/master-last-offset``). None
    in sync: the group is Degraded with reason ``FailoverBlocked`` (offsets in the message, one
    Warning Event per distinct reason) until a slave catches up or a person annotates the
    group's ConfigMap ``rocketq.io/force-failover=<ordinal>``.
@@ -62,9 +64,23 @@ class Outcome:
     message: str = ""
 
 
-async def _mark(ctx: Context, meta: ClusterMeta, group: GroupState, value: str) -> None:
+async def _master_offset(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> int | None:
+    """The master's CommitLog end if it still answers (an unready master often does)."""
+    address = names.broker_address(meta.name, meta.namespace, group.index, master)
+    try:
+        return (await ctx.runtime.admin.broker_runtime(address)).commitlog_max_offset
+    except brokeradmin.BrokerAdminError:
+        return None
+
+
+async def _mark(ctx: Context, meta: ClusterMeta, group: GroupState, master: int, value: str) -> None:
+    """Record when the master was first seen unavailable, and its offset if it still answers."""
+    annotations = {observing.MASTER_UNAVAILABLE_SINCE: value}
+    offset = await _master_offset(ctx, meta, group, master)
+    if offset is not None:
+        annotations[observing.MASTER_LAST_OFFSET] = str(offset)
     await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
-                                {"metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: value}}})
+                                {"metadata": {"annotations": annotations}})
 
 
 async def _clear(ctx: Context, meta: ClusterMeta, group: GroupState, *keys: str) -> None:
@@ -113,15 +129,16 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     pod = group.pods.get(master)
     planned = master >= group.replicas
     if pod is not None and pod.serving and not planned:
-        if group.master_unavailable_since is not None or group.failover_blocked is not None:
-            await _clear(ctx, meta, group, observing.MASTER_UNAVAILABLE_SINCE, observing.FAILOVER_BLOCKED)
+        if (group.master_unavailable_since, group.failover_blocked, group.master_last_offset) != (None,) * 3:
+            await _clear(ctx, meta, group, observing.MASTER_UNAVAILABLE_SINCE, observing.FAILOVER_BLOCKED,
+                         observing.MASTER_LAST_OFFSET)
         return Outcome(Kind.HEALTHY)
     if not group.metadata_synced and not planned:
         return Outcome(Kind.NOT_APPLICABLE)
     master_name = names.broker_pod(meta.name, group.index, master)
     since = group.master_unavailable_since
     if since is None and not planned:
-        await _mark(ctx, meta, group, observing.format_time(ctx.now))
+        await _mark(ctx, meta, group, master, observing.format_time(ctx.now))
         since = ctx.now
     waited = 0.0 if since is None else (ctx.now - since).total_seconds()
     if not planned and waited < ctx.runtime.config.failover_grace:
@@ -131,7 +148,10 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
         return Outcome(Kind.NO_CANDIDATE,
                        f"master {master_name} unavailable for {waited:.0f}s and no serving slave answers")
     forced = group.forced_failover
-    decision = promotion.decide(runtimes, None, ctx.runtime.config.caught_up_bytes, forced)
+    master_last = await _master_offset(ctx, meta, group, master)
+    if master_last is None:
+        master_last = group.master_last_offset
+    decision = promotion.decide(runtimes, master_last, ctx.runtime.config.caught_up_bytes, forced)
     if decision.promote is None:
         hint = f"; annotate ConfigMap {names.broker_config(meta.name, group.index)} with {observing.FORCE_FAILOVER}" \
                "=<ordinal> to promote one anyway (its missing messages are lost)"
@@ -144,7 +164,7 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
         "ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
         {"data": {broker.MASTER_ORDINAL_KEY: str(best)},
          "metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: None, observing.FAILOVER_BLOCKED: None,
-                                      observing.FORCE_FAILOVER: None}}},
+                                      observing.FORCE_FAILOVER: None, observing.MASTER_LAST_OFFSET: None}}},
     )
     restarted = []
     for ordinal in identities.changed_by_master_move(max(group.replicas, master + 1), master, best):

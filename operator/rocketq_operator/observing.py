@@ -26,6 +26,7 @@ from rocketq_operator.rendering import broker, common
 DRAINING_SINCE: Final = "rocketq.io/draining-since"
 MASTER_UNAVAILABLE_SINCE: Final = "rocketq.io/master-unavailable-since"
 FAILOVER_BLOCKED: Final = "rocketq.io/failover-blocked"
+MASTER_LAST_OFFSET: Final = "rocketq.io/master-last-offset"
 FORCE_FAILOVER: Final = "rocketq.io/force-failover"
 METADATA_SYNCED: Final = "rocketq.io/metadata-synced"
 MANUAL_ROLL: Final = "rocketq.io/manual-roll-pods"
@@ -108,6 +109,12 @@ class GroupState:
     def failover_blocked(self) -> str | None:
         """Why the last failover attempt waited (so its Event is sent once)."""
         return self._annotation(FAILOVER_BLOCKED)
+
+    @property
+    def master_last_offset(self) -> int | None:
+        """The master's CommitLog end when it was first seen unavailable (if it answered)."""
+        raw = self._annotation(MASTER_LAST_OFFSET)
+        return int(raw) if raw is not None and raw.isdigit() else None
 
     @property
     def forced_failover(self) -> int | None:

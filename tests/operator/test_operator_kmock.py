@@ -371,6 +371,25 @@ async def test_failover_refuses_empty_and_lagging_slaves_until_forced(env: Opera
     assert "rocketq.io/force-failover" not in annotations and "rocketq.io/failover-blocked" not in annotations
 
 
+@pytest.mark.operator_config(failover_grace=0.5, caught_up_bytes=1000)
+async def test_failover_measures_slaves_against_the_masters_last_offset(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    master, slave = names.broker_address("demo", "mq", 0, 0), names.broker_address("demo", "mq", 0, 1)
+    # The slave believes it is current (no lag heard), but the master, unready yet still
+    # answering when first seen unavailable, had written 60_000 bytes more.
+    env.admin.offsets.update({master: 100_000, slave: 40_000})
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: ((env.get("ConfigMap", "demo-broker-0-config") or {})["metadata"].get(
+        "annotations") or {}).get("rocketq.io/master-last-offset") == "100000", "the master's offset recorded")
+    env.admin.down.add(master)  # now it is gone for good; the recorded offset still counts
+    await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
+                       == "FailoverBlocked", "FailoverBlocked")
+    message = env.condition("RocketMQCluster", "demo", "Degraded")["message"]
+    assert "in sync with offset 100000: ordinal 1: offset 40000 (60000 bytes behind)" in message
+    assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"]["masterOrdinal"] == "0"
+
+
 async def test_pause_annotation_stops_every_change(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
