@@ -93,6 +93,7 @@ class HAService:
     async def close(self) -> None:
         """Stop replicating; waiting sends are answered FLUSH_SLAVE_TIMEOUT. Idempotent."""
         self.waiters.release_all()
+        self._store.remove_arrival_listener(self._appended)  # a demoted master keeps its store
         if self.server is not None:
             await self.server.close()
         if self.client is not None:

@@ -264,6 +264,10 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self._listeners.append(listener)
 
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     # --- put ----------------------------------------------------------------------------------
 
     async def put(self, request: PutRequest) -> PutResult:
@@ -571,6 +575,15 @@ class MessageStore:
                                     self.queues.get_or_create, self.index, self._delay_levels)
         if self._reput is not None:
             self._reput.offset = min(self._reput.offset, phys_offset)
+
+    async def end_replication(self) -> int:
+        """Make a slave's store a master's: cut a half-received record at the tail (it will never
+        be completed) and let puts dispatch again. Returns the bytes cut."""
+        cut = self.commitlog.max_offset - self.dispatched_offset
+        if cut > 0:
+            await self.truncate(self.dispatched_offset)
+        self._reput = None
+        return cut
 
     def runtime_info(self) -> dict[str, str]:
         """The store's part of GET_BROKER_RUNTIME_INFO, with RocketMQ's key names."""
