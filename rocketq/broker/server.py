@@ -216,6 +216,7 @@ class BrokerServer:
                     log.warning("promotion: dropped %d bytes of a record the old master never finished", cut)
             await self._start_ha()
             if change.is_master:
+                self.ha.epochs.begin(self.store.max_phy_offset)
                 self._reinstall_handlers()
             old_pull.close()
             await asyncio.to_thread(role.save, self.store_settings.config_dir, change)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
@@ -35,6 +34,7 @@ from rocketq.protocol import addresses, codes
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.connection import Connection, Handler
+from rocketq.store import configfiles
 
 log = logging.getLogger(__name__)
 
@@ -84,19 +84,7 @@ def role_path(config_dir: Path) -> Path:
 
 def save(config_dir: Path, change: RoleChange) -> None:
     """Write the role durably: a crash leaves the old file or the new one, never half of one."""
-    config_dir.mkdir(parents=True, exist_ok=True)
-    path = role_path(config_dir)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(json.dumps(change.to_json(), indent=2).encode())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(config_dir, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    configfiles.write_json_atomic(role_path(config_dir), change.to_json())
 
 
 def load(config_dir: Path) -> RoleChange | None:
