@@ -16,10 +16,13 @@ from clusterprocs import Processes
 from haprocs import restart, runtime, start_pair, tree, wait_replicated
 
 from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.sending import SendStatus
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.messagetypes import Message
+from rocketq.protocol.queues import MessageQueue
 
 TOPIC = "PromoteIT"
 BEFORE, AFTER = 150, 60
@@ -129,4 +132,35 @@ async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
     if len(survived) < unreplicated:
         dropped = re.search(r"dropped (\d+) bytes \((\d+) messages\)", master.proc.log.read_text())
         assert dropped and int(dropped[2]) == unreplicated - len(survived)
+    await admin.close()
+
+
+@pytest.mark.slow
+async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_from_the_new_master(
+        procs: Processes) -> None:
+    ns = procs.namesrv()
+    master, slave = start_pair(procs, ns.address)
+    acked = await send(ns.address, 0, BEFORE)
+    await wait_replicated(master, slave)
+    admin = AdminClient(ns.address)
+
+    async def slave_knows_topic() -> bool:
+        return TOPIC in await admin.all_topic_config(slave.address)
+
+    await until(slave_knows_topic)
+    admin_cli(ns.address, "electMaster", "-b", slave.address)
+    new_ha = (await runtime(slave.address))["haListenAddr"]
+    out = admin_cli(ns.address, "changeToSlave", "-b", master.address, "-i", "1", "--master", new_ha)
+    assert "SLAVE" in out
+    with pytest.raises(AdminError) as refused:  # a demoted master takes no sends
+        await admin.send_message(master.address, MessageQueue(TOPIC, "broker-a", 0), Message(TOPIC, b"late"))
+    assert refused.value.code == ResponseCode.NO_PERMISSION
+    acked += await send(ns.address, BEFORE, AFTER)
+    assert len(acked) == BEFORE + AFTER
+    await wait_replicated(slave, master)
+    assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
+    info = await runtime(master.address)
+    assert info["brokerRole"] == "SLAVE" and info["haMasterAddress"] == new_ha
+    assert json.loads((master.store / "config" / "role.json").read_text())["brokerId"] == 1
+    assert sorted(await consume_all(ns.address)) == sorted(acked)
     await admin.close()
