@@ -39,8 +39,10 @@ _SIGNATURE_ONLY: Final = frozenset({signing.SIGNATURE})
 ADMIN_CODES: Final = frozenset({
     RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG, RequestCode.DELETE_TOPIC_IN_BROKER,
     RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    RequestCode.NOTIFY_BROKER_ROLE_CHANGED,
 })
-"""RocketMQ's ``Permission.ADMIN_CODE`` (its ACL-editing codes 50-53 are not served by rocketq)."""
+"""RocketMQ's ``Permission.ADMIN_CODE`` (its ACL-editing codes 50-53 are not served by rocketq), and
+NOTIFY_BROKER_ROLE_CHANGED: RocketMQ's controller sends it, here an operator does (ha/role.py)."""
 
 Resources = dict[str, int]
 

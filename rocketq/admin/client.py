@@ -233,6 +233,13 @@ class AdminClient:
         response = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return adminbodies.parse_kv_table(response.body, "broker runtime info")
 
+    async def change_broker_role(self, addr: str, role: str, broker_id: int = 0, master_address: str = "") -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED (rocketq/ha/role.py): answered once the broker has switched."""
+        ext = {"brokerRole": role, "brokerId": str(broker_id)}
+        if master_address:
+            ext["masterAddress"] = master_address
+        await self.call(addr, RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext)
+
     async def broker_config(self, addr: str) -> dict[str, str]:
         response = await self.call(addr, RequestCode.GET_BROKER_CONFIG)
         return adminbodies.parse_properties_text(response.body)

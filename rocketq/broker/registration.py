@@ -9,6 +9,7 @@ read-only drains: producers stop choosing it while consumers keep reading it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import zlib
 from collections.abc import Callable
@@ -73,6 +74,13 @@ class Registrar:
         self.ha_server_addr: str | None = None
         """A slave's master HA address (haServerAddr in the answers)."""
         self.registrations = 0
+
+    def reidentify(self, broker_id: int, ha_server_addr: str) -> None:
+        """A role change: the next registrations carry the new brokerId (the name servers replace
+        this address's old record). A new master forgets the master it had as a slave."""
+        self._identity = dataclasses.replace(self._identity, broker_id=broker_id, ha_server_addr=ha_server_addr)
+        self.master_addr = None
+        self.ha_server_addr = None
 
     def start(self) -> None:
         if self._addrs:

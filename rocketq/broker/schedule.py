@@ -211,6 +211,7 @@ class ScheduleService:
         """
         for task in self._tasks:
             await task.stop()
+        self._store.remove_arrival_listener(self._on_arrival)  # a demoted master keeps its store
         if not self._started:
             return
         self._started = False

@@ -11,6 +11,7 @@ the parts they use; nothing reaches through this class.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -40,7 +41,7 @@ from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
-from rocketq.ha import reads
+from rocketq.ha import reads, role
 from rocketq.ha.metasync import SlaveSynchronizer
 from rocketq.ha.service import HAService
 from rocketq.ha.settings import HASettings
@@ -65,10 +66,14 @@ TRAFFIC_SAMPLE_INTERVAL_S = 10.0
 class BrokerServer:
     def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings,
                  ha_settings: HASettings | None = None, acl_settings: AclSettings | None = None) -> None:
+        identity, saved_master = role.apply_saved(identity, store_settings.config_dir)  # config/role.json
         self.identity = identity
         self.acl_settings = acl_settings or AclSettings()
         self.acl: AclTable | None = None
         self.ha_settings = ha_settings or HASettings()
+        if saved_master:
+            self.ha_settings = dataclasses.replace(self.ha_settings, ha_master_address=saved_master)
+        self._role_lock = asyncio.Lock()
         self.behaviour = behaviour
         self.store_settings = store_settings
         self._handlers: dict[int, Handler] = {}
@@ -146,13 +151,9 @@ class BrokerServer:
         self._serving = True
         await self.registrar.register_all()
         self.registrar.start()
-        if self.metadata_sync is not None:
-            self.metadata_sync.start()
         for task in self._tasks:
             task.start()
-        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json; the master checks transactions
-            self.schedule.start()
-            self.transaction_checker.start()
+        self._start_role_services()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -180,6 +181,60 @@ class BrokerServer:
             delay_offset_path=self.store_settings.config_dir / schedule.DELAY_OFFSET_FILE)
         if self.metadata_sync is not None:
             self.store.add_arrival_listener(self.metadata_sync.message_arrived)
+
+    def _start_role_services(self) -> None:
+        if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json; the master checks transactions
+            self.schedule.start()
+            self.transaction_checker.start()
+        elif self.metadata_sync is not None:
+            self.metadata_sync.start()
+
+    async def change_role(self, change: role.RoleChange) -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED (ha/role.py): become the group's master, or a slave, in place.
+
+        A demoted master refuses writes first (its handlers are a slave's before anything else
+        stops); a promoted slave stops replicating, cuts a half-received record, and only then
+        takes writes. The role is saved before the name servers hear of it, so a crash after
+        the answer restarts the broker in the role it announced.
+        """
+        async with self._role_lock:
+            if (change.role, change.broker_id) == (self.identity.broker_role, self.identity.broker_id):
+                return
+            old_schedule, old_checker, old_pull = self.schedule, self.transaction_checker, self.pull
+            self._set_role(change)
+            if not change.is_master:
+                self._reinstall_handlers()  # refuse writes at once
+            if self.metadata_sync is not None:
+                self.store.remove_arrival_listener(self.metadata_sync.message_arrived)
+                await self.metadata_sync.close()
+            await self.ha.close()
+            await old_schedule.close()
+            await old_checker.close()
+            if change.is_master:
+                cut = await self.store.end_replication()
+                if cut:
+                    log.warning("promotion: dropped %d bytes of a record the old master never finished", cut)
+            await self._start_ha()
+            if change.is_master:
+                self.ha.epochs.begin(self.store.max_phy_offset)
+                self._reinstall_handlers()
+            old_pull.close()
+            await asyncio.to_thread(role.save, self.store_settings.config_dir, change)
+            self.registrar.reidentify(self.identity.broker_id, self.ha.ha_server_addr)
+            await self.registrar.register_all()
+            self._start_role_services()
+            log.warning("broker %s is now %s (brokerId %d)", self.identity.broker_name,
+                        change.role.value, change.broker_id)
+
+    def _set_role(self, change: role.RoleChange) -> None:
+        self.identity = dataclasses.replace(self.identity, broker_role=change.role, broker_id=change.broker_id)
+        self.ha_settings = dataclasses.replace(self.ha_settings, ha_master_address=change.master_address)
+
+    def _reinstall_handlers(self) -> None:
+        self._install_handlers()
+        if self.acl is not None:
+            table = self.acl
+            self._handlers.update(guard.guarded(self._handlers, lambda: table.config))
 
     async def _start_acl(self) -> None:
         """aclEnable: load plain_acl.yml, watch it, and wrap every handler with the check
@@ -267,7 +322,8 @@ class BrokerServer:
             replication=self.ha if self.ha.sync_master else None,
             max_delay_level=len(self.store_settings.delay_levels_ms),
         )
-        self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
+        if not hasattr(self, "filters"):  # a role change keeps the consumers' registered filters
+            self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
         self.pull = PullHandlers(
             self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master,
             suggest_broker=self._suggest_broker,
@@ -307,6 +363,7 @@ class BrokerServer:
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
         self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
         self._handlers.update(self.stats_windows.handlers())
+        self._handlers.update(role.handlers(self.change_role))
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""

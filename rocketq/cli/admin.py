@@ -416,6 +416,34 @@ def update_broker_config(s: Session, broker_addr: str | None, cluster: str | Non
     s.run(work)
 
 
+@mqadmin_command("electMaster")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, required=True, help="the slave to promote, host:port")
+@opt("--role", type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]), default="ASYNC_MASTER", show_default=True)
+def elect_master(s: Session, broker_addr: str, role: str) -> None:
+    """Make a slave the master of its group (brokerId 0) at runtime (docs/ha.md, Promotion)."""
+
+    async def work(admin: AdminClient) -> Output:
+        await admin.change_broker_role(broker_addr, role)
+        return Output(f"{broker_addr} is now {role} (brokerId 0)", {"broker": broker_addr, "brokerRole": role})
+
+    s.run(work)
+
+
+@mqadmin_command("changeToSlave")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, required=True, help="the broker to demote, host:port")
+@opt("-i", "--brokerId", "broker_id", type=click.IntRange(min=1), required=True, help="its slave id")
+@opt("--master", "master", type=ADDRESS, help="the new master's HA host:port (default: from the name server)")
+def change_to_slave(s: Session, broker_addr: str, broker_id: int, master: str | None) -> None:
+    """Make a (fenced) master a slave of its group's new master at runtime (docs/ha.md, Promotion)."""
+
+    async def work(admin: AdminClient) -> Output:
+        await admin.change_broker_role(broker_addr, "SLAVE", broker_id, master or "")
+        return Output(f"{broker_addr} is now SLAVE (brokerId {broker_id})",
+                      {"broker": broker_addr, "brokerRole": "SLAVE", "brokerId": broker_id})
+
+    s.run(work)
+
+
 @mqadmin_command("getBrokerConfig")
 @broker_or_cluster
 def get_broker_config(s: Session, broker_addr: str | None, cluster: str | None) -> None:

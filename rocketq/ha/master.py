@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
-from rocketq.ha import protocol
+from rocketq.ha import epochs, protocol
 from rocketq.ha.settings import HASettings
 from rocketq.ratelimit import LogLimiter
 from rocketq.store.messagestore import MessageStore
@@ -48,7 +48,7 @@ class SlaveConnection:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, store: MessageStore,
                  settings: HASettings, on_ack: Callable[[int], None],
-                 on_end: Callable[[SlaveConnection], None]) -> None:
+                 on_end: Callable[[SlaveConnection], None], history: epochs.EpochHistory) -> None:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._reader = reader
@@ -57,6 +57,7 @@ class SlaveConnection:
         self._settings = settings
         self._on_ack = on_ack
         self._on_end = on_end
+        self._epochs = history
         self.request_offset = -1
         """Where the slave asked the stream to start (its first report)."""
         self.ack_offset = -1
@@ -111,6 +112,12 @@ class SlaveConnection:
                     raw = await self._reader.readexactly(protocol.REPORT_SIZE)
                 offset = protocol.decode_report(raw)
                 first = self.request_offset < 0
+                if offset == protocol.EPOCH_REQUEST:
+                    if not first:
+                        raise protocol.HAProtocolError("an epoch request after the first report")
+                    self._writer.write(protocol.encode_epoch_answer(
+                        epochs.encode(self._epochs.entries, self._store.max_phy_offset)))
+                    continue
                 if first:
                     self.request_offset = offset
                     self._requested.set()
@@ -197,8 +204,9 @@ class HAServer:
     """The HA port of a master and its slave connections."""
 
     def __init__(self, store: MessageStore, settings: HASettings, host: str, port: int,
-                 on_ack: Callable[[int], None]) -> None:
+                 on_ack: Callable[[int], None], history: epochs.EpochHistory) -> None:
         self._store = store
+        self._epochs = history
         self._settings = settings
         self._host = host
         self._port = port
@@ -223,7 +231,7 @@ class HAServer:
             writer.close()
             return
         connection = SlaveConnection(reader, writer, self._store, self._settings, self._on_ack,
-                                     self.connections.discard)
+                                     self.connections.discard, self._epochs)
         self.connections.add(connection)
         log.info("HA connection from slave %s", connection.peer)
         connection.start()

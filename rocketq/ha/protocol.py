@@ -15,6 +15,11 @@ slave's end cannot otherwise happen, so a rocketq slave takes it as "you hold hi
 not" and truncates to it (an old master rejoining as a slave); an Apache slave sees an offset
 mismatch, closes and reconnects, as it would anyway.
 
+rocketq's epoch exchange (``ha/epochs.py``): a rocketq slave's first 8 bytes are the report
+``EPOCH_REQUEST`` (-2, never a log end); the master answers with a transfer header at offset
+``EPOCH_REQUEST`` and a JSON body (its epoch history and log end), then waits for the slave's
+real first report. Apache masters do not know it, so a rocketq slave needs a rocketq master.
+
 Pure functions: bytes in, values out; every limit checked before anything is allocated.
 """
 
@@ -30,6 +35,8 @@ TRANSFER_HEADER = struct.Struct(">qi")
 REPORT_SIZE: Final = REPORT.size
 TRANSFER_HEADER_SIZE: Final = TRANSFER_HEADER.size
 MAX_OFFSET: Final = (1 << 63) - 1
+EPOCH_REQUEST: Final = -2
+MAX_EPOCH_BODY: Final = 256 * 1024
 
 
 class HAProtocolError(ValueError):
@@ -53,13 +60,36 @@ def encode_report(max_offset: int) -> bytes:
 
 
 def decode_report(data: bytes) -> int:
-    """A slave's offset report; a negative offset is a protocol error."""
+    """A slave's offset report, or ``EPOCH_REQUEST``; any other negative value is a protocol error."""
     if len(data) != REPORT_SIZE:
         raise HAProtocolError(f"an offset report is {REPORT_SIZE} bytes, got {len(data)}")
     (offset,) = REPORT.unpack(data)
-    if offset < 0:
+    if offset < 0 and offset != EPOCH_REQUEST:
         raise HAProtocolError(f"negative offset {offset} reported")
     return int(offset)
+
+
+def encode_epoch_request() -> bytes:
+    return REPORT.pack(EPOCH_REQUEST)
+
+
+def encode_epoch_answer(body: bytes) -> bytes:
+    if len(body) > MAX_EPOCH_BODY:
+        raise ValueError(f"epoch history of {len(body)} bytes (limit {MAX_EPOCH_BODY})")
+    return TRANSFER_HEADER.pack(EPOCH_REQUEST, len(body)) + body
+
+
+def decode_epoch_answer_header(data: bytes) -> int:
+    """The size of the epoch answer's body; anything but an epoch answer is a protocol error."""
+    if len(data) != TRANSFER_HEADER_SIZE:
+        raise HAProtocolError(f"a transfer header is {TRANSFER_HEADER_SIZE} bytes, got {len(data)}")
+    offset, size = TRANSFER_HEADER.unpack(data)
+    if offset != EPOCH_REQUEST:
+        raise HAProtocolError(f"expected the master's epoch history, got a frame at offset {offset} "
+                              "(a master that is not rocketq?)")
+    if not 0 <= size <= MAX_EPOCH_BODY:
+        raise HAProtocolError(f"epoch history of {size} bytes (limit {MAX_EPOCH_BODY})")
+    return int(size)
 
 
 def encode_transfer_header(offset: int, size: int) -> bytes:

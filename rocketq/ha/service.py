@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from rocketq.ha.epochs import EpochHistory
 from rocketq.ha.master import HAServer
 from rocketq.ha.settings import HASettings
 from rocketq.ha.slave import HAClient
@@ -78,8 +79,10 @@ class HAService:
         self._timeout = sync_timeout_ms / 1000
         self.waiters = ReplicaWaiters()
         self._lag = LagClock()
-        self.server = HAServer(store, settings, listen_host, ha_port, self._acknowledged) if is_master else None
-        self.client = None if is_master else HAClient(store, settings, master_ha_addr)
+        self.epochs = EpochHistory(store.settings.config_dir).load()
+        self.server = (HAServer(store, settings, listen_host, ha_port, self._acknowledged, self.epochs)
+                       if is_master else None)
+        self.client = None if is_master else HAClient(store, settings, master_ha_addr, self.epochs)
         self._ha_port = ha_port
 
     async def start(self) -> None:
@@ -93,6 +96,7 @@ class HAService:
     async def close(self) -> None:
         """Stop replicating; waiting sends are answered FLUSH_SLAVE_TIMEOUT. Idempotent."""
         self.waiters.release_all()
+        self._store.remove_arrival_listener(self._appended)  # a demoted master keeps its store
         if self.server is not None:
             await self.server.close()
         if self.client is not None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from rocketq.ha import protocol
+from rocketq.ha import epochs, protocol
 from rocketq.ha.settings import MAX_TRANSFER_BATCH, HASettings
 from rocketq.protocol import addresses
 from rocketq.ratelimit import LogLimiter
@@ -66,8 +66,10 @@ class _Resync(Exception):
 class HAClient:
     """Owner of the slave's replication task."""
 
-    def __init__(self, store: MessageStore, settings: HASettings, master_address: Callable[[], str | None]) -> None:
+    def __init__(self, store: MessageStore, settings: HASettings, master_address: Callable[[], str | None],
+                 history: epochs.EpochHistory) -> None:
         self._store = store
+        self._epochs = history
         self._settings = settings
         self._master_address = master_address
         self._task = OwnedTask("ha-client", self._run)
@@ -124,9 +126,11 @@ class HAClient:
         self.connected_to = address
         self.master_offset = 0  # learnt again from this connection's frames
         self.state = ClientState.TRANSFERRING
-        log.info("HA: connected to master %s, reporting offset %d", address, self._store.max_phy_offset)
         reports = OwnedTask("ha-client-reports", lambda: self._report_periodically(writer))
         try:
+            writer.write(protocol.encode_epoch_request())
+            await self._match_epochs(reader, address)
+            log.info("HA: connected to master %s, reporting offset %d", address, self._store.max_phy_offset)
             writer.write(protocol.encode_report(self._store.max_phy_offset))
             reports.start()
             await self._receive(reader, writer)
@@ -136,6 +140,19 @@ class HAClient:
             with contextlib.suppress(OSError):
                 async with asyncio.timeout(1.0):
                     await writer.wait_closed()
+
+    async def _match_epochs(self, reader: asyncio.StreamReader, address: str) -> None:
+        """Cut what the master's epoch history does not contain, then take that history (ha/epochs.py)."""
+        async with asyncio.timeout(self._settings.ha_housekeeping_interval / 1000):
+            size = protocol.decode_epoch_answer_header(await reader.readexactly(protocol.TRANSFER_HEADER_SIZE))
+            theirs, their_end = epochs.decode(await reader.readexactly(size))
+        mine = self._store.max_phy_offset
+        point = epochs.consistent_point(self._epochs.entries, mine, theirs, their_end)
+        if mine > point:
+            dropped = await self._store.truncate(point)
+            log.warning("HA: master %s (epoch %d) does not hold this log's bytes beyond %d: truncating, "
+                        "dropped %d bytes (%d messages)", address, theirs[-1].number, point, mine - point, dropped)
+        self._epochs.adopt(theirs)
 
     async def _report_periodically(self, writer: asyncio.StreamWriter) -> None:
         interval = self._settings.ha_send_heartbeat_interval / 1000

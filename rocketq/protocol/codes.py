@@ -79,6 +79,7 @@ class RequestCode(enum.IntEnum):
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
+    NOTIFY_BROKER_ROLE_CHANGED = 1008  # RocketMQ 5's controller code; rocketq's header (ha/role.py)
 
 
 class ResponseCode(enum.IntEnum):

@@ -264,6 +264,10 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self._listeners.append(listener)
 
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     # --- put ----------------------------------------------------------------------------------
 
     async def put(self, request: PutRequest) -> PutResult:
@@ -554,11 +558,13 @@ class MessageStore:
         """End of the records whose ConsumeQueue units and index entries exist."""
         return self._reput.offset if self._reput is not None else self.commitlog.max_offset
 
-    async def truncate(self, phys_offset: int) -> None:
+    async def truncate(self, phys_offset: int) -> int:
         """Cut the log back to ``phys_offset`` (a slave ahead of its master, or a replicated
-        range that was not records), with the queue units and index entries of what is cut."""
+        range that was not records), with the queue units and index entries of what is cut.
+        Returns how many messages (ConsumeQueue units) were cut."""
         if phys_offset >= self.commitlog.max_offset:
-            return
+            return 0
+        units_before = sum(cq.max_offset for cq in self.queues.all())
         log.warning("store: truncating the commitlog from %d to %d", self.commitlog.max_offset, phys_offset)
         await self.flusher.flush()  # what stays must be on disk: set_end takes it as flushed
         self.commitlog.set_end(phys_offset)
@@ -571,6 +577,16 @@ class MessageStore:
                                     self.queues.get_or_create, self.index, self._delay_levels)
         if self._reput is not None:
             self._reput.offset = min(self._reput.offset, phys_offset)
+        return units_before - sum(cq.max_offset for cq in self.queues.all())
+
+    async def end_replication(self) -> int:
+        """Make a slave's store a master's: cut a half-received record at the tail (it will never
+        be completed) and let puts dispatch again. Returns the bytes cut."""
+        cut = self.commitlog.max_offset - self.dispatched_offset
+        if cut > 0:
+            await self.truncate(self.dispatched_offset)
+        self._reput = None
+        return cut
 
     def runtime_info(self) -> dict[str, str]:
         """The store's part of GET_BROKER_RUNTIME_INFO, with RocketMQ's key names."""

@@ -99,6 +99,8 @@ def test_white_addresses_skip_what_they_should() -> None:
     (RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "groupA", "topic": "topicA", "queueId": "0"}, b"", None),
     (RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "topicB"}, b"",
      "Need admin permission for request code=17, but accessKey=userAK1 is not"),
+    (RequestCode.NOTIFY_BROKER_ROLE_CHANGED, {"brokerRole": "ASYNC_MASTER", "brokerId": "0"}, b"",
+     "Need admin permission for request code=1008, but accessKey=userAK1 is not"),
     (RequestCode.SEND_MESSAGE_V2, send_v2("RMQ_SYS_TRACE_TOPIC"), b"", None),
 ])
 def test_permissions_by_request_code(code: int, ext: dict[str, str], body: bytes, refusal: str | None) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.ha import protocol
+from rocketq.ha.epochs import EpochHistory
 from rocketq.ha.service import HAService
 from rocketq.ha.settings import HASettings
 from rocketq.ha.slave import HAClient
@@ -142,7 +143,7 @@ async def test_a_slave_stopped_as_a_frame_arrives_does_stop(tmp_path: Path) -> N
     store.open()
     await store.start()
     try:
-        client = HAClient(store, SETTINGS, lambda: None)
+        client = HAClient(store, SETTINGS, lambda: None, EpochHistory(tmp_path / "s" / "config"))
         reader = asyncio.StreamReader()
         receiving = asyncio.create_task(client._receive(reader, None))  # type: ignore[arg-type]
         await asyncio.sleep(0.01)  # blocked on the next frame header

@@ -1,0 +1,166 @@
+"""Promotion: a slave becomes its group's master at runtime (``rocketq admin electMaster``), and
+the old master rejoins as its slave, dropping what the new master never received."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+from clusterprocs import Processes
+from haprocs import restart, runtime, start_pair, tree, wait_replicated
+
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError
+from rocketq.client.producer import Producer
+from rocketq.client.pullconsumer import PullConsumer
+from rocketq.client.sending import SendStatus
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.messagetypes import Message
+from rocketq.protocol.queues import MessageQueue
+
+TOPIC = "PromoteIT"
+BEFORE, AFTER = 150, 60
+
+
+async def send(namesrv: str, first: int, count: int) -> list[str]:
+    """Send messages k<first>..; the keys answered SEND_OK."""
+    ok = []
+    async with Producer("promote-pg", namesrv_addr=namesrv) as producer:
+        for i in range(first, first + count):
+            result = await producer.send(Message(TOPIC, b"x" * 500, properties={"KEYS": f"k{i}"}))
+            if result.status is SendStatus.SEND_OK:
+                ok.append(f"k{i}")
+    return ok
+
+
+async def consume_all(namesrv: str) -> list[str]:
+    keys: list[str] = []
+    async with PullConsumer("promote-cg", namesrv_addr=namesrv) as consumer:
+        for mq in await consumer.fetch_subscribe_queues(TOPIC):
+            offset = 0
+            while result := await consumer.pull(mq, "*", offset, max_nums=32):
+                if not result.messages:
+                    break
+                keys.extend(m.properties["KEYS"] for m in result.messages)
+                offset = result.next_begin_offset
+    return keys
+
+
+async def until(check, limit: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(limit / 0.1)):
+        if await check():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("condition not reached")
+
+
+def admin_cli(namesrv: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args, "-n", namesrv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+async def test_a_promoted_slave_takes_writes_and_the_old_master_rejoins_as_its_slave(procs: Processes) -> None:
+    await promote_and_rejoin(procs, unreplicated=0)
+
+
+@pytest.mark.slow
+async def test_the_old_master_drops_the_tail_the_new_master_never_received(procs: Processes) -> None:
+    """The old master holds more unreplicated bytes than the new master has written since its
+    promotion, at the same offsets: without epochs it kept them (truncating to the new master's
+    end only) and its CommitLog differed from the new master's."""
+    await promote_and_rejoin(procs, unreplicated=40)
+
+
+async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
+    """Kill -9 the master (after ``unreplicated`` sends its slave never saw), promote the slave
+    with the admin command, write to it, restart the old master as its slave."""
+    ns = procs.namesrv()
+    master, slave = start_pair(procs, ns.address)
+    acked = await send(ns.address, 0, BEFORE)
+    await wait_replicated(master, slave)
+    admin = AdminClient(ns.address)
+
+    async def slave_knows_topic() -> bool:
+        return TOPIC in await admin.all_topic_config(slave.address)
+
+    await until(slave_knows_topic)  # metadata sync: the new master must own the topic's queues
+    # messages the slave never receives: acknowledged by the (async) master alone
+    os.kill(slave.proc.popen.pid, signal.SIGSTOP)
+    try:
+        lost = await send(ns.address, BEFORE, unreplicated)
+        assert len(lost) == unreplicated
+        master.proc.kill9()
+    finally:
+        os.kill(slave.proc.popen.pid, signal.SIGCONT)
+
+    out = admin_cli(ns.address, "electMaster", "-b", slave.address)
+    assert "ASYNC_MASTER" in out
+    info = await runtime(slave.address)
+    assert info["brokerRole"] == "ASYNC_MASTER"
+    saved = json.loads((slave.store / "config" / "role.json").read_text())
+    assert saved["brokerRole"] == "ASYNC_MASTER" and saved["brokerId"] == 0
+
+    async def listed_as_master() -> bool:
+        route = await admin.topic_route(TOPIC)
+        return ("broker-a", 0, slave.address) in set(route.addrs())
+
+    await until(listed_as_master)
+    acked += await send(ns.address, BEFORE + unreplicated, AFTER // 2)
+    assert len(acked) == BEFORE + AFTER // 2, "the promoted slave takes every send"
+
+    # the old master comes back as the new master's slave, through the role file
+    (master.store / "config" / "role.json").write_text(json.dumps({"brokerRole": "SLAVE", "brokerId": 1}))
+    restart(procs, master)
+    acked += await send(ns.address, BEFORE + unreplicated + AFTER // 2, AFTER - AFTER // 2)
+    await wait_replicated(slave, master)
+    assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
+    assert (await runtime(master.address))["brokerRole"] == "SLAVE"
+
+    keys = await consume_all(ns.address)
+    # the slave may have read a few of the unreplicated sends from its socket after SIGCONT
+    survived = set(keys) - set(acked)
+    assert survived <= set(lost) and set(acked) <= set(keys) and len(keys) == len(set(keys))
+    if len(survived) < unreplicated:
+        dropped = re.search(r"dropped (\d+) bytes \((\d+) messages\)", master.proc.log.read_text())
+        assert dropped and int(dropped[2]) == unreplicated - len(survived)
+    await admin.close()
+
+
+@pytest.mark.slow
+async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_from_the_new_master(
+        procs: Processes) -> None:
+    ns = procs.namesrv()
+    master, slave = start_pair(procs, ns.address)
+    acked = await send(ns.address, 0, BEFORE)
+    await wait_replicated(master, slave)
+    admin = AdminClient(ns.address)
+
+    async def slave_knows_topic() -> bool:
+        return TOPIC in await admin.all_topic_config(slave.address)
+
+    await until(slave_knows_topic)
+    admin_cli(ns.address, "electMaster", "-b", slave.address)
+    new_ha = (await runtime(slave.address))["haListenAddr"]
+    out = admin_cli(ns.address, "changeToSlave", "-b", master.address, "-i", "1", "--master", new_ha)
+    assert "SLAVE" in out
+    with pytest.raises(AdminError) as refused:  # a demoted master takes no sends
+        await admin.send_message(master.address, MessageQueue(TOPIC, "broker-a", 0), Message(TOPIC, b"late"))
+    assert refused.value.code == ResponseCode.NO_PERMISSION
+    acked += await send(ns.address, BEFORE, AFTER)
+    assert len(acked) == BEFORE + AFTER
+    await wait_replicated(slave, master)
+    assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
+    info = await runtime(master.address)
+    assert info["brokerRole"] == "SLAVE" and info["haMasterAddress"] == new_ha
+    assert json.loads((master.store / "config" / "role.json").read_text())["brokerId"] == 1
+    assert sorted(await consume_all(ns.address)) == sorted(acked)
+    await admin.close()
