@@ -59,16 +59,18 @@ def _group(config: adminbodies.GroupConfig) -> GroupConfig:
 
 
 class RemotingBrokerAdmin:
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, access_key: str = "", secret_key: str = "") -> None:
+        """With ``access_key`` and ``secret_key`` every call is signed for brokers with ACL."""
         if timeout <= 0:
             raise ValueError(f"timeout {timeout} must be positive")
         self._timeout = timeout
+        self._credentials = {"access_key": access_key, "secret_key": secret_key}
         self._clients: collections.OrderedDict[str, AdminClient] = collections.OrderedDict()
         self._closed = False
 
     @classmethod
     def from_config(cls, config: OperatorConfig) -> RemotingBrokerAdmin:
-        return cls(config.admin_timeout)
+        return cls(config.admin_timeout, access_key=config.access_key, secret_key=config.secret_key)
 
     async def _client(self, address: str) -> AdminClient:
         if self._closed:
@@ -78,7 +80,7 @@ class RemotingBrokerAdmin:
             self._clients.move_to_end(address)
             return client
         try:
-            client = AdminClient(address, timeout=self._timeout)
+            client = AdminClient(address, timeout=self._timeout, **self._credentials)
         except ArgumentError as exc:
             raise BrokerAdminError(f"bad address {address!r}: {exc}") from None
         self._clients[address] = client

@@ -53,6 +53,10 @@ class OperatorConfig:
     standalone: bool = True
     """Run without kopf peering (one operator replica, as the chart deploys it)."""
     json_logs: bool = True
+    access_key: str = ""
+    """The operator's own account on clusters with ACL (``spec.acl``): it signs every broker call
+    with it, as RocketMQ's AclClientRPCHook does. Empty: unsigned calls."""
+    secret_key: str = field(default="", repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -73,7 +77,11 @@ class OperatorConfig:
                 if raw.lower() not in ("true", "false"):
                     raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r}: expected true or false")
                 values[name] = raw.lower() == "true"
-        return cls(**values)
+        access_key = env.get(ENV_PREFIX + "ACCESS_KEY", "")
+        secret_key = env.get(ENV_PREFIX + "SECRET_KEY", "")
+        if bool(access_key) != bool(secret_key):
+            raise ConfigError(f"{ENV_PREFIX}ACCESS_KEY and {ENV_PREFIX}SECRET_KEY go together: set both or neither")
+        return cls(**values, access_key=access_key, secret_key=secret_key)
 
 
 def _positive_float(name: str, raw: str) -> float:

@@ -505,7 +505,15 @@ def test_notes_tell_how_to_reach_the_cluster() -> None:
 
 def operator_env(values: dict[str, Any]) -> dict[str, str]:
     env = container(objects(render(values)))["env"]
-    return {e["name"]: e["value"] for e in env if e["name"].startswith("ROCKETQ_OPERATOR_")}
+    return {e["name"]: e["value"] for e in env if e["name"].startswith("ROCKETQ_OPERATOR_") and "value" in e}
+
+
+def test_the_operators_acl_account_comes_from_a_secret() -> None:
+    env = {e["name"]: e for e in container(objects(render({"operator": {"aclCredentialsSecret": "op-acl"}})))["env"]}
+    for name, key in (("ROCKETQ_OPERATOR_ACCESS_KEY", "accessKey"), ("ROCKETQ_OPERATOR_SECRET_KEY", "secretKey")):
+        assert env[name]["valueFrom"] == {"secretKeyRef": {"name": "op-acl", "key": key}}
+    plain = {e["name"] for e in container(objects(render({})))["env"]}
+    assert "ROCKETQ_OPERATOR_ACCESS_KEY" not in plain and "ROCKETQ_OPERATOR_SECRET_KEY" not in plain
 
 
 def test_operator_settings_become_environment_variables() -> None:

@@ -6,6 +6,7 @@ handle). Every BrokerAdmin call the operator makes is exercised once against the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from admin_processes import Process, free_port, start_broker, start_namesrv
 from rocketq_operator import brokeradmin
 from rocketq_operator.brokeradmin import BrokerAdminError, GroupConfig, TopicConfig
 from rocketq_operator.remoteadmin import RemotingBrokerAdmin
+from rocketq_operator.runtime import ConfigError, OperatorConfig
 
 pytestmark = pytest.mark.slow
 
@@ -104,3 +106,45 @@ async def test_failures_are_broker_admin_errors(processes: tuple[Process, Proces
     await admin.close()
     with pytest.raises(BrokerAdminError, match="closed"):
         await admin.list_topics(broker.addr)
+
+
+OPERATOR_ACL = """accounts:
+  - accessKey: rocketq-operator
+    secretKey: operator-secret-1
+    admin: true
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: PUB|SUB
+"""
+
+
+async def test_with_its_account_the_operator_administers_a_broker_with_acl(tmp_path: Path) -> None:
+    """A cluster with ``spec.acl`` refuses unsigned calls; the operator signs with its own account
+    (ROCKETQ_OPERATOR_ACCESS_KEY / _SECRET_KEY), so topics, groups and runtime info still work."""
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(OPERATOR_ACL)
+    namesrv = start_namesrv(tmp_path)
+    try:
+        broker = await asyncio.to_thread(start_broker, tmp_path, namesrv, "acl-broker", "aclEnable=true",
+                                         f"rocketmq.acl.plain.file={acl_file}")  # it runs a loop of its own
+        config = OperatorConfig.from_env({"ROCKETQ_OPERATOR_ACCESS_KEY": "rocketq-operator",
+                                          "ROCKETQ_OPERATOR_SECRET_KEY": "operator-secret-1"})
+        signed = RemotingBrokerAdmin.from_config(config)
+        unsigned = RemotingBrokerAdmin(timeout=5.0)
+        try:
+            with pytest.raises(BrokerAdminError):
+                await unsigned.list_topics(broker.addr)
+            await signed.create_or_update_topic(broker.addr, TopicConfig("AclTopic", 4, 4, 6))
+            assert "AclTopic" in await signed.list_topics(broker.addr)
+            assert (await signed.broker_runtime(broker.addr)).commitlog_max_offset >= 0
+        finally:
+            await signed.close()
+            await unsigned.close()
+            broker.stop()
+    finally:
+        namesrv.stop()
+
+
+def test_the_operators_account_needs_both_keys() -> None:
+    with pytest.raises(ConfigError, match="go together"):
+        OperatorConfig.from_env({"ROCKETQ_OPERATOR_ACCESS_KEY": "only-the-access-key"})
+    assert "operator-secret" not in repr(OperatorConfig(access_key="a", secret_key="operator-secret"))
