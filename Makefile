@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-fast lint bench clean
+.PHONY: venv run test test-fast lint bench chaos clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,13 @@ lint: venv
 ## bench: the benchmark matrix of docs/benchmarks.md (throughput and latency, both flush modes)
 bench: venv
 	$(PY) bench/run_matrix.py
+
+## chaos: the long chaos run of docs/reliability.md (kill -9, SIGSTOP, promotion; 0 acked lost)
+CHAOS_FAULTS ?= 100
+CHAOS_DURATION ?= 3600
+CHAOS_SEED ?= 1
+chaos: venv
+	$(PY) -m e2e.chaos.runner --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Chaos runs over one master/slave broker group (see runner.py)."""
