@@ -41,11 +41,18 @@ for _sub in ("integration", "ha"):
         sys.path.insert(0, str(_TESTS / _sub))
 
 from clusterprocs import Processes  # noqa: E402 - importable once the path above is set
-from haprocs import FIXTURES, Broker, restart, runtime, start_broker, wait_slave_connected  # noqa: E402
+from haprocs import (  # noqa: E402
+    FIXTURES,
+    Broker,
+    read_keys,
+    restart,
+    runtime,
+    start_broker,
+    wait_slave_connected,
+)
 
 from rocketq.admin.client import AdminClient  # noqa: E402
 from rocketq.client.producer import Producer  # noqa: E402
-from rocketq.client.pullconsumer import PullConsumer  # noqa: E402
 from rocketq.client.sending import SendStatus  # noqa: E402
 from rocketq.protocol.messagetypes import Message  # noqa: E402
 
@@ -105,19 +112,6 @@ async def produce(namesrv: str, ledger: Ledger, stop: asyncio.Event) -> None:
             else:
                 ledger.errors[result.status.name] += 1
                 await asyncio.sleep(0.05)
-
-
-async def read_all(namesrv: str) -> list[str]:
-    keys: list[str] = []
-    async with PullConsumer("chaos-cg", namesrv_addr=namesrv) as consumer:
-        for mq in await consumer.fetch_subscribe_queues(TOPIC):
-            offset = 0
-            while result := await consumer.pull(mq, "*", offset, max_nums=32):
-                if not result.messages:
-                    break
-                keys.extend(m.properties["KEYS"] for m in result.messages)
-                offset = result.next_begin_offset
-    return keys
 
 
 class Group:
@@ -197,7 +191,7 @@ async def run(tmp: Path, *, faults: int, duration: float, seed: int) -> Result:
                 await asyncio.sleep(rng.uniform(0.2, 1.0))
             stop.set()
             await producer
-        keys = await read_all(namesrv)
+        keys = await read_keys(namesrv, TOPIC, "chaos-cg")
         lost = sorted(set(ledger.acked) - set(keys))
         dups = sum(n - 1 for n in Counter(keys).values() if n > 1)
         return Result(seed, done, recoveries, len(ledger.acked), lost, dups, dict(ledger.errors))

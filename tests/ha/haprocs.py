@@ -15,6 +15,7 @@ from pathlib import Path
 from clusterprocs import Proc, Processes, start_process
 
 from rocketq.admin.client import AdminClient
+from rocketq.client.pullconsumer import PullConsumer
 from rocketq.local.ports import free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rocketmq-conf"
@@ -105,3 +106,18 @@ async def wait_slave_connected(master: Broker, timeout: float = 20) -> None:
 def tree(root: Path) -> dict[str, bytes]:
     """Relative path -> bytes of every file under ``root``."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+async def read_keys(namesrv: str, topic: str, group: str) -> list[str]:
+    """The KEYS of every message in every queue of ``topic``, read from the start (one entry per
+    copy, so a duplicate shows twice); commits no offset that matters to the test."""
+    keys: list[str] = []
+    async with PullConsumer(group, namesrv_addr=namesrv) as consumer:
+        for mq in await consumer.fetch_subscribe_queues(topic):
+            offset = 0
+            while result := await consumer.pull(mq, "*", offset, max_nums=32):
+                if not result.messages:
+                    break
+                keys.extend(m.properties["KEYS"] for m in result.messages)
+                offset = result.next_begin_offset
+    return keys

@@ -13,12 +13,11 @@ import sys
 
 import pytest
 from clusterprocs import Processes
-from haprocs import restart, runtime, start_pair, tree, wait_replicated
+from haprocs import read_keys, restart, runtime, start_pair, tree, wait_replicated
 
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.client.producer import Producer
-from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.sending import SendStatus
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.messagetypes import Message
@@ -37,19 +36,6 @@ async def send(namesrv: str, first: int, count: int) -> list[str]:
             if result.status is SendStatus.SEND_OK:
                 ok.append(f"k{i}")
     return ok
-
-
-async def consume_all(namesrv: str) -> list[str]:
-    keys: list[str] = []
-    async with PullConsumer("promote-cg", namesrv_addr=namesrv) as consumer:
-        for mq in await consumer.fetch_subscribe_queues(TOPIC):
-            offset = 0
-            while result := await consumer.pull(mq, "*", offset, max_nums=32):
-                if not result.messages:
-                    break
-                keys.extend(m.properties["KEYS"] for m in result.messages)
-                offset = result.next_begin_offset
-    return keys
 
 
 async def until(check, limit: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -125,7 +111,7 @@ async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
     assert tree(master.store / "commitlog") == tree(slave.store / "commitlog")
     assert (await runtime(master.address))["brokerRole"] == "SLAVE"
 
-    keys = await consume_all(ns.address)
+    keys = await read_keys(ns.address, TOPIC, "promote-cg")
     # the slave may have read a few of the unreplicated sends from its socket after SIGCONT
     survived = set(keys) - set(acked)
     assert survived <= set(lost) and set(acked) <= set(keys) and len(keys) == len(set(keys))
@@ -162,5 +148,5 @@ async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_fro
     info = await runtime(master.address)
     assert info["brokerRole"] == "SLAVE" and info["haMasterAddress"] == new_ha
     assert json.loads((master.store / "config" / "role.json").read_text())["brokerId"] == 1
-    assert sorted(await consume_all(ns.address)) == sorted(acked)
+    assert sorted(await read_keys(ns.address, TOPIC, "promote-cg")) == sorted(acked)
     await admin.close()
