@@ -30,6 +30,7 @@ import yaml
 
 from rocketq.acl import addresses, permissions
 from rocketq.acl.addresses import AddressPatternError, Pattern
+from rocketq.protocol.sharedbodies import BodyError, DataVersion
 
 RETRY_GROUP_PREFIX: Final = "%RETRY%"
 MIN_KEY_LENGTH: Final = 7
@@ -58,6 +59,7 @@ class Account:
 class AclConfig:
     global_white_addresses: tuple[Pattern, ...] = ()
     accounts: Mapping[str, Account] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
 
 
 def load(path: str | Path) -> AclConfig:
@@ -103,7 +105,17 @@ def parse(text: str) -> AclConfig:
         if account.access_key in accounts:
             raise AclFileError(f"accounts[{i}].accessKey: {account.access_key!r} is defined twice")
         accounts[account.access_key] = account
-    return AclConfig(white, accounts)
+    return AclConfig(white, accounts, parse_data_version(raw.get("dataVersion")))
+
+
+def parse_data_version(raw: Any) -> DataVersion:
+    """RocketMQ writes ``dataVersion`` as a one-element list; a bare mapping is read too."""
+    if isinstance(raw, list) and raw:
+        raw = raw[0]
+    try:
+        return DataVersion.from_json(raw) if isinstance(raw, dict) else DataVersion()
+    except BodyError:
+        return DataVersion()
 
 
 def _account(raw: Any, where: str) -> Account:

@@ -40,9 +40,12 @@ ADMIN_CODES: Final = frozenset({
     RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG, RequestCode.DELETE_TOPIC_IN_BROKER,
     RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
     RequestCode.NOTIFY_BROKER_ROLE_CHANGED,
+    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
+    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
 })
-"""RocketMQ's ``Permission.ADMIN_CODE`` (its ACL-editing codes 50-53 are not served by rocketq), and
-NOTIFY_BROKER_ROLE_CHANGED: RocketMQ's controller sends it, here an operator does (ha/role.py)."""
+"""RocketMQ's ``Permission.ADMIN_CODE``; NOTIFY_BROKER_ROLE_CHANGED (RocketMQ's controller sends it,
+here an operator does: ha/role.py); and the ACL codes 50-53, which RocketMQ 4.9 lets any signed
+account use: rocketq keeps changing (and reading) who may do what to admin accounts."""
 
 Resources = dict[str, int]
 

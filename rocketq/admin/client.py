@@ -20,7 +20,7 @@ task; ``close`` is idempotent. Timeouts are in seconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self, TypeVar
 
@@ -30,7 +30,16 @@ from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
-from rocketq.protocol import addresses, headers, messageproperties, msgid, pullsysflag, requests, storedrecords
+from rocketq.protocol import (
+    aclheaders,
+    addresses,
+    headers,
+    messageproperties,
+    msgid,
+    pullsysflag,
+    requests,
+    storedrecords,
+)
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
@@ -239,6 +248,25 @@ class AdminClient:
         if master_address:
             ext["masterAddress"] = master_address
         await self.call(addr, RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext)
+
+    # --- broker: ACL (codes 50-53) ----------------------------------------------------------
+
+    async def update_acl_account(self, addr: str, header: aclheaders.CreateAccessConfigRequestHeader) -> None:
+        """Create or update an account in the broker's ACL files (mqadmin updateAclConfig)."""
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
+
+    async def delete_acl_account(self, addr: str, access_key: str) -> None:
+        await self.call(addr, RequestCode.DELETE_ACL_CONFIG,
+                        aclheaders.DeleteAccessConfigRequestHeader(access_key=access_key))
+
+    async def update_global_white_addrs(self, addr: str, patterns: Sequence[str], acl_file: str | None = None) -> None:
+        await self.call(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+                        aclheaders.UpdateGlobalWhiteAddrsConfigRequestHeader(
+                            global_white_addrs=",".join(patterns), acl_file_full_path=acl_file))
+
+    async def acl_version(self, addr: str) -> aclheaders.GetBrokerAclConfigResponseHeader:
+        response = await self.call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        return _header(aclheaders.GetBrokerAclConfigResponseHeader, response)
 
     async def broker_config(self, addr: str) -> dict[str, str]:
         response = await self.call(addr, RequestCode.GET_BROKER_CONFIG)

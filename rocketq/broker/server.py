@@ -24,6 +24,7 @@ from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
 from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
 from rocketq.broker import clienttable as client_registry
+from rocketq.broker.acladmin import AclAdminHandlers
 from rocketq.broker.adminops import AdminHandlers, slave_guarded
 from rocketq.broker.clienthandlers import ClientHandlers
 from rocketq.broker.clienttable import ClientManager
@@ -243,7 +244,12 @@ class BrokerServer:
             return
         table = self.acl = AclTable(self.acl_settings.path())
         await table.start()
+        self._handlers.update(self._acl_admin_handlers())
         self._handlers.update(guard.guarded(self._handlers, lambda: table.config))
+
+    def _acl_admin_handlers(self) -> dict[int, Handler]:
+        return AclAdminHandlers(self.acl, self.identity.broker_name, self.identity.broker_cluster_name,
+                                lambda: self.address).handlers()
 
     async def _start_metrics(self) -> None:
         registry = CollectorRegistry()
@@ -364,6 +370,7 @@ class BrokerServer:
         self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
         self._handlers.update(self.stats_windows.handlers())
         self._handlers.update(role.handlers(self.change_role))
+        self._handlers.update(self._acl_admin_handlers())
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""

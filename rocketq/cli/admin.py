@@ -746,5 +746,6 @@ def dlq_resend(s: Session, group: str, msg_ids: str | None, resend_all: bool, ma
     s.run(work)
 
 
-# the commands of rocketq.cli.adminruntime register on ``command`` when imported
+# the commands of rocketq.cli.adminacl and adminruntime register on ``command`` when imported
+from rocketq.cli import adminacl as _adminacl  # noqa: E402,F401
 from rocketq.cli import adminruntime as _adminruntime  # noqa: E402,F401
