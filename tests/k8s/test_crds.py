@@ -235,6 +235,8 @@ def test_every_example_can_be_applied_again(where: str, doc: dict[str, Any]) -> 
     [
         {"brokers": {"mode": "DLedger", "replicasPerGroup": 3}},
         {"brokers": {"mode": "DLedger", "replicasPerGroup": 5}},
+        {"brokers": {"mode": "DLedger", "replicasPerGroup": 3, "config": {"preferredLeaderId": "n2"}}},
+        {"brokers": {"mode": "DLedger", "replicasPerGroup": 5, "config": {"preferredLeaderId": "n4"}}},
         {"brokers": {"replicasPerGroup": 1}},
         {"brokers": {"replicasPerGroup": 5, "brokerRole": "SYNC_MASTER"}},
         {"storage": {"type": "EmptyDir", "size": "500Mi"}},
@@ -263,6 +265,11 @@ INVALID = [
      "replicasPerGroup must be 3 or 5 when mode is DLedger"),
     ("RocketMQCluster", "demo", {"brokers": {"mode": "DLedger"}},  # default 2 peers
      "replicasPerGroup must be 3 or 5 when mode is DLedger"),
+    ("RocketMQCluster", "demo", {"brokers": {"mode": "DLedger", "replicasPerGroup": 3,
+                                             "config": {"preferredLeaderId": "n3"}}},
+     "preferredLeaderId applies only to mode DLedger and must name a member"),
+    ("RocketMQCluster", "demo", {"brokers": {"config": {"preferredLeaderId": "n0"}}},
+     "preferredLeaderId applies only to mode DLedger and must name a member"),
     ("RocketMQCluster", "demo", {"brokers": {"replicasPerGroup": 6}},
      "spec.brokers.replicasPerGroup: Invalid value: 6: should be less than or equal to 5"),
     ("RocketMQCluster", "demo", {"brokers": {"brokerRole": "SLAVE"}},
