@@ -9,8 +9,8 @@ steps, in order:
    group without a master).
 2. ``pause``: with ``rocketq.io/pause-reconciliation: "true"`` nothing happens but the
    ``ReconciliationPaused`` condition.
-3. ``check_immutables``: a group whose storage or broker mode would change keeps running as it
-   is and is reported (``Degraded/ImmutableFieldChange``); the API server would refuse the
+3. ``check_immutables``: a group whose storage, broker mode or (DLedger) size would change
+   keeps running as it is and is reported (``Degraded/ImmutableFieldChange``); the API server would refuse the
    StatefulSet patch, and the data on disk would not fit the new mode anyway.
 4. ``apply``: name servers (Service, StatefulSet, PDB), then per group ConfigMap, Service,
    StatefulSet, PDB. Results are values; nothing is restarted here.
@@ -180,6 +180,11 @@ class ClusterPass:
                 common.ANNOTATION_BROKER_MODE)
             if live_mode is not None and live_mode != cluster.spec.brokers.mode.value:
                 changes.append("spec.brokers.mode")
+            elif (live_mode == BrokerMode.DLEDGER.value
+                  and group.replicas != cluster.spec.brokers.replicas_per_group):
+                # Raft membership is fixed: new peers in every broker.conf would restart members
+                # one by one into groups that disagree about who the majority is.
+                changes.append("spec.brokers.replicasPerGroup")
             if changes:
                 self.refused[index] = changes
                 self.refuse(applying.Refused(

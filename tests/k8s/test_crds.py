@@ -367,6 +367,8 @@ UPDATES = [
     ("RocketMQCluster", {"brokers": {"mode": "MasterSlave"}}, {"brokers": {"mode": "DLedger", "replicasPerGroup": 3}},
      "brokers.mode is immutable"),
     ("RocketMQCluster", {}, {"storage": {"type": "EmptyDir"}}, "storage.type is immutable"),
+    ("RocketMQCluster", {"brokers": {"mode": "DLedger", "replicasPerGroup": 3}},
+     {"brokers": {"mode": "DLedger", "replicasPerGroup": 5}}, "replicasPerGroup of a DLedger cluster is immutable"),
     ("RocketMQTopic", {"clusterRef": "a"}, {"clusterRef": "b"}, "spec.clusterRef is immutable"),
     ("RocketMQTopic", {"clusterRef": "a"}, {"clusterRef": "a", "topicName": "T1"}, "spec.topicName is immutable"),
     ("RocketMQTopic", {"clusterRef": "a", "topicName": "T1"}, {"clusterRef": "a", "topicName": "T2"},

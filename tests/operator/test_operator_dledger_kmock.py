@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from operator_fakes import COMMIT_INDEX
 from operator_harness import OperatorEnv
 from rocketq_operator import names
@@ -166,3 +167,19 @@ async def test_scaling_adds_whole_groups_and_drains_them_before_removal(env: Ope
     status = await running(env, "demo")
     assert [g["brokerName"] for g in status["brokerGroups"]] == ["demo-broker-0"]
     assert all(address(o) not in env.admin.perms for o in range(3))
+
+
+@pytest.mark.without_admission
+async def test_raft_membership_is_not_resized_on_a_running_group(env: OperatorEnv) -> None:
+    # The CRD's transition rule refuses this on a real API server; without CEL the operator does.
+    await env.create("RocketMQCluster", "demo", DLEDGER)
+    await running(env, "demo")
+    configmap = env.get("ConfigMap", "demo-broker-0-config")
+    await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"replicasPerGroup": 5}}})
+    await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
+                       == "ImmutableFieldChange", "ImmutableFieldChange")
+    assert "demo-broker-0: spec.brokers.replicasPerGroup cannot change on a running group" in (
+        env.condition("RocketMQCluster", "demo", "Degraded") or {})["message"]
+    assert (env.get("StatefulSet", "demo-broker-0") or {})["spec"]["replicas"] == 3
+    assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"] == (configmap or {})["data"]
+    assert deleted_pods(env) == []
