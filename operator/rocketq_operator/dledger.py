@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from rocketq_operator import brokeradmin, names
 from rocketq_operator.brokeradmin import DLedgerMember, RaftRole
+from rocketq_operator.metrics import DLedgerSample
 from rocketq_operator.observing import GroupState
 from rocketq_operator.runtime import Context
 from rocketq_operator.spec import ClusterMeta
@@ -161,6 +162,12 @@ def status(view: GroupView) -> dict[str, Any]:
         members.append(item)
     out["members"] = members
     return out
+
+
+def sample(view: GroupView) -> DLedgerSample:
+    """What the ``rocketq_operator_dledger_*`` gauges show for the group."""
+    lags = {m.pod: lag for m in view.members.values() if (lag := view.lag(m)) is not None}
+    return DLedgerSample(view.name, problem(view) is None, view.term, lags)
 
 
 def roll_gate(view: GroupView, restarting: int, limit: int) -> str | None:

@@ -51,7 +51,6 @@ from rocketq_operator import (
     topology,
 )
 from rocketq_operator.conditions import Condition, Phase, Type
-from rocketq_operator.metrics import DLedgerSample
 from rocketq_operator.observing import ClusterState, GroupState
 from rocketq_operator.rendering import broker, common, namesrv, pdb
 from rocketq_operator.runtime import Context
@@ -159,14 +158,15 @@ class ClusterPass:
     def report_dledger(self, state: ClusterState) -> None:
         """Metrics for every DLedger group, and one Warning Event per group that lost its leader
         or quorum (again only after it had them back)."""
-        samples = [DLedgerSample(view.name, dledger.problem(view) is None, view.term,
-                                 {m.pod: lag for m in view.members.values() if (lag := view.lag(m)) is not None})
-                   for view in self.views.values()]
-        self.ctx.runtime.metrics.record_dledger(self.meta.namespace, self.meta.name, samples)
+        self.ctx.runtime.metrics.record_dledger(self.meta.namespace, self.meta.name,
+                                                [dledger.sample(view) for view in self.views.values()])
         lost = {f"{view.name}:{found[0].value}": found for index, view in self.views.items()
                 if (found := dledger.problem(view)) is not None and state.groups[index].metadata_synced}
+        told = self.told_in_status()
         for key in self.ctx.runtime.announcements.not_yet(self.warnings_key("dledger"), sorted(lost)):
             reason, message = lost[key]
+            if message in told:
+                continue  # said before this operator (re)started, and still true
             self.ctx.emit("Warning", reason.value, message)
             self.ctx.logger.warning(message)
 
@@ -214,11 +214,16 @@ class ClusterPass:
         """Where the runtime remembers the Warning Events of one kind this cluster was given."""
         return ("RocketMQCluster", self.meta.namespace, self.meta.name, topic)
 
-    def announce_refusals(self) -> None:
-        """A Warning Event per refusal, once: not again while the Degraded condition says it."""
+    def told_in_status(self) -> str:
+        """The Degraded message the stored status already carries (what earlier passes said;
+        after an operator restart it is all there is)."""
         before = next((c for c in self.previous.get("conditions") or []
                        if isinstance(c, Mapping) and c.get("type") == Type.DEGRADED.value), None)
-        told = str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+        return str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+
+    def announce_refusals(self) -> None:
+        """A Warning Event per refusal, once: not again while the Degraded condition says it."""
+        told = self.told_in_status()
         fresh = self.ctx.runtime.announcements.not_yet(self.warnings_key("refusals"),
                                                    [refused.message for refused in self.found.refusals])
         for refused in self.found.refusals:

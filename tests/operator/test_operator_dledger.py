@@ -33,6 +33,10 @@ def test_a_healthy_group_has_a_leader_a_quorum_and_lags() -> None:
     assert HEALTHY.leader == HEALTHY.members[0] and HEALTHY.term == 3 and HEALTHY.quorum == 3
     assert [HEALTHY.lag(m) for m in HEALTHY.members.values()] == [0, 10, 300]
     assert dledger.problem(HEALTHY) is None
+    assert dledger.sample(HEALTHY) == DLedgerSample("demo-broker-0", True, 3, {
+        "demo-broker-0-0": 0, "demo-broker-0-1": 10, "demo-broker-0-2": 300})
+    lost = view(member(0, CANDIDATE, leader=None), member(1, None), member(2, None))
+    assert dledger.sample(lost) == DLedgerSample("demo-broker-0", False, 3, {})
     assert dledger.status(HEALTHY) == {"leader": "demo-broker-0-0", "leaderId": "n0", "term": 3, "members": [
         {"pod": "demo-broker-0-0", "selfId": "n0", "role": "LEADER", "commitIndex": 1000, "lag": 0},
         {"pod": "demo-broker-0-1", "selfId": "n1", "role": "FOLLOWER", "commitIndex": 990, "lag": 10},
