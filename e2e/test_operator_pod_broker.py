@@ -15,15 +15,18 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import yaml
+from rocketq_operator.rendering import broker as broker_rendering
+from rocketq_operator.rendering import brokerconf
+from rocketq_operator.spec import Cluster
 
+from e2e.renderedpods import example_cluster, run_namesrv, wait_ready
 from rocketq.admin.client import AdminClient
 from rocketq.client import Message, Producer, PullConsumer
 from rocketq.local.ports import free_port
@@ -31,21 +34,9 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.client import RemotingClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-from rocketq_operator.rendering import broker as broker_rendering
-from rocketq_operator.rendering import brokerconf
-from rocketq_operator.spec import Cluster, cluster_meta, parse_cluster_spec
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "production-masterslave.yaml"
-READY = " listening on "
-
 
 def _cluster() -> Cluster:
-    body = yaml.safe_load(EXAMPLE.read_text())
-    body["metadata"]["uid"] = "uid-1"
-    parsed = parse_cluster_spec(body["spec"], body["metadata"]["name"])
-    assert parsed.spec is not None, parsed.errors
-    return Cluster(cluster_meta(body), parsed.spec)
+    return example_cluster("production-masterslave.yaml")
 
 
 ACCESS_KEY, SECRET_KEY = "pod-test", "pod-test-secret"
@@ -102,34 +93,9 @@ def _pod_process(
         )
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for line in log.read_text(errors="replace").splitlines():
-            if READY in line:
-                return line.rsplit(READY, 1)[1].strip()
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise AssertionError(log.read_text(errors="replace"))
-
-
 @pytest.fixture
-def namesrv(tmp_path: Path) -> Any:
-    port = free_port()
-    log = tmp_path / "namesrv.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rocketq", "namesrv", "-p", str(port), "--metrics-port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        _wait_ready(proc, log)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(20)
+def namesrv(tmp_path: Path) -> Iterator[str]:
+    yield from run_namesrv(tmp_path)
 
 
 async def _wait_slave_connected(namesrv: str, master: str, limit: float = 30) -> None:
@@ -161,7 +127,7 @@ async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: s
             _mount_configmap(configmap, mount, tmp_path / pod / "store", port, metrics_ports[-1])
             log = tmp_path / f"{pod}.log"
             procs.append(_pod_process(container, mount, pod, namesrv, log))
-            addrs.append(_wait_ready(procs[-1], log))
+            addrs.append(wait_ready(procs[-1], log))
         probe = container["readinessProbe"]["httpGet"]
         assert probe["port"] == "metrics"
         for metrics_port in metrics_ports:  # what the kubelet's readiness and liveness probes ask
@@ -202,7 +168,7 @@ async def test_a_failover_master_ordinal_makes_pod_1_the_master(namesrv: str, tm
     log = tmp_path / "pod.log"
     proc = _pod_process(container, mount, pod, namesrv, log)
     try:
-        addr = _wait_ready(proc, log)
+        addr = wait_ready(proc, log)
         client = RemotingClient()
         try:
             info = await client.invoke(namesrv, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 5)

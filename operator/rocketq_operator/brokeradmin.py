@@ -29,12 +29,19 @@ What each call means (RocketMQ request codes in brackets):
   ``haInSync``; brokers without replication report none) [GET_BROKER_RUNTIME_INFO 28]
 - ``cluster_brokers(namesrv, cluster)``: who is registered: brokerName -> {brokerId: address};
   brokerId 0 is the master (or the DLedger leader) [GET_BROKER_CLUSTER_INFO 106]
+- ``dledger_member(broker)``: a DLedger member's Raft state (role, term, leader, commit and last
+  index, and on the leader each peer's match index), from the ``dLeger*`` keys of its runtime
+  info; ``BrokerAdminError`` when the broker reports none [GET_BROKER_RUNTIME_INFO 28]
+- ``transfer_leadership(broker, transferee)``: ask the DLedger leader at ``broker`` to hand
+  leadership to the member ``transferee`` (``n<ordinal>``); answered once the transferee leads
+  [DLedger's leadership transfer, 51005, ext field ``transfereeId``]
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 PERM_READ_ONLY: Final = 4
@@ -82,6 +89,29 @@ class BrokerRuntime:
     """Master: a slave is connected and within haMaxGapNotInSync. Slave: connected."""
 
 
+class RaftRole(enum.Enum):
+    LEADER = "LEADER"
+    FOLLOWER = "FOLLOWER"
+    CANDIDATE = "CANDIDATE"
+
+
+@dataclass(frozen=True)
+class DLedgerMember:
+    """What one DLedger member says about itself and, if it leads, about its peers."""
+
+    group: str
+    self_id: str
+    role: RaftRole
+    term: int
+    commit_index: int
+    last_index: int
+    leader_id: str | None = None
+    """The leader this member follows (itself when it leads); None while there is none."""
+    leader_address: str | None = None
+    peer_match_index: Mapping[str, int] = field(default_factory=dict)
+    """Leader only: the last index each peer (``n<ordinal>``) is known to store."""
+
+
 class BrokerAdmin(Protocol):
     async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None: ...
 
@@ -106,5 +136,9 @@ class BrokerAdmin(Protocol):
     async def broker_runtime(self, broker: str) -> BrokerRuntime: ...
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]: ...
+
+    async def dledger_member(self, broker: str) -> DLedgerMember: ...
+
+    async def transfer_leadership(self, broker: str, transferee: str) -> None: ...
 
     async def close(self) -> None: ...

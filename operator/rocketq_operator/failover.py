@@ -32,7 +32,8 @@ A group that never became healthy (topics not yet created on it) is not failed o
 cluster pulling images is not a lost master. A ``masterOrdinal`` outside the StatefulSet (after
 ``replicasPerGroup`` shrank) is moved at once, without a grace period.
 
-What it does not do: anything for DLedger groups (refused until they work). With async
+What it does not do: anything for DLedger groups, whose members elect their leader themselves
+(the reconciler never calls ``check`` for them; ``dledger`` only reports). With async
 replication an in-sync slave may still miss up to ``caught_up_bytes`` of the newest messages.
 """
 

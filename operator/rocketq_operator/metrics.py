@@ -7,14 +7,18 @@ a small aiohttp server inside kopf's event loop: ``/metrics`` in the Prometheus 
 ``--liveness`` endpoint can be used as well; this one needs no extra flag.)
 
 What it measures: reconcile passes by kind and result, their duration, errors by kind and
-error type, pods restarted by reason (rolling, failover, manual), failovers, and broker groups
-removed after draining.
+error type, pods restarted by reason (rolling, failover, manual), failovers, broker groups
+removed after draining, and for DLedger groups what the last pass saw: whether a leader is
+followed by a quorum, its term, and each member's lag. Those gauges are replaced per cluster
+on every pass (``record_dledger``), so a removed group or member leaves no stale series.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import prometheus_client
 from aiohttp import web
@@ -27,6 +31,16 @@ class Result(enum.Enum):
     INVALID = "invalid"
     PAUSED = "paused"
     ERROR = "error"
+
+
+@dataclass(frozen=True)
+class DLedgerSample:
+    """One DLedger group as a pass saw it: leader followed by a quorum, term, lag per member pod."""
+
+    broker_group: str
+    has_leader: bool
+    term: int | None
+    lags: dict[str, int]
 
 
 class Metrics:
@@ -51,6 +65,52 @@ class Metrics:
         self.groups_removed = prometheus_client.Counter(
             "rocketq_operator_broker_groups_removed_total", "Broker groups removed after draining.",
             ["namespace", "cluster"], registry=self.registry)
+        self.dledger_has_leader = prometheus_client.Gauge(
+            "rocketq_operator_dledger_has_leader",
+            "1 while a DLedger group has a leader followed by a majority (as the operator sees it), else 0.",
+            ["namespace", "cluster", "broker_group"], registry=self.registry)
+        self.dledger_term = prometheus_client.Gauge(
+            "rocketq_operator_dledger_term", "The highest Raft term a DLedger group's members report.",
+            ["namespace", "cluster", "broker_group"], registry=self.registry)
+        self.dledger_member_lag = prometheus_client.Gauge(
+            "rocketq_operator_dledger_member_lag_entries",
+            "Committed entries a DLedger member is behind its leader (members that answer).",
+            ["namespace", "cluster", "broker_group", "pod"], registry=self.registry)
+        self._dledger_groups: dict[tuple[str, str], set[str]] = {}
+        self._dledger_members: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+    def record_dledger(self, namespace: str, cluster: str, samples: Iterable[DLedgerSample]) -> None:
+        """Replace a cluster's DLedger gauges with what one pass saw."""
+        groups: set[str] = set()
+        members: set[tuple[str, str]] = set()
+        for sample in samples:
+            groups.add(sample.broker_group)
+            self.dledger_has_leader.labels(namespace, cluster, sample.broker_group).set(int(sample.has_leader))
+            if sample.term is not None:
+                self.dledger_term.labels(namespace, cluster, sample.broker_group).set(sample.term)
+            else:
+                with contextlib.suppress(KeyError):  # nobody answers: no term rather than a stale one
+                    self.dledger_term.remove(namespace, cluster, sample.broker_group)
+            for pod, lag in sample.lags.items():
+                members.add((sample.broker_group, pod))
+                self.dledger_member_lag.labels(namespace, cluster, sample.broker_group, pod).set(lag)
+        self._drop(namespace, cluster, groups, members)
+
+    def forget_cluster(self, namespace: str, cluster: str) -> None:
+        self._drop(namespace, cluster, set(), set())
+
+    def _drop(self, namespace: str, cluster: str, groups: set[str], members: set[tuple[str, str]]) -> None:
+        key = (namespace, cluster)
+        for group in self._dledger_groups.get(key, set()) - groups:
+            for gauge in (self.dledger_has_leader, self.dledger_term):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(namespace, cluster, group)
+        for group, pod in self._dledger_members.get(key, set()) - members:
+            with contextlib.suppress(KeyError):
+                self.dledger_member_lag.remove(namespace, cluster, group, pod)
+        self._dledger_groups[key], self._dledger_members[key] = groups, members
+        if not groups and not members:
+            del self._dledger_groups[key], self._dledger_members[key]
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

@@ -4,19 +4,22 @@ Every pass is level-based: it reads the spec and what is running, and moves the 
 step towards the spec; the next pass (a timer, or any change of the object) continues. The
 steps, in order:
 
-1. ``parse`` the spec; problems (and DLedger mode, not implemented yet) become
-   ``Ready=False, reason=InvalidSpec`` and nothing is
+1. ``parse`` the spec; problems become ``Ready=False, reason=InvalidSpec`` and nothing is
    applied (MasterSlave failover still runs from what is observed, so a typo cannot strand a
    group without a master).
 2. ``pause``: with ``rocketq.io/pause-reconciliation: "true"`` nothing happens but the
    ``ReconciliationPaused`` condition.
-3. ``check_immutables``: a group whose storage or broker mode would change keeps running as it
-   is and is reported (``Degraded/ImmutableFieldChange``); the API server would refuse the
+3. ``check_immutables``: a group whose storage, broker mode or (DLedger) size would change
+   keeps running as it is and is reported (``Degraded/ImmutableFieldChange``); the API server would refuse the
    StatefulSet patch, and the data on disk would not fit the new mode anyway.
 4. ``apply``: name servers (Service, StatefulSet, PDB), then per group ConfigMap, Service,
    StatefulSet, PDB. Results are values; nothing is restarted here.
 5. ``failover`` (MasterSlave), ``seed`` new groups with topics and consumer groups,
    ``manual_roll`` bookkeeping, ``roll`` one out-of-date pod, ``scale_down`` (drain, remove).
+   DLedger groups are never failed over (Raft elects); each member's Raft state is read once
+   per pass (``dledger.observe``) for the roll (leader last, after a leadership transfer),
+   the status and the ``rocketq_operator_dledger_*`` metrics, and a group without a leader or
+   quorum is ``Degraded`` with one Warning Event.
 6. ``analytics``: with ``spec.analytics.enabled`` the Spark jobs' ServiceAccount, Role,
    RoleBinding, history claim and two ScheduledSparkApplications; without it, the jobs and
    their RBAC are removed (the claim is kept). A cluster without spark-operator's CRD gets
@@ -38,6 +41,7 @@ from rocketq_operator import (
     analytics,
     applying,
     conditions,
+    dledger,
     failover,
     names,
     observing,
@@ -88,6 +92,8 @@ class ClusterPass:
         self.found = Findings()
         self.refused: dict[int, list[str]] = {}
         self.analytics: Condition | None = None
+        self.views: dict[int, dledger.GroupView] = {}
+        """DLedger groups' Raft state, read once per pass."""
 
     @property
     def previous(self) -> Mapping[str, Any]:
@@ -101,10 +107,9 @@ class ClusterPass:
         if is_paused(self.body):
             return self.paused_status()
         parsed = spec.parse_cluster_spec(self.body.get("spec"), self.meta.name)
-        refused = parsed.errors if parsed.spec is None else spec.unsupported(parsed.spec)
-        if parsed.spec is None or refused:
+        if parsed.spec is None:
             await self.failover_only()
-            return self.invalid_status(refused)
+            return self.invalid_status(parsed.errors)
         cluster = Cluster(self.meta, parsed.spec)
         state = await self.observe()
         self.check_immutables(cluster, state)
@@ -113,8 +118,10 @@ class ClusterPass:
         state = await self.observe()
         registry = await topology.registrations(self.ctx.runtime.admin, self.meta.name, self.meta.namespace,
                                                 state.namesrv_pods)
-        dledger = parsed.spec.brokers.mode is BrokerMode.DLEDGER
-        moved = False if dledger else await self.failover(cluster, state)
+        raft = parsed.spec.brokers.mode is BrokerMode.DLEDGER
+        if raft:
+            await self.observe_dledger(state)
+        moved = False if raft else await self.failover(cluster, state)
         if not moved:
             await self.seed(cluster, state, registry)
             manual = await self.manual_roll(cluster, state)
@@ -123,12 +130,45 @@ class ClusterPass:
         self.analytics = await analytics.reconcile(self, cluster)
         status = self.status(cluster, state, registry)
         self.announce_refusals()
+        if raft:
+            self.report_dledger(state)
         return status
 
     async def observe(self) -> ClusterState:
         return await observing.observe(self.api, self.meta.name, self.meta.namespace, self.meta.uid)
 
     # -- steps -------------------------------------------------------------------------------
+
+    async def observe_dledger(self, state: ClusterState) -> None:
+        """Read every DLedger member's Raft state; a group without leader or quorum is a problem
+        (Degraded once the group has served, progress while it first elects)."""
+        for index, group in state.groups.items():
+            if group.statefulset is None or index in self.refused:
+                continue
+            view = await dledger.observe(self.ctx, self.meta, group)
+            self.views[index] = view
+            found = dledger.problem(view)
+            if found is None:
+                continue
+            if group.metadata_synced:
+                self.found.degraded.append((found[0].value, found[1]))
+            else:
+                self.found.progress.append(f"waiting for the first election: {found[1]}")
+
+    def report_dledger(self, state: ClusterState) -> None:
+        """Metrics for every DLedger group, and one Warning Event per group that lost its leader
+        or quorum (again only after it had them back)."""
+        self.ctx.runtime.metrics.record_dledger(self.meta.namespace, self.meta.name,
+                                                [dledger.sample(view) for view in self.views.values()])
+        lost = {f"{view.name}:{found[0].value}": found for index, view in self.views.items()
+                if (found := dledger.problem(view)) is not None and state.groups[index].metadata_synced}
+        told = self.told_in_status()
+        for key in self.ctx.runtime.announcements.not_yet(self.warnings_key("dledger"), sorted(lost)):
+            reason, message = lost[key]
+            if message in told:
+                continue  # said before this operator (re)started, and still true
+            self.ctx.emit("Warning", reason.value, message)
+            self.ctx.logger.warning(message)
 
     def check_immutables(self, cluster: Cluster, state: ClusterState) -> None:
         for index in range(cluster.spec.brokers.groups):
@@ -140,6 +180,11 @@ class ClusterPass:
                 common.ANNOTATION_BROKER_MODE)
             if live_mode is not None and live_mode != cluster.spec.brokers.mode.value:
                 changes.append("spec.brokers.mode")
+            elif (live_mode == BrokerMode.DLEDGER.value
+                  and group.replicas != cluster.spec.brokers.replicas_per_group):
+                # Raft membership is fixed: new peers in every broker.conf would restart members
+                # one by one into groups that disagree about who the majority is.
+                changes.append("spec.brokers.replicasPerGroup")
             if changes:
                 self.refused[index] = changes
                 self.refuse(applying.Refused(
@@ -169,11 +214,16 @@ class ClusterPass:
         """Where the runtime remembers the Warning Events of one kind this cluster was given."""
         return ("RocketMQCluster", self.meta.namespace, self.meta.name, topic)
 
-    def announce_refusals(self) -> None:
-        """A Warning Event per refusal, once: not again while the Degraded condition says it."""
+    def told_in_status(self) -> str:
+        """The Degraded message the stored status already carries (what earlier passes said;
+        after an operator restart it is all there is)."""
         before = next((c for c in self.previous.get("conditions") or []
                        if isinstance(c, Mapping) and c.get("type") == Type.DEGRADED.value), None)
-        told = str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+        return str(before.get("message", "")) if before is not None and before.get("status") == "True" else ""
+
+    def announce_refusals(self) -> None:
+        """A Warning Event per refusal, once: not again while the Degraded condition says it."""
+        told = self.told_in_status()
         fresh = self.ctx.runtime.announcements.not_yet(self.warnings_key("refusals"),
                                                    [refused.message for refused in self.found.refusals])
         for refused in self.found.refusals:
@@ -245,9 +295,9 @@ class ClusterPass:
                 self.found.progress.append(problem)
 
     def _registered_master(self, cluster: Cluster, group: GroupState, registry: topology.Registry) -> str | None:
-        dledger = cluster.spec.brokers.mode is BrokerMode.DLEDGER
-        address = topology.master_address(self.meta.name, self.meta.namespace, group, dledger, registry)
-        if not dledger:
+        raft = cluster.spec.brokers.mode is BrokerMode.DLEDGER
+        address = topology.master_address(self.meta.name, self.meta.namespace, group, raft, registry)
+        if not raft:
             pod = group.pods.get(group.master_ordinal)
             if pod is None or not pod.serving:
                 return None
@@ -293,12 +343,24 @@ class ClusterPass:
         await self.api.patch("RocketMQCluster", self.meta.namespace, self.meta.name,
                              {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}})
 
+    def leader_ordinal(self, group: GroupState, registry: topology.Registry) -> int | None:
+        """A DLedger group's leader: as its members say, else as the name servers have it."""
+        view = self.views.get(group.index)
+        leader = view.leader if view is not None else None
+        if leader is not None:
+            return leader.ordinal
+        return topology.leader_ordinal(self.meta.name, self.meta.namespace, group, registry)
+
+    def leader_address(self, group: GroupState, registry: topology.Registry) -> str | None:
+        ordinal = self.leader_ordinal(group, registry)
+        return None if ordinal is None else names.broker_address(self.meta.name, self.meta.namespace,
+                                                                 group.index, ordinal)
+
     async def roll(self, cluster: Cluster, state: ClusterState, registry: topology.Registry,
                    hashes: Mapping[int, str], manual: Mapping[int, frozenset[str]]) -> None:
-        dledger = cluster.spec.brokers.mode is BrokerMode.DLEDGER
+        raft = cluster.spec.brokers.mode is BrokerMode.DLEDGER
         primaries = {
-            index: (topology.leader_ordinal(self.meta.name, self.meta.namespace, group, registry) if dledger
-                    else group.master_ordinal)
+            index: self.leader_ordinal(group, registry) if raft else group.master_ordinal
             for index, group in state.groups.items()
         }
         decision = rolling.plan(state, hashes, manual, primaries)
@@ -309,8 +371,11 @@ class ClusterPass:
             self.found.progress.append(f"rolling update: {decision.message}")
             return
         group = state.groups[decision.group]
-        primary = topology.master_address(self.meta.name, self.meta.namespace, group, dledger, registry)
-        problem = await rolling.gate(self.ctx, self.meta, group, registry, primary, decision.pod)
+        if raft:
+            problem = await self.dledger_gate(cluster, group, decision.pod)
+        else:
+            primary = topology.master_address(self.meta.name, self.meta.namespace, group, False, registry)
+            problem = await rolling.gate(self.ctx, self.meta, group, registry, primary, decision.pod)
         if problem is not None:
             self.found.progress.append(f"rolling update of {group.name} waits: {problem}")
             return
@@ -319,8 +384,21 @@ class ClusterPass:
         self.found.progress.append(
             f"rolling update: restarted {decision.pod.name} ({decision.remaining - 1} pods left)")
 
+    async def dledger_gate(self, cluster: Cluster, group: GroupState, restarting: observing.PodState) -> str | None:
+        """A DLedger roll's gate: a follower goes once the others follow the leader caught up;
+        the leader never goes while it leads: it hands leadership over first (this pass), and
+        is restarted as a follower on a later one."""
+        view = self.views.get(group.index)
+        if view is None:
+            return "the members' Raft state is unknown"
+        leader = view.leader
+        if leader is None or leader.ordinal != restarting.ordinal:
+            return dledger.roll_gate(view, restarting.ordinal, self.ctx.runtime.config.caught_up_entries)
+        preferred = cluster.spec.brokers.config.get(spec.PREFERRED_LEADER_KEY)
+        return await dledger.hand_over(self.ctx, self.meta, group.index, view, preferred)
+
     async def scale_down(self, cluster: Cluster, state: ClusterState, registry: topology.Registry) -> None:
-        dledger = cluster.spec.brokers.mode is BrokerMode.DLEDGER
+        raft = cluster.spec.brokers.mode is BrokerMode.DLEDGER
         for index in sorted(state.groups, reverse=True):
             group = state.groups[index]
             if index < cluster.spec.brokers.groups:
@@ -330,10 +408,13 @@ class ClusterPass:
                         self.found.scaling = True
                         self.found.progress.append(problem)
                 continue
-            master = topology.master_address(self.meta.name, self.meta.namespace, group, dledger, registry)
-            master_pod = group.pods.get(group.master_ordinal)
-            if not dledger and (master_pod is None or not master_pod.serving):
-                master = None
+            if raft:
+                master = self.leader_address(group, registry)
+            else:
+                master = topology.master_address(self.meta.name, self.meta.namespace, group, False, registry)
+                master_pod = group.pods.get(group.master_ordinal)
+                if master_pod is None or not master_pod.serving:
+                    master = None
             outcome = await scaling.drain(self.ctx, self.meta, group, master)
             self.found.draining = True
             if outcome.kind is scaling.DrainKind.TIMED_OUT:
@@ -360,6 +441,7 @@ class ClusterPass:
             self.found.not_ready.append(f"{', '.join(missing)} not created yet")
         phase = self._phase()
         ready_groups = sum(1 for g in groups if not g.get("draining") and g["readyReplicas"] >= g["replicas"])
+        leaders = [g["leader"] for g in groups if "leader" in g and not g.get("draining")]
         return {
             "phase": phase.value,
             "observedGeneration": self.meta.generation,
@@ -371,14 +453,19 @@ class ClusterPass:
                 "addresses": names.namesrv_addresses(self.meta.name, self.meta.namespace, ns_replicas),
             },
             "brokerGroups": groups,
+            # One string for `kubectl get`'s Leaders column (a printer column shows one value).
+            "leaders": ",".join(leaders) if leaders else None,
         }
 
     def _group_status(self, cluster: Cluster, group: GroupState, registry: topology.Registry) -> dict[str, Any]:
         wanted = group.index < cluster.spec.brokers.groups
         mode = _mode_of(group) or cluster.spec.brokers.mode
         out: dict[str, Any] = {"brokerName": group.name, "mode": mode.value}
+        view = self.views.get(group.index)
         if mode is BrokerMode.MASTER_SLAVE:
             out["master"] = names.broker_pod(self.meta.name, group.index, group.master_ordinal)
+        elif view is not None:
+            out.update(dledger.status(view))
         else:
             leader = topology.leader_ordinal(self.meta.name, self.meta.namespace, group, registry)
             if leader is not None:

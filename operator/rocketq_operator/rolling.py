@@ -11,7 +11,8 @@ pass asks ``plan`` which pod, if any, to restart now:
 - Groups roll in index order; within a group, slaves (or DLedger followers) go first, highest
   ordinal first, and the master (or leader) last.
 
-Before the chosen pod is deleted, ``gate`` asks the brokers: every pod of the group must be
+Before the chosen pod of a MasterSlave group is deleted, ``gate`` asks the brokers (a DLedger
+group's gates are Raft's, in ``dledger.roll_gate`` and ``dledger.hand_over``): every pod of the group must be
 registered with the name servers and every other slave must be connected to its master
 (``haInSync``) and within ``caught_up_bytes`` of its CommitLog, so the pod restarted last has
 caught up before the next goes; a master restarts only while it reports a slave in sync

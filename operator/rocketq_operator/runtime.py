@@ -25,6 +25,7 @@ from rocketq_operator import brokeradmin, kubeapi, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
+CLUSTER_KIND: Final = "RocketMQCluster"
 
 
 class ConfigError(ValueError):
@@ -45,6 +46,9 @@ class OperatorConfig:
     """Seconds before a pass that failed on an API or broker error runs again."""
     caught_up_bytes: int = 1 << 20
     """A slave this close (CommitLog bytes) to its master counts as caught up for a roll."""
+    caught_up_entries: int = 1024
+    """A DLedger follower this close (committed entries) to its leader counts as caught up: a
+    roll restarts the next member, or hands leadership to it, only then."""
     admin_timeout: float = 5.0
     """Seconds to wait for a broker or name server to answer an admin request."""
     metrics_port: int = 9090
@@ -67,10 +71,10 @@ class OperatorConfig:
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None:
                 values[name] = _positive_float(name, raw)
-        for name in ("caught_up_bytes", "metrics_port"):
+        for name in ("caught_up_bytes", "caught_up_entries", "metrics_port"):
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None:
-                values[name] = _int_in(name, raw, 0, (1 << 62) if name == "caught_up_bytes" else 65535)
+                values[name] = _int_in(name, raw, 0, 65535 if name == "metrics_port" else 1 << 62)
         for name in ("standalone", "json_logs"):
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None:
@@ -152,6 +156,8 @@ class Runtime:
         """Drop a deleted object's lock (a pass holding it keeps its own reference)."""
         self._locks.pop((kind, namespace, name), None)
         self.announcements.forget(kind, namespace, name)
+        if kind == CLUSTER_KIND:
+            self.metrics.forget_cluster(namespace, name)
 
     async def close(self) -> None:
         """Stop the ticker and the metrics endpoint, close the clients; safe to call twice."""

@@ -2,8 +2,8 @@
 
 A ``RocketMQCluster`` arrives as JSON the API server has defaulted and checked against the CRD
 schema. That check is not enough to trust it: an operator may run against a cluster whose CRD
-is older than the operator, CEL rules (DLedger's odd quorum, the identity keys in
-``brokers.config``) are not evaluated by every API server or emulator, and some limits depend
+is older than the operator, CEL rules (DLedger's odd quorum and preferred leader, the identity
+keys in ``brokers.config``) are not evaluated by every API server or emulator, and some limits depend
 on more than one field (the longest child name depends on the cluster name *and* the group
 count). So every field is read again here, defaults are filled in where they are missing, and
 every problem becomes one human-readable line in ``Parsed.errors``. The reconciler turns those
@@ -32,6 +32,8 @@ MAX_GROUPS: Final = 128
 DEFAULT_REPLICAS_PER_GROUP: Final = 2
 MAX_MASTER_SLAVE_REPLICAS: Final = 5
 DLEDGER_REPLICAS: Final = (3, 5)
+PREFERRED_LEADER_KEY: Final = "preferredLeaderId"
+"""DLedger's broker.conf key for the member that should lead whenever it is caught up."""
 DEFAULT_STORAGE_SIZE: Final = "20Gi"
 MAX_CONFIG_ENTRIES: Final = 256
 MAX_CONFIG_VALUE_LENGTH: Final = 4096
@@ -235,19 +237,6 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
     return Parsed(spec=None if errors else spec, errors=errors)
 
 
-DLEDGER_REFUSED: Final = "spec.brokers.mode: DLedger groups are not implemented yet; use MasterSlave"
-
-
-def unsupported(spec: ClusterSpec) -> tuple[str, ...]:
-    """What a valid spec asks for that this operator refuses to run (still ``InvalidSpec``).
-
-    The engine has no DLedger (Raft) CommitLog yet: a broker started with
-    ``enableDLegerCommitLog`` refuses to start, so a DLedger cluster would never come up. The
-    field stays in the schema (and rendering keeps its DLedger path) for when it lands.
-    """
-    return (DLEDGER_REFUSED,) if spec.brokers.mode is BrokerMode.DLEDGER else ()
-
-
 def _check_cluster_name(r: Reader, name: str) -> None:
     if not validation.DNS_1035.match(name):
         r.fail("metadata.name", f"{name!r} must be a DNS-1035 label: it names Services")
@@ -290,6 +279,8 @@ def _brokers(r: Reader, raw: Mapping[str, Any]) -> BrokerSpec:
     if mode is BrokerMode.DLEDGER and replicas not in DLEDGER_REPLICAS:
         r.fail("spec.brokers.replicasPerGroup",
                f"DLedger needs an odd quorum: must be 3 or 5 when mode is DLedger, got {replicas}")
+    config = _broker_config(r, r.mapping(raw.get("config"), "spec.brokers.config"))
+    _check_preferred_leader(r, config.get(PREFERRED_LEADER_KEY), mode, replicas)
     return BrokerSpec(
         groups=r.integer(raw.get("groups"), "spec.brokers.groups", DEFAULT_GROUPS, 1, MAX_GROUPS),
         mode=mode,
@@ -299,8 +290,19 @@ def _brokers(r: Reader, raw: Mapping[str, Any]) -> BrokerSpec:
         flush_disk_type=r.choice(raw.get("flushDiskType"), "spec.brokers.flushDiskType", FlushDiskType,
                                  FlushDiskType.ASYNC_FLUSH),
         resources=_resources(r, raw.get("resources"), "spec.brokers.resources"),
-        config=_broker_config(r, r.mapping(raw.get("config"), "spec.brokers.config")),
+        config=config,
     )
+
+
+def _check_preferred_leader(r: Reader, value: str | None, mode: BrokerMode, replicas: int) -> None:
+    """``preferredLeaderId`` (DLedger's own key) must name a member: ``n0`` .. ``n<replicas-1>``."""
+    if value is None:
+        return
+    where = f"spec.brokers.config.{PREFERRED_LEADER_KEY}"
+    if mode is not BrokerMode.DLEDGER:
+        r.fail(where, "applies only to mode DLedger")
+    elif value not in {f"n{ordinal}" for ordinal in range(replicas)}:
+        r.fail(where, f"{value!r} names no member: the members are n0 .. n{replicas - 1} (n<pod ordinal>)")
 
 
 def _broker_config(r: Reader, raw: Mapping[str, Any]) -> dict[str, str]:

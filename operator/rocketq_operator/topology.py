@@ -5,7 +5,8 @@ ConfigMap), so its address follows from names alone. In DLedger mode the group e
 leader; the name servers know it as brokerId 0 of the group, and so does the operator after
 asking them (``BrokerAdmin.cluster_brokers``). ``Registry`` is that answer: which addresses
 each brokerName has registered, or ``known=False`` when no name server answered, in which case
-callers wait instead of guessing.
+callers wait instead of guessing. (The reconciler asks the DLedger members themselves first,
+``dledger``; the registrations are its fallback and what seeding and drains write to.)
 """
 
 from __future__ import annotations

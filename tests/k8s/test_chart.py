@@ -36,7 +36,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
             "podMonitor": {"enabled": True, "interval": "15s"},
-            "prometheusRule": {"enabled": True, "consumerLagThreshold": 5000, "diskUsedRatio": 0.9},
+            "prometheusRule": {"enabled": True, "consumerLagThreshold": 5000, "diskUsedRatio": 0.9,
+                               "dledgerLagEntries": 2000},
             "grafanaDashboard": {"enabled": True, "namespace": "grafana"},
         }
     },
@@ -323,6 +324,8 @@ def test_service_monitor_selects_the_operator_metrics_service() -> None:
     assert selector.items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in service["spec"]["ports"]}
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    # The operator's namespace/pod labels name the cluster's objects, not the operator's own.
+    assert monitor["spec"]["endpoints"][0]["honorLabels"] is True
 
 
 @pytest.mark.parametrize("ports", [{}, {"healthPort": 8181, "metricsPort": 9191}])
@@ -362,6 +365,7 @@ def test_prometheus_rule_alerts() -> None:
     assert set(alerts) == {
         "RocketQBrokerDown", "RocketQNameServerDown", "RocketQBrokerGroupNoMaster",
         "RocketQBrokerDiskAlmostFull", "RocketQConsumerLagGrowing", "RocketQConsumerQueuesStuck",
+        "RocketQDLedgerGroupNoLeader", "RocketQDLedgerMemberLagging",
     }
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"}
@@ -375,6 +379,10 @@ def test_prometheus_rule_alerts() -> None:
     assert alerts["RocketQBrokerDiskAlmostFull"]["expr"] == "rocketmq_brokeruntime_commitlog_disk_ratio > 0.9"
     assert "rocketmq_broker_is_master" in alerts["RocketQBrokerGroupNoMaster"]["expr"]
     assert alerts["RocketQBrokerDown"]["expr"] == 'up{component="broker", rocketq_cluster!=""} == 0'
+    assert alerts["RocketQDLedgerGroupNoLeader"]["expr"] == (
+        "max by (namespace, cluster, broker_group) (rocketq_operator_dledger_has_leader) == 0")
+    assert alerts["RocketQDLedgerMemberLagging"]["expr"] == (
+        "max by (namespace, cluster, broker_group, pod) (rocketq_operator_dledger_member_lag_entries) > 2000")
 
 
 def balanced(expr: str) -> bool:
@@ -472,6 +480,10 @@ BAD_VALUES = [
     ({"metrics": {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}}}, "grafana_dashboard"),
     ({"exampleCluster": {"name": "Demo"}}, "name"),
     ({"exampleCluster": {"spec": "groups=2"}}, "spec"),
+    ({"exampleCluster": {"spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 2}}}}, "replicasPerGroup"),
+    ({"exampleCluster": {"spec": {"brokers": {"mode": "DLedger"}}}}, "replicasPerGroup"),
+    ({"exampleCluster": {"spec": {"brokers": {"mode": "Raft"}}}}, "mode"),
+    ({"metrics": {"prometheusRule": {"dledgerLagEntries": 0}}}, "dledgerLagEntries"),
     ({"serviceAccount": {"name": "Not Valid"}}, "name"),
     ({"rbac": {"create": "true"}}, "create"),
 ]

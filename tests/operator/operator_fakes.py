@@ -5,6 +5,14 @@ It keeps per-address topics, groups, permissions, lags, CommitLog offsets and re
 become ready, per namespace and cluster, as each cluster's own name servers would), refuses
 every call to an address in ``down``, and records every call in ``calls`` as
 ``(method, address, argument)``.
+
+DLedger groups are played by ``play_raft`` (the StatefulSet emulator calls it for every
+DLedger group on each tick): with a majority of members serving, the leader stays where it
+is (``leaders``) or, when it is gone, the lowest serving ordinal wins a new term; without a
+majority every serving member is a CANDIDATE and nobody leads. Each member answers
+``dledger_member`` with that state; a follower lacks ``commit_behind[address]`` of the
+leader's ``COMMIT_INDEX`` entries. ``transfer_leadership`` to a serving follower moves the
+leader at once, in a new term, as DLedger answers once the transferee leads.
 """
 
 from __future__ import annotations
@@ -12,7 +20,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rocketq_operator import brokeradmin
-from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRuntime, GroupConfig, TopicConfig
+from rocketq_operator.brokeradmin import (
+    BrokerAdminError,
+    BrokerRuntime,
+    DLedgerMember,
+    GroupConfig,
+    RaftRole,
+    TopicConfig,
+)
+
+COMMIT_INDEX = 1000
+"""The commit index of every DLedger leader the fake plays."""
 
 
 class FakeBrokerAdmin:
@@ -29,6 +47,39 @@ class FakeBrokerAdmin:
         """(namespace, cluster) -> brokerName -> {brokerId: address}: what the name servers know."""
         self.down: set[str] = set()
         self.closed = False
+        self.raft: dict[str, DLedgerMember] = {}
+        """address -> the Raft state a DLedger member reports (``play_raft``)."""
+        self.leaders: dict[str, int] = {}
+        """DLedger group -> its leader's ordinal."""
+        self.terms: dict[str, int] = {}
+        self.commit_behind: dict[str, int] = {}
+        self._groups: dict[str, tuple[dict[int, str], frozenset[int]]] = {}
+
+    def play_raft(self, group: str, addresses: Mapping[int, str], serving: frozenset[int]) -> None:
+        """Elect (or keep) a leader of ``group`` among its ``serving`` ordinals; set every
+        member's answer. ``addresses``: every member's address by ordinal."""
+        self._groups[group] = (dict(addresses), serving)
+        for address in addresses.values():
+            self.raft.pop(address, None)
+        term = self.terms.get(group, 0)
+        if len(serving) < len(addresses) // 2 + 1:
+            self.leaders.pop(group, None)
+            for ordinal in serving:
+                self.raft[addresses[ordinal]] = DLedgerMember(group, f"n{ordinal}", RaftRole.CANDIDATE, term,
+                                                              COMMIT_INDEX, COMMIT_INDEX)
+            return
+        leader = self.leaders.get(group)
+        if leader not in serving:
+            leader = min(serving)
+            self.leaders[group], self.terms[group] = leader, term + 1
+        term = self.terms[group]
+        commits = {o: COMMIT_INDEX - (0 if o == leader else self.commit_behind.get(addresses[o], 0)) for o in serving}
+        leader_address = addresses[leader]
+        for ordinal in serving:
+            role = RaftRole.LEADER if ordinal == leader else RaftRole.FOLLOWER
+            matched = {f"n{o}": commits[o] for o in serving if o != leader} if ordinal == leader else {}
+            self.raft[addresses[ordinal]] = DLedgerMember(group, f"n{ordinal}", role, term, commits[ordinal],
+                                                          commits[ordinal], f"n{leader}", leader_address, matched)
 
     def _call(self, method: str, address: str, argument: object = None) -> None:
         self.calls.append((method, address, argument))
@@ -88,6 +139,25 @@ class FakeBrokerAdmin:
         # <pod>.<service>.<namespace>.svc:9876: each cluster has its own name servers.
         namespace = namesrv.split(".")[2]
         return {name: dict(ids) for name, ids in self.registered.get((namespace, cluster), {}).items()}
+
+    async def dledger_member(self, broker: str) -> DLedgerMember:
+        self._call("dledger_member", broker)
+        if broker not in self.raft:
+            raise BrokerAdminError(f"{broker} reports no dLegerRole")
+        return self.raft[broker]
+
+    async def transfer_leadership(self, broker: str, transferee: str) -> None:
+        self._call("transfer_leadership", broker, transferee)
+        state = self.raft.get(broker)
+        if state is None or state.role is not RaftRole.LEADER:
+            raise BrokerAdminError(f"{broker} is not a DLedger leader")
+        addresses, serving = self._groups[state.group]
+        ordinal = int(transferee.removeprefix("n"))
+        if ordinal not in serving or ordinal == self.leaders[state.group]:
+            raise BrokerAdminError(f"{transferee} cannot take over leadership of {state.group}")
+        self.leaders[state.group] = ordinal
+        self.terms[state.group] += 1
+        self.play_raft(state.group, addresses, serving)
 
     async def close(self) -> None:
         self.closed = True

@@ -21,7 +21,9 @@ filled in here, as narrowly as possible:
   ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
   ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
   otherwise (``unready``) and never recreates ``lost`` pods (a lost node). It also plays the
-  brokers registering with the name servers, in the fake BrokerAdmin.
+  brokers registering with the name servers, and DLedger groups electing, in the fake
+  BrokerAdmin; ``restarts`` lists every broker pod that went away, with the Raft role it had
+  when it went (None outside DLedger), in order.
 
 ``OperatorEnv`` runs ``kopf.operator()`` with a fresh registry, a login handler pointing at
 the emulator and the fake BrokerAdmin, and stops everything it started. The operator gets its
@@ -225,7 +227,9 @@ class StatefulSetController:
         self.admin = admin
         self.unready: set[str] = set()
         self.lost: set[str] = set()
-        self.leaders: dict[str, int] = {}
+        self.restarts: list[tuple[str, str | None]] = []
+        self._roles: dict[str, str] = {}
+        self._seen: set[tuple[str, str]] = set()
         self._task: asyncio.Task[None] | None = None
 
     def live(self, kind: str) -> list[dict[str, Any]]:
@@ -271,7 +275,10 @@ class StatefulSetController:
                 if pod_name in pods:
                     await self.server.delete(f"{path}/{pod_name}")
             elif pod_name not in pods:
+                if (namespace, pod_name) in self._seen:
+                    self.restarts.append((pod_name, self._roles.pop(pod_name, None)))
                 await self.server.post(path, json=_pod(statefulset, pod_name))
+            self._seen.add((namespace, pod_name))
         for pod_name, pod in pods.items():
             pod_ordinal = names.pod_ordinal(pod_name)
             if pod_ordinal is None or pod_ordinal >= replicas:
@@ -301,17 +308,25 @@ class StatefulSetController:
             index = names.group_index(cluster, group)
             mode = (statefulset["metadata"].get("annotations") or {}).get(common.ANNOTATION_BROKER_MODE)
             config = configmaps.get((namespace, f"{group}-config"), {}).get("data", {})
-            serving = sorted(o for o in range(statefulset["spec"]["replicas"])
+            replicas = statefulset["spec"]["replicas"]
+            serving = sorted(o for o in range(replicas)
                              if (namespace, f"{group}-{o}") in pods
                              and _ready(pods[namespace, f"{group}-{o}"]) == "True"
                              and f"{group}-{o}" not in self.unready)
             ids: dict[int, str] = {}
             assert index is not None
+            if mode == "DLedger":
+                addresses = {o: names.broker_address(cluster, namespace, index, o) for o in range(replicas)}
+                self.admin.play_raft(group, addresses, frozenset(serving))
+                for ordinal, address in addresses.items():
+                    state = self.admin.raft.get(address)
+                    if state is not None:
+                        self._roles[f"{group}-{ordinal}"] = state.role.value
             for ordinal in serving:
                 address = names.broker_address(cluster, namespace, index, ordinal)
                 if mode == "DLedger":
-                    leader: int = self.leaders.get(group, serving[0])
-                    ids[0 if ordinal == leader else ordinal + 1] = address
+                    if group in self.admin.leaders:  # without a leader nobody registers as master
+                        ids[0 if ordinal == self.admin.leaders[group] else ordinal + 1] = address
                 else:
                     master = int(config.get("masterOrdinal", "0"))
                     ids[identities.master_slave_identity(ordinal, master).broker_id] = address

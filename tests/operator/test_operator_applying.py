@@ -208,9 +208,10 @@ def test_status_patch_writes_only_changes_and_leaves_kopf_keys() -> None:
 def test_operator_config_from_environment() -> None:
     config = runtime.OperatorConfig.from_env({
         "ROCKETQ_OPERATOR_FAILOVER_GRACE": "45", "ROCKETQ_OPERATOR_METRICS_PORT": "0",
-        "ROCKETQ_OPERATOR_STANDALONE": "false", "UNRELATED": "x",
+        "ROCKETQ_OPERATOR_STANDALONE": "false", "ROCKETQ_OPERATOR_CAUGHT_UP_ENTRIES": "64", "UNRELATED": "x",
     })
     assert config.failover_grace == 45.0 and config.metrics_port == 0 and config.standalone is False
+    assert config.caught_up_entries == 64
     assert runtime.OperatorConfig.from_env({}) == runtime.OperatorConfig()
 
 
@@ -219,6 +220,7 @@ def test_operator_config_from_environment() -> None:
     ({"ROCKETQ_OPERATOR_DRAIN_TIMEOUT": "-1"}, "expected more than 0"),
     ({"ROCKETQ_OPERATOR_METRICS_PORT": "70000"}, "expected 0..65535"),
     ({"ROCKETQ_OPERATOR_CAUGHT_UP_BYTES": "1MB"}, "expected an integer"),
+    ({"ROCKETQ_OPERATOR_CAUGHT_UP_ENTRIES": "-1"}, "expected 0.."),
     ({"ROCKETQ_OPERATOR_JSON_LOGS": "yes"}, "expected true or false"),
 ])
 def test_bad_operator_config_is_refused_clearly(env: dict[str, str], message: str) -> None:

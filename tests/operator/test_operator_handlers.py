@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from operator_fakes import FakeBrokerAdmin
 from rocketq_operator import handlers, runtime
-from rocketq_operator.metrics import Metrics
+from rocketq_operator.metrics import DLedgerSample, Metrics
 from test_operator_applying import MemoryApi
 
 KEY = ("RocketMQCluster", "mq", "demo")
@@ -40,3 +40,15 @@ async def test_a_periodic_pass_reads_the_cluster_only_once_it_holds_the_lock(mon
     assert seen == ["new"]
     assert api.objects[KEY]["status"] == {"phase": "Running"}
     assert api.writes[-1] == ("patch", "demo", {"status": {"phase": "Running"}})
+
+
+def test_a_deleted_cluster_leaves_no_dledger_series() -> None:
+    metrics = Metrics()
+    rt = runtime.Runtime(api=MemoryApi(), admin=FakeBrokerAdmin(), config=runtime.OperatorConfig(metrics_port=0),
+                         metrics=metrics)
+    sample = DLedgerSample("demo-broker-0", True, 2, {"demo-broker-0-1": 3})
+    metrics.record_dledger("mq", "demo", [sample])
+    rt.forget("RocketMQTopic", "mq", "demo")  # a topic of the same name is not the cluster
+    assert b"rocketq_operator_dledger_term{" in metrics.exposition()
+    rt.forget(*KEY)
+    assert [line for line in metrics.exposition().splitlines() if line.startswith(b"rocketq_operator_dledger")] == []

@@ -441,11 +441,11 @@ async def test_mode_change_on_a_running_cluster_is_refused(env: OperatorEnv) -> 
     configmap = env.get("ConfigMap", "demo-broker-0-config")
     await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"mode": "DLedger", "replicasPerGroup": 3,
                                                                      "groups": 2}}})
-    # DLedger is refused outright (not implemented yet), so nothing of the new spec is applied.
-    await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Ready") or {}).get("reason")
-                       == "InvalidSpec", "InvalidSpec")
-    assert "DLedger groups are not implemented yet" in (env.condition("RocketMQCluster", "demo", "Ready") or {})[
-        "message"]
+    # The store on disk does not fit another mode: the running group keeps its own.
+    await env.wait_for(lambda: (env.condition("RocketMQCluster", "demo", "Degraded") or {}).get("reason")
+                       == "ImmutableFieldChange", "ImmutableFieldChange")
+    assert "demo-broker-0: spec.brokers.mode cannot change on a running group" in (
+        env.condition("RocketMQCluster", "demo", "Degraded") or {})["message"]
     assert (env.get("ConfigMap", "demo-broker-0-config") or {})["data"] == (configmap or {})["data"]
     assert (env.get("StatefulSet", "demo-broker-0") or {})["spec"]["replicas"] == 2
     assert env.get("StatefulSet", "demo-broker-1") is None  # no group starts in another mode
@@ -463,15 +463,6 @@ async def test_manual_rolling_update_restarts_a_group_then_clears_the_annotation
     configmap = env.get("ConfigMap", "demo-broker-1-config")
     assert configmap is not None and "rocketq.io/manual-roll-pods" not in configmap["metadata"]["annotations"]
     await running(env, "demo")
-
-
-async def test_dledger_is_refused_until_the_engine_has_it(env: OperatorEnv) -> None:
-    await env.create("RocketMQCluster", "raft", {"brokers": {"mode": "DLedger", "replicasPerGroup": 3}})
-    await env.wait_for(lambda: phase(env, "raft") == "Failed", "the Failed phase")
-    ready = env.condition("RocketMQCluster", "raft", "Ready")
-    assert ready is not None and ready["reason"] == "InvalidSpec"
-    assert ready["message"] == "spec.brokers.mode: DLedger groups are not implemented yet; use MasterSlave"
-    assert env.names("StatefulSet") == set() and env.names("ConfigMap") == set()
 
 
 async def test_many_clusters_in_many_namespaces(env: OperatorEnv) -> None:

@@ -203,6 +203,14 @@ def broker_template(cluster: specs.Cluster, *, dledger: bool) -> dict[str, Any]:
     items = [{"key": "broker.conf", "path": "broker.conf"}]
     if not dledger:
         items.append({"key": "masterOrdinal", "path": "masterOrdinal"})
+    command = ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf"]
+    identity: list[dict[str, Any]] = []
+    if dledger:  # no brokerId or role: Raft decides; the pod's ordinal is its dLegerSelfId
+        command += ["--set", "dLegerSelfId=n$(POD_ORDINAL)"]
+        identity = [{"name": "POD_ORDINAL", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.labels['apps.kubernetes.io/pod-index']"}}}]
+    else:
+        command.append("--ordinal-from-hostname")
     return {
         "metadata": {
             "labels": labels("broker", "demo-broker-0"),
@@ -214,10 +222,11 @@ def broker_template(cluster: specs.Cluster, *, dledger: bool) -> dict[str, Any]:
             "terminationGracePeriodSeconds": 60,
             "containers": [{
                 "name": "broker", "image": "rocketq/rocketq:0.1.0", "imagePullPolicy": "IfNotPresent",
-                "command": ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf", "--ordinal-from-hostname"],
+                "command": command,
                 "ports": ports,
                 "env": [
                     {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    *identity,
                     {"name": "NAMESRV_ADDR",
                      "value": "demo-namesrv-0.demo-namesrv.mq.svc:9876;demo-namesrv-1.demo-namesrv.mq.svc:9876"},
                     {"name": "BROKER_IP1", "value": "$(POD_NAME).demo-broker-0.mq.svc"},
@@ -307,6 +316,32 @@ def test_pdbs_exactly() -> None:
                      "ownerReferences": [OWNER]},
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector("broker", "demo-broker-0")}},
     }
+
+
+@pytest.mark.parametrize(("replicas", "quorum"), [(3, 2), (5, 3)])
+def test_a_dledger_group_budget_keeps_its_quorum(replicas: int, quorum: int) -> None:
+    rendered = pdb.render_pdbs(cluster_of({"brokers": {"mode": "DLedger", "replicasPerGroup": replicas}}))
+    assert rendered[0]["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector("namesrv")}}
+    assert rendered[1]["spec"] == {"minAvailable": quorum,
+                                   "selector": {"matchLabels": selector("broker", "demo-broker-0")}}
+
+
+def test_a_dledger_pods_identity_is_its_ordinal_and_nothing_else() -> None:
+    """brokerId and brokerRole are left to Raft: not in broker.conf and not derived from the
+    hostname; the pod's ordinal (the pod-index label) becomes its dLegerSelfId, one of the peers."""
+    cluster = cluster_of({"brokers": {"mode": "DLedger", "replicasPerGroup": 5,
+                                      "config": {"preferredLeaderId": "n2"}}})
+    conf = brokerconf.broker_settings(cluster, 1)
+    assert not {"brokerId", "brokerRole", "dLegerSelfId"} & set(conf)
+    assert conf["preferredLeaderId"] == "n2" and conf["dLegerGroup"] == "demo-broker-1"
+    peers = dict(peer.split("-", 1) for peer in conf["dLegerPeers"].split(";"))
+    assert peers == {f"n{i}": f"demo-broker-1-{i}.demo-broker-1.mq.svc:40911" for i in range(5)}
+    container = broker.render_broker_statefulset(cluster, 1)["spec"]["template"]["spec"]["containers"][0]
+    assert "--ordinal-from-hostname" not in container["command"]
+    assert container["command"][-2:] == ["--set", "dLegerSelfId=n$(POD_ORDINAL)"]
+    (ordinal,) = [e for e in container["env"] if e["name"] == "POD_ORDINAL"]
+    assert ordinal["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['apps.kubernetes.io/pod-index']"
+    assert {"name": "dledger", "containerPort": 40911, "protocol": "TCP"} in container["ports"]
 
 
 def test_config_change_changes_both_hashes_but_master_ordinal_changes_neither() -> None:

@@ -169,9 +169,24 @@ def test_any_json_parses_to_a_spec_or_errors_without_raising(raw: Any, name: str
     assert all(isinstance(line, str) and ": " in line for line in parsed.errors)
 
 
-def test_dledger_parses_but_is_refused_until_the_engine_has_it() -> None:
-    parsed = specs.parse_cluster_spec({"brokers": {"mode": "DLedger", "replicasPerGroup": 3}}, "demo")
-    assert parsed.spec is not None
-    assert specs.unsupported(parsed.spec) == (specs.DLEDGER_REFUSED,)
-    master_slave = specs.parse_cluster_spec({}, "demo").spec
-    assert master_slave is not None and specs.unsupported(master_slave) == ()
+def test_dledger_parses_with_an_odd_quorum() -> None:
+    parsed = specs.parse_cluster_spec({"brokers": {"mode": "DLedger", "replicasPerGroup": 5}}, "demo")
+    assert parsed.errors == () and parsed.spec is not None
+    assert parsed.spec.brokers.mode is specs.BrokerMode.DLEDGER and parsed.spec.brokers.replicas_per_group == 5
+    for replicas in (1, 2, 4):
+        refused = specs.parse_cluster_spec({"brokers": {"mode": "DLedger", "replicasPerGroup": replicas}}, "demo")
+        assert refused.errors == (f"spec.brokers.replicasPerGroup: DLedger needs an odd quorum: must be 3 or 5 "
+                                  f"when mode is DLedger, got {replicas}",)
+
+
+def test_preferred_leader_must_name_a_member_of_a_dledger_group() -> None:
+    def errors(mode: str, replicas: int, leader: str) -> tuple[str, ...]:
+        return specs.parse_cluster_spec({"brokers": {"mode": mode, "replicasPerGroup": replicas,
+                                                     "config": {"preferredLeaderId": leader}}}, "demo").errors
+
+    assert errors("DLedger", 3, "n2") == ()
+    assert errors("DLedger", 5, "n4") == ()
+    assert errors("DLedger", 3, "n3") == ("spec.brokers.config.preferredLeaderId: 'n3' names no member: the "
+                                          "members are n0 .. n2 (n<pod ordinal>)",)
+    assert errors("DLedger", 3, "0")[0].endswith("names no member: the members are n0 .. n2 (n<pod ordinal>)")
+    assert errors("MasterSlave", 3, "n0") == ("spec.brokers.config.preferredLeaderId: applies only to mode DLedger",)

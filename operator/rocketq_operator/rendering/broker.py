@@ -1,10 +1,16 @@
 """One broker group: its ConfigMap, StatefulSet and headless Service.
 
-The StatefulSet's pods run ``rocketq broker -c /etc/rocketq/broker.conf
---ordinal-from-hostname``: each derives its brokerId (MasterSlave, with ``masterOrdinal`` read
-from ``/etc/rocketq/masterOrdinal``) or its dLegerSelfId (DLedger) from its ordinal. They
-advertise their stable DNS name as BROKER_IP1, which is also what they register with the name
-servers, so addresses in routes survive pod restarts.
+The StatefulSet's pods run ``rocketq broker -c /etc/rocketq/broker.conf`` and take who they
+are from their ordinal. MasterSlave: ``--ordinal-from-hostname`` derives brokerId and role, with
+``masterOrdinal`` read from ``/etc/rocketq/masterOrdinal``. DLedger: no brokerId or role at all
+(Raft decides who leads); each pod gets ``--set dLegerSelfId=n$(POD_ORDINAL)``, the ordinal
+coming from the StatefulSet controller's ``apps.kubernetes.io/pod-index`` label through the
+downward API, which the kubelet expands in the command. They advertise their stable DNS name
+as BROKER_IP1, which is also what they register with the name servers, so addresses in routes
+survive pod restarts; DLedger peers reach each other at the same names on port 40911.
+
+Readiness is the broker's ``/health`` (the process serves), never leadership: a DLedger
+follower is a ready pod, and a group whose pods are all ready may still be electing.
 
 ``updateStrategy: OnDelete``: Kubernetes never restarts a broker on its own when the template
 changes; the operator deletes pods one at a time, slaves before the master, waiting until each
@@ -31,6 +37,8 @@ STORE_VOLUME: Final = "store"
 BROKER_STARTUP_FAILURES: Final = 120
 """Up to 10 minutes (120 x 5 s) to recover a large store before liveness checks begin."""
 BROKER_TERMINATION_GRACE_SECONDS: Final = 60
+POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
+"""Set on every StatefulSet pod by Kubernetes (1.28+): the pod's ordinal."""
 
 
 def render_broker_configmap(cluster: Cluster, index: int, master_ordinal: int) -> dict[str, Any]:
@@ -59,12 +67,23 @@ def _ports(mode: BrokerMode) -> list[dict[str, Any]]:
 
 
 def _env(cluster: Cluster, group: str) -> list[dict[str, Any]]:
-    return [
+    env: list[dict[str, Any]] = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "NAMESRV_ADDR", "value": names.namesrv_addresses(
-            cluster.meta.name, cluster.meta.namespace, cluster.spec.name_servers.replicas)},
-        {"name": "BROKER_IP1", "value": f"$(POD_NAME).{group}.{cluster.meta.namespace}.svc"},
     ]
+    if cluster.spec.brokers.mode is BrokerMode.DLEDGER:
+        env.append({"name": "POD_ORDINAL",
+                    "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{POD_INDEX_LABEL}']"}}})
+    env.append({"name": "NAMESRV_ADDR", "value": names.namesrv_addresses(
+        cluster.meta.name, cluster.meta.namespace, cluster.spec.name_servers.replicas)})
+    env.append({"name": "BROKER_IP1", "value": f"$(POD_NAME).{group}.{cluster.meta.namespace}.svc"})
+    return env
+
+
+def _command(mode: BrokerMode) -> list[str]:
+    command = ["rocketq", "broker", "-c", f"{CONFIG_DIR}/{CONFIG_KEY}"]
+    if mode is BrokerMode.DLEDGER:
+        return [*command, "--set", "dLegerSelfId=n$(POD_ORDINAL)"]
+    return [*command, "--ordinal-from-hostname"]
 
 
 def _volumes(cluster: Cluster, index: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -119,7 +138,7 @@ def render_broker_statefulset(cluster: Cluster, index: int) -> dict[str, Any]:
         "name": "broker",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy.value,
-        "command": ["rocketq", "broker", "-c", f"{CONFIG_DIR}/{CONFIG_KEY}", "--ordinal-from-hostname"],
+        "command": _command(spec.brokers.mode),
         "ports": _ports(spec.brokers.mode),
         "env": _env(cluster, group),
         "volumeMounts": mounts,

@@ -1,9 +1,11 @@
-"""PodDisruptionBudgets: voluntary evictions (node drains) take at most one pod at a time.
+"""PodDisruptionBudgets: what voluntary evictions (node drains) may take from each group.
 
 One budget for the name servers and one per broker group. ``maxUnavailable: 1`` keeps a
 MasterSlave group with one replica evictable (a budget that can never be met blocks drains
-forever) while never letting a drain take a master and its slave together, and it keeps a
-DLedger group's quorum (2 of 3, or 4 of 5) during a drain.
+forever) while never letting a drain take a master and its slave together. A DLedger group's
+budget is its quorum, ``minAvailable: <majority>`` (2 of 3, 3 of 5): an eviction never leaves
+the group unable to elect or commit. With 3 members that is one pod at a time; a 5-member
+group may lose two to evictions and still commit.
 """
 
 from __future__ import annotations
@@ -12,30 +14,35 @@ from typing import Any, Final
 
 from rocketq_operator import names
 from rocketq_operator.rendering import common
-from rocketq_operator.spec import Cluster
+from rocketq_operator.spec import BrokerMode, Cluster
 
 MAX_UNAVAILABLE: Final = 1
 
 
-def _pdb(cluster: Cluster, name: str, component: str, group: str | None) -> dict[str, Any]:
+def _pdb(cluster: Cluster, name: str, component: str, group: str | None,
+         budget: dict[str, int]) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": common.metadata(cluster, name, component, group),
         "spec": {
-            "maxUnavailable": MAX_UNAVAILABLE,
+            **budget,
             "selector": {"matchLabels": common.selector_labels(cluster.meta.name, component, group)},
         },
     }
 
 
 def render_namesrv_pdb(cluster: Cluster) -> dict[str, Any]:
-    return _pdb(cluster, names.namesrv(cluster.meta.name), common.COMPONENT_NAMESRV, None)
+    return _pdb(cluster, names.namesrv(cluster.meta.name), common.COMPONENT_NAMESRV, None,
+                {"maxUnavailable": MAX_UNAVAILABLE})
 
 
 def render_broker_pdb(cluster: Cluster, index: int) -> dict[str, Any]:
     group = names.broker_group(cluster.meta.name, index)
-    return _pdb(cluster, group, common.COMPONENT_BROKER, group)
+    brokers = cluster.spec.brokers
+    budget = ({"minAvailable": brokers.replicas_per_group // 2 + 1} if brokers.mode is BrokerMode.DLEDGER
+              else {"maxUnavailable": MAX_UNAVAILABLE})
+    return _pdb(cluster, group, common.COMPONENT_BROKER, group, budget)
 
 
 def render_pdbs(cluster: Cluster) -> list[dict[str, Any]]:
