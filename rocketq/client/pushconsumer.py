@@ -36,7 +36,7 @@ import time
 from collections.abc import Collection
 from typing import Any, Final
 
-from rocketq.client import messageselectors, namechecks, orderly, periodic, runninginfo, tracing
+from rocketq.client import messageselectors, namechecks, orderly, periodic, runninginfo, tracing, wire
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely
 from rocketq.client.consuming import ConcurrentConsumeService, Listener
 from rocketq.client.errors import ClientError, ClientStateError, RouteError
@@ -190,6 +190,7 @@ class PushConsumer:
         instance.start()
         for topic in list(self._subscriptions):
             await self._update_route(topic)
+        await self._check_filters_in_broker()
         await instance.heartbeat()
         if self.tracer is not None:
             await self.tracer.start()
@@ -344,6 +345,26 @@ class PushConsumer:
                         topic)
         except RouteError as exc:
             log.warning("%s: route of %s unavailable: %s", self.group, topic, exc)
+
+    async def _check_filters_in_broker(self) -> None:
+        """Ask a broker of each SQL92-filtered topic whether it accepts the selector, as Java's
+        consumer does at start: a broker with enablePropertyFilter=false, or a selector it cannot
+        compile, fails start() with the broker's answer instead of a consumer that never
+        receives. A broker that cannot be reached only gets a warning (the heartbeat retries)."""
+        assert self._instance is not None
+        instance = self._instance
+        for sub in self._subscriptions.values():
+            if sub.is_tag_type:
+                continue
+            addr = await instance.any_broker_addr(sub.topic)
+            if addr is None:
+                continue
+            try:
+                await wire.check_client_config(instance.remoting, addr, instance.client_id, self.group, sub,
+                                               instance.api_timeout)
+            except RemotingError as exc:
+                log.warning("%s: could not check the %s filter of %s with %s: %s", self.group, sub.expression_type,
+                            sub.topic, addr, exc)
 
     async def _subscriptions_changed(self, topics: list[str]) -> None:
         assert self._instance is not None and self._rebalancer is not None

@@ -24,6 +24,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
 from rocketq.protocol.requests import PULL_CODES, SEND_OK_CODES, command
+from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.client import RemotingClient
 
 H = TypeVar("H", bound=Header)
@@ -208,6 +209,14 @@ async def unregister_client(
     header = headers.UnregisterClientRequestHeader(
         client_id=client_id, producer_group=producer_group, consumer_group=consumer_group)
     await _invoke_ok(rc, addr, command(RequestCode.UNREGISTER_CLIENT, header), timeout)
+
+
+async def check_client_config(rc: RemotingClient, addr: str, client_id: str, group: str, sub: SubscriptionData,
+                              timeout: float) -> None:
+    """CHECK_CLIENT_CONFIG: asks the broker whether it can filter with ``sub`` (a SQL92
+    subscription's syntax, and whether property filtering is on); a refusal raises BrokerError."""
+    body = orjson.dumps({"clientId": client_id, "group": group, "subscriptionData": sub.to_json()})
+    await _invoke_ok(rc, addr, command(RequestCode.CHECK_CLIENT_CONFIG, body=body), timeout)
 
 
 async def get_consumer_list(rc: RemotingClient, addr: str, group: str, timeout: float) -> list[str]:

@@ -106,3 +106,18 @@ def test_the_sdk_refuses_a_bad_selector_at_subscribe() -> None:
     consumer = PushConsumer("sql-bad-cg", namesrv_addr="127.0.0.1:1")
     with pytest.raises(ClientStateError, match="column 3"):
         consumer.subscribe(TOPIC, MessageSelector.by_sql("a != 1"))
+
+
+async def test_a_push_consumer_with_sql92_fails_to_start_on_a_broker_that_cannot_filter(processes: Any) -> None:
+    """CHECK_CLIENT_CONFIG at start (as Java's consumer sends it): the broker's refusal, not a
+    consumer that runs and never receives."""
+    ns = processes.namesrv()
+    processes.broker(ns.address)
+    await send_all(ns.address)  # creates the topic, so the consumer finds a broker to ask
+    consumer = PushConsumer("sql-check-cg", namesrv_addr=ns.address, **FAST)
+    consumer.subscribe(TOPIC, MessageSelector.by_sql("a > 1"))
+    consumer.register_listener(Collector())
+    with pytest.raises(BrokerError) as refused:
+        await consumer.start()
+    assert refused.value.code == ResponseCode.SYSTEM_ERROR
+    assert "SQL92" in (refused.value.remark or "")
