@@ -20,12 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from renderedpods import wait_ready
 from test_operator_pod_broker import (
     CREDENTIALS,
     _cluster,
     _mount_configmap,
     _pod_process,
-    _wait_ready,
     _wait_slave_connected,
     namesrv,
 )
@@ -71,7 +71,7 @@ async def test_promotion_picks_the_in_sync_slave_and_refuses_an_empty_one(namesr
             acl.write_text("globalWhiteRemoteAddresses: [127.0.0.1]\n" + acl.read_text())
             log = tmp_path / f"{pod}.log"
             procs[ordinal] = _pod_process(container, mount, pod, nobody if ordinal == 2 else namesrv, log)
-            addrs[ordinal] = _wait_ready(procs[ordinal], log)
+            addrs[ordinal] = wait_ready(procs[ordinal], log)
         await _wait_slave_connected(namesrv, addrs[0])
         async with Producer("failover-pg", namesrv_addr=namesrv, **CREDENTIALS) as producer:
             for i in range(MESSAGES):
@@ -103,7 +103,7 @@ async def test_promotion_picks_the_in_sync_slave_and_refuses_an_empty_one(namesr
         procs[0].wait(30)
         log = tmp_path / f"{group}-1.again.log"
         procs[1] = _pod_process(container, tmp_path / f"{group}-1" / "etc-rocketq", f"{group}-1", nobody, log)
-        addrs[1] = _wait_ready(procs[1], log)
+        addrs[1] = wait_ready(procs[1], log)
         lagging = await admin.broker_runtime(addrs[1])
         assert lagging.commitlog_max_offset == master_last
         behind = master_end - master_last
