@@ -197,6 +197,7 @@ class AdminHandlers:
             self._groups.upsert(config)
         except (sharedbodies.BodyError, GroupError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        await self._groups.flush()  # answered once durable; concurrent creates share the write
         return request.response(ResponseCode.SUCCESS)
 
     async def all_groups(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -207,6 +208,7 @@ class AdminHandlers:
         self._groups.delete(header.group_name)
         if header.clean_offset:
             self._offsets.delete_group(header.group_name)
+        await self._groups.flush()
         return request.response(ResponseCode.SUCCESS)
 
     # --- broker ---------------------------------------------------------------------------

@@ -5,7 +5,9 @@ message is retried before the DLQ, and how many retry queues it has. Groups are 
 admins (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) or, with ``autoCreateSubscriptionGroup``, on a
 consumer's first heartbeat. The ``SubscriptionGroupConfig`` value, its JSON and its rules are
 ``rocketq.protocol.sharedbodies``, shared with admin tools; the broker applies them with its own
-``GroupError``, whose text becomes the remark of the refusing response.
+``GroupError``, whose text becomes the remark of the refusing response. The file is written by
+group commit, as topics.json is (``configfiles.CoalescedFile``): an admin change is answered
+after ``flush``, and changes made meanwhile share the write.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class SubscriptionGroupManager:
         self._path = path
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = dataversion.fresh()
+        self._file = configfiles.CoalescedFile(path, self.to_json)
 
     def load(self) -> None:
         found = dataversion.load_table(self._path, "subscriptionGroupTable", SubscriptionGroupConfig.from_json)
@@ -52,16 +55,18 @@ class SubscriptionGroupManager:
         config.validate(GroupError)
         if self.table.get(config.group_name) != config:
             self.table[config.group_name] = config
-            self.data_version = dataversion.bump(self.data_version)
-            self.persist()
+            self._changed()
         return config
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
-        self.data_version = dataversion.bump(self.data_version)
-        self.persist()
+        self._changed()
         return True
+
+    def _changed(self) -> None:
+        self.data_version = dataversion.bump(self.data_version)
+        self._file.request()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,4 +75,13 @@ class SubscriptionGroupManager:
         }
 
     def persist(self) -> None:
-        configfiles.write_json_atomic(self._path, self.to_json())
+        """Write now, on this thread (start-up, shutdown, a slave adopting its master's table)."""
+        self._file.write_now()
+
+    async def flush(self) -> None:
+        """Return once every change made before the call is on disk (OSError if it cannot be)."""
+        await self._file.write()
+
+    async def close(self) -> None:
+        await self._file.close()
+        self.persist()

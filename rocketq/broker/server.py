@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from prometheus_client import CollectorRegistry
 
@@ -142,7 +142,7 @@ class BrokerServer:
                 self.address,
                 self.ha.ha_server_addr,
             ),
-            lambda: self.topics.serialize_wrapper(self.send.broker_permission),
+            lambda names: self.topics.register_body(self.send.broker_permission, names),
             self.behaviour.register_name_server_period,
         )
         self._install_handlers()
@@ -297,6 +297,9 @@ class BrokerServer:
             await _step("closing the metrics listener", self._metrics.close())
         if hasattr(self, "schedule"):
             await _step("stopping delayed delivery", self.schedule.close())
+        if hasattr(self, "topics"):
+            await _step("persisting topics", self.topics.close())
+            await _step("persisting subscription groups", self.groups.close())
         if hasattr(self, "offsets"):
             await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
@@ -391,15 +394,19 @@ class BrokerServer:
         self.transaction_checker = transactionchecks.TransactionChecker(
             halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
-    def _topics_changed(self) -> None:
-        self._register_soon()
+    def _topics_changed(self, names: Collection[str] | None) -> None:
+        if hasattr(self, "registrar"):  # else start() registers the whole table once it exists
+            self.registrar.topics_changed(names)
 
     def _register_soon(self) -> None:
         if hasattr(self, "registrar"):
             self.registrar.request_now()
 
     async def _register_now(self) -> None:
-        await self.registrar.register_all()
+        """A topic was created or changed for a client that is answered next: make the change
+        durable, then known to every name server (only the changed topics are sent)."""
+        await self.topics.flush()
+        await self.registrar.register_changes()
 
     def _connection_closed(self, conn: Connection) -> None:
         if hasattr(self, "clients"):
@@ -430,7 +437,7 @@ class BrokerServer:
         while True:
             await asyncio.sleep(interval)
             try:
-                await asyncio.to_thread(self.offsets.persist)
+                await self.offsets.flush()
             except OSError as exc:
                 log.error("persisting consumer offsets failed: %s", exc)
 
