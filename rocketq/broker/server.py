@@ -92,7 +92,6 @@ class BrokerServer:
             OwnedTask("broker-offset-flush", self._flush_offsets),
             OwnedTask("broker-traffic-sampler", self._sample_traffic),
         ]
-        self._notify_tasks: set[asyncio.Task[None]] = set()
         self._metrics: MetricsServer | None = None
         self._closed = False
         self._serving = False
@@ -128,7 +127,8 @@ class BrokerServer:
             trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
         )
         await self._start_ha()
-        self.clients = ClientManager(self._notify_ids_changed)
+        self.notifier = client_registry.IdsChangedNotifier(self._group_members)
+        self.clients = ClientManager(self.notifier.changed)
         self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
         self.stats_windows = statsdata.StatsWindows()  # VIEW_BROKER_STATS_DATA, fed by the sampler
         self.traffic.on_sample = self.stats_windows.record
@@ -286,9 +286,8 @@ class BrokerServer:
             await _step("stopping the ACL file watch", self.acl.close())
         if hasattr(self, "transaction_checker"):
             await _step("stopping transaction checks", self.transaction_checker.close())
-        for notify in list(self._notify_tasks):
-            notify.cancel()
-        await asyncio.gather(*self._notify_tasks, return_exceptions=True)
+        if hasattr(self, "notifier"):
+            await _step("stopping consumer notifications", self.notifier.close())
         if hasattr(self, "pull"):
             await _step("releasing held pulls", _call(self.pull.close))
         await _step("closing the remoting port", self._remoting.close())
@@ -412,10 +411,9 @@ class BrokerServer:
         if hasattr(self, "clients"):
             self.clients.connection_closed(conn)
 
-    def _notify_ids_changed(self, group: str, connections: list[Connection]) -> None:
-        task = asyncio.get_running_loop().create_task(client_registry.notify_ids_changed(group, connections))
-        self._notify_tasks.add(task)
-        task.add_done_callback(self._notify_tasks.discard)
+    def _group_members(self, group: str) -> list[Connection]:
+        info = self.clients.consumer_group(group)
+        return [] if info is None else list(info.channels)
 
     # --- periodic work --------------------------------------------------------------------
 
