@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
@@ -29,6 +29,8 @@ from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.connection import Connection
 
 log = logging.getLogger(__name__)
+
+Key = TypeVar("Key")
 
 NOTIFY_WINDOW_S: Final = 0.1
 """Membership changes of one group within this window are told to its members once."""
@@ -72,6 +74,8 @@ class ClientManager:
         self._groups_of: dict[Connection, set[str]] = {}
         """Consumer groups each connection is a member of: a closed connection leaves just those."""
         self._producer_groups_of: dict[Connection, set[str]] = {}
+        self._groups_by_topic: dict[str, set[str]] = {}
+        """Online groups subscribed to each topic (QUERY_TOPIC_CONSUME_BY_WHO, per topic listed)."""
 
     # --- consumers ----------------------------------------------------------------------
 
@@ -98,6 +102,8 @@ class ClientManager:
         subs_changed = {t: s.sub_string for t, s in new_subs.items()} != {
             t: s.sub_string for t, s in info.subscriptions.items()
         }
+        if subs_changed:
+            self._index_topics(group, info.subscriptions.keys() - new_subs.keys(), new_subs.keys())
         info.subscriptions = new_subs
         if joined:
             log.info("consumer %s joined group %s from %s", channel.client_id, group, channel.connection.remote_addr)
@@ -122,7 +128,13 @@ class ClientManager:
         return info.subscriptions.get(topic) if info else None
 
     def groups_consuming(self, topic: str) -> list[str]:
-        return sorted(g for g, info in self.consumers.items() if topic in info.subscriptions)
+        return sorted(self._groups_by_topic.get(topic, ()))
+
+    def _index_topics(self, group: str, gone: Iterable[str], subscribed: Iterable[str]) -> None:
+        for topic in gone:
+            _forget(self._groups_by_topic, topic, group)
+        for topic in subscribed:
+            self._groups_by_topic.setdefault(topic, set()).add(group)
 
     # --- producers ----------------------------------------------------------------------
 
@@ -183,14 +195,15 @@ class ClientManager:
             self._notify(info.group, list(info.channels))
         else:
             del self.consumers[info.group]
+            self._index_topics(info.group, info.subscriptions, ())
 
 
-def _forget(index: dict[Connection, set[str]], connection: Connection, group: str) -> None:
-    groups = index.get(connection)
+def _forget(index: dict[Key, set[str]], key: Key, group: str) -> None:
+    groups = index.get(key)
     if groups is not None:
         groups.discard(group)
         if not groups:
-            del index[connection]
+            del index[key]
 
 
 class IdsChangedNotifier:

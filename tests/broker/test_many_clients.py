@@ -95,5 +95,6 @@ async def test_heartbeats_member_lists_and_leaving_cost_the_change(tmp_path: Pat
     told = [c for c in conns if len(c.notified) == 2]
     assert {c.notified[-1] for c in told} == {"group-7"} and len(told) == per_group - 1
     assert "pg-7" in clients.producers and conns[7] not in clients.producers["pg-7"]
+    assert clients.groups_consuming("T8") == ["group-8"]  # QUERY_TOPIC_CONSUME_BY_WHO, per topic listed
     assert ScanCountingDict.scans == 0  # no step above walked every group
     await notifier.close()
