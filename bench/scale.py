@@ -44,13 +44,14 @@ from typing import Any
 
 import orjson
 
+from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
 from rocketq.local.ports import free_port
 from rocketq.namesrv import registerbodies
 from rocketq.protocol import headers
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
+from rocketq.protocol.sharedbodies import DataVersion
 from rocketq.remoting.client import RemotingClient
 
 ROCKETQ = str(Path(sys.executable).with_name("rocketq"))
@@ -171,7 +172,7 @@ async def timed_concurrently(count: int, concurrency: int, work: Callable[[int],
 async def grow_topics(admin: AdminClient, broker: str, start_at: int, target: int, concurrency: int
                       ) -> dict[str, Any]:
     async def create(i: int) -> None:
-        await admin.create_topic(broker, TopicConfig(f"ScaleTopic{start_at + i}", QUEUES, QUEUES))
+        await admin.create_topic(broker, adminbodies.TopicConfig(f"ScaleTopic{start_at + i}", QUEUES, QUEUES))
 
     timings = await timed_concurrently(target - start_at, concurrency, create)
     window = timings.latencies[-WINDOW:]
