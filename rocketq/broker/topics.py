@@ -6,8 +6,9 @@ A topic's queues exist on a broker once it is in this table. Topics are created 
 Every change bumps the ``DataVersion`` and tells ``on_change`` which topics changed, so the
 broker registers just those with the name servers (RocketMQ's registerIncrementBrokerData);
 ``None`` means "all of them" (brokerPermission changed every topic's registered perm). The file
-is written by group commit (``configfiles.CoalescedFile``): a change asks for a write, and
-whoever answers a client about it awaits ``flush`` first, so an acknowledged change is on disk.
+is kept by ``configjournal.JournaledFile``: a change is appended to a journal beside the file by
+group commit, the whole file is rewritten only now and then, and whoever answers a client about a
+change awaits ``flush`` first, so an acknowledged change is on disk.
 The ``TopicConfig`` value, its JSON and its rules are ``rocketq.protocol.sharedbodies`` (shared with
 name servers and admin tools); a broker applies them with its own ``TopicError``, whose text
 becomes the remark of the refusing response, and keeps a topic whose queue counts are zero.
@@ -24,7 +25,7 @@ from rocketq.broker import dataversion
 from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.protocol import codes, namerules
 from rocketq.protocol.sharedbodies import TopicConfig
-from rocketq.store import configfiles
+from rocketq.store import configjournal
 
 ChangeListener = Callable[[Collection[str] | None], None]
 """Told the names of the topics that changed (created, updated or deleted), or None for all."""
@@ -39,7 +40,7 @@ def validate_topic_name(topic: str) -> None:
 
 
 class TopicConfigManager:
-    """The topic table, persisted atomically to ``<store>/config/topics.json`` after every change."""
+    """The topic table, in ``<store>/config/topics.json`` and its journal (every change durable)."""
 
     def __init__(self, path: Path, on_change: ChangeListener | None = None) -> None:
         self._path = path
@@ -49,13 +50,16 @@ class TopicConfigManager:
         self._json: dict[str, tuple[TopicConfig, dict[str, Any]]] = {}
         """Each topic's JSON, kept while its config is the same object: a write of 50 000 topics
         then costs a dict walk, not 50 000 ``to_json`` calls."""
-        self._file = configfiles.CoalescedFile(path, self.to_json)
+        self._file = configjournal.JournaledFile(path, "topicConfigTable", self.to_json)
 
     def load(self) -> None:
-        found = dataversion.load_table(self._path, "topicConfigTable", TopicConfig.from_json)
+        document = self._file.read()
+        found = dataversion.parse_table(document, self._path, "topicConfigTable", TopicConfig.from_json)
         if found is not None:
             self.table.update(found[0])
             self.data_version = found[1]
+        if self._file.has_journals():  # left by a crash: fold them into the file
+            self._file.write_now()
 
     def ensure_system_topics(
         self, cluster: str, broker_name: str, *, auto_create: bool, trace_topic: str | None
@@ -137,16 +141,17 @@ class TopicConfigManager:
         A fresh outer dict each call; the per-topic dicts are shared with later calls and must
         not be edited by the caller (a write serialises them in another thread)."""
         cache = self._json
-        table = {}
-        for name, config in self.table.items():
-            cached = cache.get(name)
-            if cached is None or cached[0] is not config:
-                cached = cache[name] = (config, config.to_json())
-            table[name] = cached[1]
+        table = {name: self._json_of(name, config) for name, config in self.table.items()}
         if len(cache) > len(table):  # topics deleted, or the table replaced by a slave's sync
             for gone in cache.keys() - table.keys():
                 del cache[gone]
         return {"topicConfigTable": table, "dataVersion": self.data_version.to_json()}
+
+    def _json_of(self, name: str, config: TopicConfig) -> dict[str, Any]:
+        cached = self._json.get(name)
+        if cached is None or cached[0] is not config:
+            cached = self._json[name] = (config, config.to_json())
+        return cached[1]
 
     def persist(self) -> None:
         """Write now, on this thread (start-up, shutdown, a slave adopting its master's table)."""
@@ -158,8 +163,8 @@ class TopicConfigManager:
 
     @property
     def writes(self) -> int:
-        """Coalesced writes done so far (the benchmark compares it with the changes made)."""
-        return self._file.writes
+        """Journal appends and file rewrites done so far (tests compare it with the changes made)."""
+        return self._file.appends + self._file.rewrites
 
     async def close(self) -> None:
         """Let a write in flight finish, then write what is left (shutdown)."""
@@ -175,6 +180,12 @@ class TopicConfigManager:
 
     def _changed(self, names: Collection[str] | None) -> None:
         self.data_version = dataversion.bump(self.data_version)
-        self._file.request()
+        if names is None:  # only the stamp moved
+            self._file.record(self.data_version.to_json())
+        else:
+            table = self.table
+            self._file.record(self.data_version.to_json(),
+                              put={n: self._json_of(n, table[n]) for n in names if n in table},
+                              delete=[n for n in names if n not in table])
         if self._on_change is not None:
             self._on_change(names)

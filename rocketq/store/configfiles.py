@@ -46,24 +46,31 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_and_sync(tmp, data, os.O_TRUNC)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # on a full disk, a partial temp file holds blocks for nothing
+        raise
+    if path.exists():
+        os.replace(path, path.with_name(path.name + ".bak"))
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_and_sync(path: Path, data: bytes, mode: int) -> None:
+    """Write all of ``data`` to ``path`` (opened ``O_WRONLY | O_CREAT | mode``) and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # on a full disk, a partial temp file holds blocks for nothing
-        raise
     finally:
         os.close(fd)
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make the names in ``directory`` (a file created, renamed or deleted) survive a crash."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

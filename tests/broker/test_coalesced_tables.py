@@ -1,6 +1,6 @@
-"""topics.json and subscriptionGroup.json written by group commit: every change awaited with
-``flush`` is on disk, concurrent changes share writes, and an older snapshot never replaces a
-newer file."""
+"""topics.json and subscriptionGroup.json kept by group commit: every change awaited with
+``flush`` is on disk (a manager loading the directory, as after a crash, has it), concurrent
+changes share appends, and an older snapshot never replaces a newer file."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ async def test_concurrent_topic_creates_are_all_durable_and_share_writes(tmp_pat
     async def create(i: int) -> None:
         table.upsert(TopicConfig(f"T{i}", 8, 8))
         await table.flush()
-        on_disk = orjson.loads(path.read_bytes())["topicConfigTable"]
-        assert f"T{i}" in on_disk  # durable when answered
+        on_disk = TopicConfigManager(path)
+        on_disk.load()
+        assert f"T{i}" in on_disk.table  # durable when answered
 
     await asyncio.gather(*(create(i) for i in range(CHANGES)))
     assert table.writes < CHANGES / 10
@@ -44,8 +45,12 @@ async def test_concurrent_group_creates_are_all_durable(tmp_path: Path) -> None:
         await groups.flush()
 
     await asyncio.gather(*(create(i) for i in range(CHANGES)))
-    on_disk = orjson.loads(path.read_bytes())["subscriptionGroupTable"]
-    assert set(on_disk) == {f"g{i}" for i in range(CHANGES)}
+    groups.delete("g0")
+    await groups.flush()
+    on_disk = SubscriptionGroupManager(path)
+    on_disk.load()
+    assert set(on_disk.table) == {f"g{i}" for i in range(1, CHANGES)}
+    assert on_disk.data_version == groups.data_version
 
 
 async def test_a_deleted_topic_leaves_the_file_and_its_cached_json(tmp_path: Path) -> None:
@@ -54,11 +59,11 @@ async def test_a_deleted_topic_leaves_the_file_and_its_cached_json(tmp_path: Pat
     table.upsert(TopicConfig("Gone", 2, 2))
     table.upsert(TopicConfig("Stays", 2, 2))
     table.delete(["Gone"])
-    await table.flush()
-    assert set(orjson.loads(path.read_bytes())["topicConfigTable"]) == {"Stays"}
     table.upsert(TopicConfig("Stays", 4, 4))  # a changed config is written, not its cached JSON
-    await table.flush()
+    await table.close()  # shutdown: the whole file, no journal left
+    assert set(orjson.loads(path.read_bytes())["topicConfigTable"]) == {"Stays"}
     assert orjson.loads(path.read_bytes())["topicConfigTable"]["Stays"]["readQueueNums"] == 4
+    assert [p.name for p in tmp_path.iterdir() if ".journal." in p.name] == []
 
 
 def test_an_older_snapshot_never_replaces_a_newer_file(tmp_path: Path) -> None:
