@@ -1,6 +1,6 @@
 """A real broker killed with SIGKILL right after a burst of acknowledged topic and group creates
-keeps every one of them: an admin change is answered only once topics.json /
-subscriptionGroup.json hold it (the writes are coalesced, never skipped)."""
+keeps every one of them: an admin change is answered only once the journal of topics.json /
+subscriptionGroup.json holds it (appends are group-committed, never skipped)."""
 
 from __future__ import annotations
 
