@@ -84,6 +84,12 @@ def parse_topic_list(body: bytes) -> tuple[str, ...]:
     return tuple(sorted(strings(raw.get("topicList", []), "topicList")))
 
 
+def parse_data_version_text(body: bytes) -> str:
+    """A table wrapper's ``dataVersion`` as JSON text, to send back as a page request's version."""
+    raw = obj(load(body, "table wrapper"), "table wrapper")
+    return orjson.dumps(raw.get("dataVersion")).decode() if raw.get("dataVersion") is not None else ""
+
+
 def parse_topic_config_table(body: bytes) -> dict[str, TopicConfig]:
     """GET_ALL_TOPIC_CONFIG: ``TopicConfigSerializeWrapper`` -> topic name -> config."""
     raw = obj(load(body, "topic config table"), "topic config table")

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.broker import runtimeconfig
+from rocketq.broker import metadatapages, runtimeconfig
 from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -28,6 +28,10 @@ from rocketq.protocol.headers import (
     ConsumerGroupHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetAllSubscriptionGroupRequestHeader,
+    GetAllSubscriptionGroupResponseHeader,
+    GetAllTopicConfigRequestHeader,
+    GetAllTopicConfigResponseHeader,
     GetConsumeStatsRequestHeader,
     ResetOffsetRequestHeader,
     TopicHeader,
@@ -94,6 +98,8 @@ class AdminHandlers:
         self._runtime_info = runtime_info
         self._register_now = register_now
         self._refusals = LogLimiter(log)
+        self._topic_names = metadatapages.SortedNames()
+        self._group_names = metadatapages.SortedNames()
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -166,7 +172,22 @@ class AdminHandlers:
         return None
 
     async def all_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._topics.to_json()))
+        """The whole table, or one page of it (rocketq.broker.metadatapages)."""
+        header = GetAllTopicConfigRequestHeader.from_ext(request.ext_fields)
+        page = metadatapages.requested(header.topic_seq, header.data_version, header.max_topic_num)
+        body = self._listing(self._topics, self._topic_names, page, "topicConfigTable")
+        total = GetAllTopicConfigResponseHeader(total_topic_num=len(self._topics.table))
+        return request.response(ResponseCode.SUCCESS, ext_fields=total.to_ext(), body=body)
+
+    @staticmethod
+    def _listing(manager: TopicConfigManager | SubscriptionGroupManager, names: metadatapages.SortedNames,
+                 page: metadatapages.PageRequest | None, table_key: str) -> bytes:
+        """The whole table's JSON (as its file holds it), or the page asked for."""
+        if page is None:
+            return orjson.dumps(manager.to_json())
+        table, version = manager.table, manager.data_version
+        on_page = metadatapages.page_names(names.of(table, version), version, page)
+        return orjson.dumps(metadatapages.page_document(table, version, on_page, table_key))
 
     async def topic_stats(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = TopicHeader.from_ext(request.ext_fields)
@@ -197,16 +218,23 @@ class AdminHandlers:
             self._groups.upsert(config)
         except (sharedbodies.BodyError, GroupError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        await self._groups.flush()  # answered once durable; concurrent creates share the write
         return request.response(ResponseCode.SUCCESS)
 
     async def all_groups(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(self._groups.to_json()))
+        """The whole table, or one page of it (rocketq.broker.metadatapages)."""
+        header = GetAllSubscriptionGroupRequestHeader.from_ext(request.ext_fields)
+        page = metadatapages.requested(header.group_seq, header.data_version, header.max_group_num)
+        body = self._listing(self._groups, self._group_names, page, "subscriptionGroupTable")
+        total = GetAllSubscriptionGroupResponseHeader(total_group_num=len(self._groups.table))
+        return request.response(ResponseCode.SUCCESS, ext_fields=total.to_ext(), body=body)
 
     async def delete_group(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = DeleteSubscriptionGroupRequestHeader.from_ext(request.ext_fields)
         self._groups.delete(header.group_name)
         if header.clean_offset:
             self._offsets.delete_group(header.group_name)
+        await self._groups.flush()
         return request.response(ResponseCode.SUCCESS)
 
     # --- broker ---------------------------------------------------------------------------

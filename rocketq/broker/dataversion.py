@@ -49,7 +49,13 @@ def load_table(
     path: Path, key: str, parse: Callable[[Any, str], Entry]
 ) -> tuple[dict[str, Entry], DataVersion] | None:
     """The readable entries of the table under ``key`` and the file's stamp; None without a table."""
-    raw = configfiles.read_json(path)
+    return parse_table(configfiles.read_json(path), path, key, parse)
+
+
+def parse_table(
+    raw: Any, path: Path, key: str, parse: Callable[[Any, str], Entry]
+) -> tuple[dict[str, Entry], DataVersion] | None:
+    """``load_table`` for a document already read (``path`` names it in warnings)."""
     if raw is None:
         return None
     table = (raw.get(key) or {}) if isinstance(raw, dict) else None

@@ -5,7 +5,9 @@ message is retried before the DLQ, and how many retry queues it has. Groups are 
 admins (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) or, with ``autoCreateSubscriptionGroup``, on a
 consumer's first heartbeat. The ``SubscriptionGroupConfig`` value, its JSON and its rules are
 ``rocketq.protocol.sharedbodies``, shared with admin tools; the broker applies them with its own
-``GroupError``, whose text becomes the remark of the refusing response.
+``GroupError``, whose text becomes the remark of the refusing response. The file is written by
+a journal, as topics.json is (``configjournal.JournaledFile``): an admin change is answered
+after ``flush``, and changes made meanwhile share the append.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from rocketq.broker import dataversion
 from rocketq.protocol import namerules
 from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
-from rocketq.store import configfiles
+from rocketq.store import configjournal
 
 
 class GroupError(namerules.RuleError):
@@ -32,12 +34,17 @@ class SubscriptionGroupManager:
         self._path = path
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = dataversion.fresh()
+        self._file = configjournal.JournaledFile(path, "subscriptionGroupTable", self.to_json)
 
     def load(self) -> None:
-        found = dataversion.load_table(self._path, "subscriptionGroupTable", SubscriptionGroupConfig.from_json)
+        document = self._file.read()
+        found = dataversion.parse_table(document, self._path, "subscriptionGroupTable",
+                                        SubscriptionGroupConfig.from_json)
         if found is not None:
             self.table.update(found[0])
             self.data_version = found[1]
+        if self._file.has_journals():  # left by a crash: fold them into the file
+            self._file.write_now()
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)
@@ -52,16 +59,21 @@ class SubscriptionGroupManager:
         config.validate(GroupError)
         if self.table.get(config.group_name) != config:
             self.table[config.group_name] = config
-            self.data_version = dataversion.bump(self.data_version)
-            self.persist()
+            self._changed(config.group_name)
         return config
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
-        self.data_version = dataversion.bump(self.data_version)
-        self.persist()
+        self._changed(group)
         return True
+
+    def _changed(self, group: str) -> None:
+        self.data_version = dataversion.bump(self.data_version)
+        config = self.table.get(group)
+        self._file.record(self.data_version.to_json(),
+                          put={group: config.to_json()} if config is not None else None,
+                          delete=() if config is not None else (group,))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,4 +82,13 @@ class SubscriptionGroupManager:
         }
 
     def persist(self) -> None:
-        configfiles.write_json_atomic(self._path, self.to_json())
+        """Write now, on this thread (start-up, shutdown, a slave adopting its master's table)."""
+        self._file.write_now()
+
+    async def flush(self) -> None:
+        """Return once every change made before the call is on disk (OSError if it cannot be)."""
+        await self._file.write()
+
+    async def close(self) -> None:
+        await self._file.close()
+        self.persist()

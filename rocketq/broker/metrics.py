@@ -7,13 +7,19 @@ dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``
 store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
 rocketq's own ``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
 backlog and how many failed messages went to retry topics and DLQs.
+
+Series stay bounded however many topics and groups a broker holds: a family labelled by topic
+and/or group keeps at most ``metricsMaxTopicSeries`` series, the ones with the largest values
+(the busiest topics, the biggest backlogs), and adds one series labelled ``_other_`` holding the
+rest summed (latency: their maximum). 50 000 topics therefore cost a few thousand series per
+family, not 50 000 x groups.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -29,6 +35,25 @@ Metric = GaugeMetricFamily | CounterMetricFamily
 
 BROKER_LABELS: Final = ["cluster", "broker"]
 """Labels of every broker-wide series: which group of which cluster."""
+OTHER: Final = "_other_"
+"""The topic/group label of the series that aggregates whatever is over the series cap."""
+
+Row = tuple[tuple[str, ...], Sequence[float]]
+"""Labels (topic and/or group) and the values of one or more families sharing them."""
+
+
+def capped(rows: Iterable[Row], cap: int,
+           combine: Sequence[Callable[[Iterable[float]], float]] = (sum,)) -> list[Row]:
+    """At most ``cap`` rows, those with the largest first value, plus one ``_other_`` row whose
+    values combine the rest (``combine[i]`` for value i: sum, or max for a latency)."""
+    rows = list(rows)
+    if len(rows) <= cap:
+        return rows
+    rows.sort(key=lambda row: (-row[1][0], row[0]))
+    kept, rest = rows[:cap], rows[cap:]
+    width = len(rest[0][0])
+    merged = [fn(values[i] for _, values in rest) for i, fn in enumerate(combine)]
+    return [*kept, ((OTHER,) * width, merged)]
 
 
 def latency_percentile(buckets: list[int], fraction: float) -> float:
@@ -106,16 +131,21 @@ class BrokerCollector(Collector):
         yield _gauge("rocketmq_replication_in_sync", "1 when a slave is connected and within haMaxGapNotInSync",
                      labels, ident, 1.0 if s.in_sync else 0.0)
 
+    @property
+    def _cap(self) -> int:
+        return self._broker.behaviour.metrics_max_topic_series
+
     def _topics(self, ident: list[str]) -> Iterator[Metric]:
+        rates = self._broker.traffic.rates
         tps = GaugeMetricFamily("rocketmq_producer_tps", "messages put per second into a topic",
                                 labels=["cluster", "broker", "topic"])
-        for topic, rate in sorted(self._broker.traffic.rates.put_tps.items()):
+        for (topic,), (rate,) in sorted(capped((((t,), (r,)) for t, r in rates.put_tps.items()), self._cap)):
             tps.add_metric([*ident, topic], rate)
         yield tps
         consume = GaugeMetricFamily("rocketmq_consumer_tps", "messages a group consumed per second from a topic",
                                     labels=["cluster", "broker", "group", "topic"])
-        for (group, topic), rate in sorted(self._broker.traffic.rates.consume_tps.items()):
-            consume.add_metric([*ident, group, topic], rate)
+        for labels, (rate,) in sorted(capped(((k, (r,)) for k, r in rates.consume_tps.items()), self._cap)):
+            consume.add_metric([*ident, *labels], rate)
         yield consume
 
     def _groups(self, ident: list[str]) -> Iterator[Metric]:
@@ -131,18 +161,27 @@ class BrokerCollector(Collector):
         latency = GaugeMetricFamily("rocketmq_group_get_latency_by_storetime",
                                     "ms since the store time of the oldest unconsumed message", labels=labels)
         now_ms = int(time.time() * 1000)
+        backlogs: list[Row] = []
+        retries: list[Row] = []
         for topic, group, queues in b.offsets.entries():
             behind, oldest = self._backlog(topic, queues, now_ms)
             if topic == codes.retry_topic(group):
-                retry.add_metric([*ident, group], behind)
-                continue
-            diff.add_metric([*ident, group, topic], behind)
-            lag.add_metric([*ident, group, topic], behind)
-            latency.add_metric([*ident, group, topic], oldest)
-        for name in b.topics.table:
+                retries.append(((group,), (behind,)))
+            else:
+                backlogs.append(((group, topic), (behind, oldest)))
+        for keys, (messages, age) in capped(backlogs, self._cap, (sum, max)):
+            diff.add_metric([*ident, *keys], messages)
+            lag.add_metric([*ident, *keys], messages)
+            latency.add_metric([*ident, *keys], age)
+        for (group,), (messages,) in capped(retries, self._cap):
+            retry.add_metric([*ident, group], messages)
+        dead: list[Row] = []
+        for name, config in b.topics.table.items():
             if name.startswith(codes.DLQ_GROUP_TOPIC_PREFIX):
-                total = sum(b.store.get_max_offset(name, q) for q in range(b.topics.table[name].queue_count))
-                dlq.add_metric([*ident, name[len(codes.DLQ_GROUP_TOPIC_PREFIX):]], total)
+                total = sum(b.store.get_max_offset(name, q) for q in range(config.queue_count))
+                dead.append(((name[len(codes.DLQ_GROUP_TOPIC_PREFIX):],), (total,)))
+        for (group,), (messages,) in capped(dead, self._cap):
+            dlq.add_metric([*ident, group], messages)
         yield from (diff, lag, retry, dlq, latency)
 
     def _delays(self, ident: list[str]) -> Iterator[Metric]:

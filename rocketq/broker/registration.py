@@ -1,9 +1,26 @@
 """Registration with the name servers: how clients learn that this broker and its topics exist.
 
-The broker registers with *every* name server (they never talk to each other) at start, every
-``registerNameServerPeriod`` and soon after any topic change, and unregisters at shutdown. A
+The broker registers with *every* name server (they never talk to each other) at start and
+every ``registerNameServerPeriod`` with its whole topic table, and unregisters at shutdown. A
 registration carries the topic table narrowed by ``brokerPermission``, so a broker made
 read-only drains: producers stop choosing it while consumers keep reading it.
+
+A topic change does not re-send the whole table: as RocketMQ's ``registerIncrementBrokerData``,
+it sends a REGISTER_BROKER whose body holds only the changed topics and the table's new
+DataVersion. A name server rebuilds queue data only for the topics in the body (its stored
+DataVersion moved), so the cost on both sides is the change. Changes made while one
+registration is in flight share the next (``rocketq.groupcommit``), and whoever awaits
+``register_changes`` is answered once the name servers have its topics. A deleted topic is not
+registered (RocketMQ neither: the admin tool deletes it from every name server); nor does a name
+server that missed an increment (restarted, unreachable) lose it for long: the next periodic
+registration carries the whole table under the same DataVersion, which that name server has not
+seen, so it rebuilds everything.
+
+A table of more than ``COMPRESS_ABOVE_TOPICS`` topics is registered compressed (the
+``compressed`` header and RocketMQ's deflated layout, ``RegisterBrokerBody.encode(true)``), and
+encoded in a worker thread. Registrations never overlap: an increment built while a full
+registration is in flight goes after it, so a name server never sees an older table after a
+newer increment.
 """
 
 from __future__ import annotations
@@ -11,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
-
-import orjson
+from typing import Final
 
 from rocketq import tasks
+from rocketq.groupcommit import GroupCommit
+from rocketq.namesrv import registerbodies
+from rocketq.namesrv.registerbodies import RegisterBrokerBody
 from rocketq.protocol import addresses
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
@@ -35,7 +52,13 @@ log = logging.getLogger(__name__)
 
 REGISTER_TIMEOUT_S = 6.0
 CHANGE_DEBOUNCE_S = 0.05
-"""Topic changes that come in a burst (a heartbeat creating retry topics) register once."""
+"""Full registrations asked for in a burst (``request_now``) go as one."""
+COMPRESS_ABOVE_TOPICS: Final = 1000
+"""Tables bigger than this register compressed: 8-queue topics deflate about 10 to 1, and a name
+server reads a compressed body's DataVersion before its topics."""
+
+TopicBody = Callable[[Collection[str] | None], RegisterBrokerBody]
+"""The register body of every topic (None), or of only the named ones, at the current DataVersion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +82,23 @@ class Registrar:
         client: RemotingClient,
         namesrv_addrs: list[str],
         identity: BrokerRegistration,
-        topic_wrapper: Callable[[], dict[str, Any]],
+        topic_body: TopicBody,
         period_ms: int,
     ) -> None:
         self._client = client
         self._addrs = namesrv_addrs
         self._identity = identity
-        self._topic_wrapper = topic_wrapper
+        self._topic_body = topic_body
         self._period = max(0.1, period_ms / 1000)
         self._task = OwnedTask("broker-registration", self._run)
         self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        """One registration at a time, full or increment, in the order they were built."""
+        self._changed: set[str] = set()
+        self._all_changed = False
+        self._increments = GroupCommit("registering changed topics", self._register_changed)
+        self.last_body_size = 0
+        """Bytes of the last full registration's body as sent (the benchmark reports it)."""
         self.master_addr: str | None = None
         """A slave's master (remoting address), from the name servers' answers; None while none is live."""
         self.ha_server_addr: str | None = None
@@ -89,6 +119,31 @@ class Registrar:
     def request_now(self) -> None:
         self._wake.set()
 
+    def topics_changed(self, names: Collection[str] | None) -> None:
+        """Register these topics soon (None: the whole table, e.g. brokerPermission changed)."""
+        if names is None:
+            self._all_changed = True
+        else:
+            self._changed.update(names)
+        if self._addrs:
+            self._increments.commit_soon()
+
+    async def register_changes(self) -> None:
+        """Return once every topic change noted before the call is registered (or failed to be,
+        which is logged; the periodic registration repairs it)."""
+        if self._addrs and (self._changed or self._all_changed or not self._increments.idle):
+            await self._increments.commit()
+
+    async def _register_changed(self) -> None:
+        names, self._changed = self._changed, set()
+        everything, self._all_changed = self._all_changed, False
+        if everything:
+            await self.register_all()
+        elif names:
+            body = self._topic_body(names)
+            if body.topic_configs:  # only deletions: nothing to register (see the module docstring)
+                await self._send(body, compress=False)
+
     async def _run(self) -> None:
         """Register every period, or soon after ``request_now``; the first one is ``start``'s caller's."""
         while True:
@@ -98,19 +153,32 @@ class Registrar:
             await self.register_all()
 
     async def register_all(self) -> None:
-        body = orjson.dumps({"topicConfigSerializeWrapper": self._topic_wrapper(), "filterServerList": []})
-        ext = RegisterBrokerRequestHeader(
-            broker_name=self._identity.broker_name,
-            broker_addr=self._identity.broker_addr,
-            cluster_name=self._identity.cluster,
-            ha_server_addr=self._identity.ha_server_addr,
-            broker_id=self._identity.broker_id,
-            compressed=False,
-            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
-        ).to_ext()
-        results = await asyncio.gather(*(self._register_one(a, ext, body) for a in self._addrs))
-        if any(results):
-            self.registrations += 1
+        """Register the whole topic table with every name server."""
+        body = self._topic_body(None)
+        size = await self._send(body, compress=len(body.topic_configs) > COMPRESS_ABOVE_TOPICS)
+        self.last_body_size = size
+
+    async def _send(self, body: RegisterBrokerBody, *, compress: bool) -> int:
+        """Encode ``body`` (off the loop when big) and register it with every name server; the
+        bytes sent. The body is an immutable snapshot, so the table may change meanwhile."""
+        async with self._lock:
+            if len(body.topic_configs) > COMPRESS_ABOVE_TOPICS:
+                data = await asyncio.to_thread(registerbodies.encode_register_body, body, compress=compress)
+            else:
+                data = registerbodies.encode_register_body(body, compress=compress)
+            ext = RegisterBrokerRequestHeader(
+                broker_name=self._identity.broker_name,
+                broker_addr=self._identity.broker_addr,
+                cluster_name=self._identity.cluster,
+                ha_server_addr=self._identity.ha_server_addr,
+                broker_id=self._identity.broker_id,
+                compressed=compress,
+                body_crc32=registerbodies.java_crc32(data),
+            ).to_ext()
+            results = await asyncio.gather(*(self._register_one(a, ext, data) for a in self._addrs))
+            if any(results):
+                self.registrations += 1
+            return len(data)
 
     async def _register_one(self, addr: str, ext: dict[str, str], body: bytes) -> bool:
         try:
@@ -150,3 +218,4 @@ class Registrar:
 
     async def close(self) -> None:
         await self._task.stop()
+        await self._increments.close()

@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from prometheus_client import CollectorRegistry
 
@@ -93,7 +93,6 @@ class BrokerServer:
             OwnedTask("broker-offset-flush", self._flush_offsets),
             OwnedTask("broker-traffic-sampler", self._sample_traffic),
         ]
-        self._notify_tasks: set[asyncio.Task[None]] = set()
         self._metrics: MetricsServer | None = None
         self._closed = False
         self._serving = False
@@ -129,7 +128,8 @@ class BrokerServer:
             trace_topic=self.behaviour.msg_trace_topic_name if self.behaviour.trace_topic_enable else None,
         )
         await self._start_ha()
-        self.clients = ClientManager(self._notify_ids_changed)
+        self.notifier = client_registry.IdsChangedNotifier(self._group_members)
+        self.clients = ClientManager(self.notifier.changed)
         self.traffic = TrafficSampler(self.store.topic_queue_table, self.offsets.entries)
         self.stats_windows = statsdata.StatsWindows()  # VIEW_BROKER_STATS_DATA, fed by the sampler
         self.traffic.on_sample = self.stats_windows.record
@@ -143,7 +143,7 @@ class BrokerServer:
                 self.address,
                 self.ha.ha_server_addr,
             ),
-            lambda: self.topics.serialize_wrapper(self.send.broker_permission),
+            lambda names: self.topics.register_body(self.send.broker_permission, names),
             self.behaviour.register_name_server_period,
         )
         self._install_handlers()
@@ -292,9 +292,8 @@ class BrokerServer:
             await _step("stopping the ACL file watch", self.acl.close())
         if hasattr(self, "transaction_checker"):
             await _step("stopping transaction checks", self.transaction_checker.close())
-        for notify in list(self._notify_tasks):
-            notify.cancel()
-        await asyncio.gather(*self._notify_tasks, return_exceptions=True)
+        if hasattr(self, "notifier"):
+            await _step("stopping consumer notifications", self.notifier.close())
         if hasattr(self, "pull"):
             await _step("releasing held pulls", _call(self.pull.close))
         await _step("closing the remoting port", self._remoting.close())
@@ -303,6 +302,9 @@ class BrokerServer:
             await _step("closing the metrics listener", self._metrics.close())
         if hasattr(self, "schedule"):
             await _step("stopping delayed delivery", self.schedule.close())
+        if hasattr(self, "topics"):
+            await _step("persisting topics", self.topics.close())
+            await _step("persisting subscription groups", self.groups.close())
         if hasattr(self, "offsets"):
             await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
@@ -398,24 +400,27 @@ class BrokerServer:
         self.transaction_checker = transactionchecks.TransactionChecker(
             halves, self.offsets, self.clients, transactionchecks.CheckSettings.of(self.behaviour, self.store_settings))
 
-    def _topics_changed(self) -> None:
-        self._register_soon()
+    def _topics_changed(self, names: Collection[str] | None) -> None:
+        if hasattr(self, "registrar"):  # else start() registers the whole table once it exists
+            self.registrar.topics_changed(names)
 
     def _register_soon(self) -> None:
         if hasattr(self, "registrar"):
             self.registrar.request_now()
 
     async def _register_now(self) -> None:
-        await self.registrar.register_all()
+        """A topic was created or changed for a client that is answered next: make the change
+        durable, then known to every name server (only the changed topics are sent)."""
+        await self.topics.flush()
+        await self.registrar.register_changes()
 
     def _connection_closed(self, conn: Connection) -> None:
         if hasattr(self, "clients"):
             self.clients.connection_closed(conn)
 
-    def _notify_ids_changed(self, group: str, connections: list[Connection]) -> None:
-        task = asyncio.get_running_loop().create_task(client_registry.notify_ids_changed(group, connections))
-        self._notify_tasks.add(task)
-        task.add_done_callback(self._notify_tasks.discard)
+    def _group_members(self, group: str) -> list[Connection]:
+        info = self.clients.consumer_group(group)
+        return [] if info is None else list(info.channels)
 
     # --- periodic work --------------------------------------------------------------------
 
@@ -437,7 +442,7 @@ class BrokerServer:
         while True:
             await asyncio.sleep(interval)
             try:
-                await asyncio.to_thread(self.offsets.persist)
+                await self.offsets.flush()
             except OSError as exc:
                 log.error("persisting consumer offsets failed: %s", exc)
 

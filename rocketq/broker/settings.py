@@ -112,6 +112,10 @@ class BrokerBehaviour:
     store_reply_message_enable: bool = setting(
         "storeReplyMessageEnable", True, "also store request-reply replies in <cluster>_REPLY_TOPIC"
     )
+    metrics_max_topic_series: int = setting(
+        "metricsMaxTopicSeries", 2000,
+        "per-topic/per-group series per metric family; the rest summed under topic/group=\"_other_\" (rocketq)"
+    )
     # transactions (rocketq.broker.transactions)
     reject_transaction_message: bool = setting(
         "rejectTransactionMessage", False, "answer half messages with NO_PERMISSION"
@@ -144,6 +148,7 @@ class BrokerBehaviour:
             "transactionCheckInterval": self.transaction_check_interval,
             "transactionCheckMax": self.transaction_check_max,
             "rebalanceLockMaxLiveTime": self.rebalance_lock_max_live_time,
+            "metricsMaxTopicSeries": self.metrics_max_topic_series,
         }
         for key, value in positive.items():
             if value <= 0:

@@ -76,7 +76,10 @@ def _ok(request: RemotingCommand, body: Any = None, header: headers.Header | Non
 async def register_broker(ctx: Context, conn: Connection, request: RemotingCommand) -> RemotingCommand:
     header = headers.RegisterBrokerRequestHeader.from_ext(request.ext_fields)
     registerbodies.check_crc32(request.body, header.body_crc32)
-    body = registerbodies.decode_register_body(request.body, compressed=header.compressed)
+    body = registerbodies.decode_register_body(
+        request.body, compressed=header.compressed,
+        wants_topics=lambda version: ctx.routes.wants_topics(
+            header.broker_name, header.broker_addr, header.broker_id, version))
     registration = Registration(
         header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body)
     timeout = header.heartbeat_timeout_millis

@@ -133,6 +133,17 @@ class RouteTable:
             return RegisterResult()
         return RegisterResult(master_addr=master_addr, ha_server_addr=master.ha_server_addr)
 
+    def wants_topics(self, broker_name: str, broker_addr: str, broker_id: int, version: DataVersion) -> bool:
+        """Would ``register_broker`` read this registration's topics? Only a master's, and only
+        when it is new here or its DataVersion moved (a superset of when ``_rebuild_queues`` runs,
+        so a body decoded without topics is never applied as an empty table)."""
+        if broker_id != MASTER_ID:
+            return False
+        data = self.broker_addr_table.get(broker_name)
+        if data is None or all(i != broker_id for i, _ in data.addrs):
+            return True
+        return self.is_topic_config_changed(broker_addr, version)
+
     def is_topic_config_changed(self, broker_addr: str, version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)
         return live is None or live.data_version != version

@@ -46,6 +46,7 @@ JAVA_INT_FIELDS: Final = frozenset({
     "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes", "defaultTopicQueueNums",
     "commitOrRollback", "delayLevel", "maxNum", "maxMsgNums", "maxMsgBytes", "readQueueNums",
     "writeQueueNums", "perm", "topicSysFlag", "wipeTopicCount",
+    "topicSeq", "maxTopicNum", "totalTopicNum", "groupSeq", "maxGroupNum", "totalGroupNum",
 })
 """Wire names whose Java field is an ``int``/``Integer`` (parsed with ``Integer.parseInt``); every
 other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere.
@@ -486,6 +487,34 @@ class TopicHeader(Header):
 class DeleteSubscriptionGroupRequestHeader(Header):
     group_name: str = wire("groupName")
     clean_offset: bool = wire("cleanOffset", False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetAllTopicConfigRequestHeader(Header):
+    """GET_ALL_TOPIC_CONFIG; RocketMQ 5's split metadata pages by these, 4.x sends none."""
+
+    topic_seq: int | None = wire("topicSeq", None)
+    data_version: str | None = wire("dataVersion", None)
+    max_topic_num: int | None = wire("maxTopicNum", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetAllTopicConfigResponseHeader(Header):
+    total_topic_num: int = wire("totalTopicNum")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetAllSubscriptionGroupRequestHeader(Header):
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG, paged like GET_ALL_TOPIC_CONFIG."""
+
+    group_seq: int | None = wire("groupSeq", None)
+    data_version: str | None = wire("dataVersion", None)
+    max_group_num: int | None = wire("maxGroupNum", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetAllSubscriptionGroupResponseHeader(Header):
+    total_group_num: int = wire("totalGroupNum")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import orjson
@@ -44,11 +45,11 @@ def test_an_unreadable_stamp_or_wrapper_does_not_stop_the_broker(tmp_path: Path)
 
 def test_changes_are_validated_stamped_and_persisted(tmp_path: Path) -> None:
     path = tmp_path / "topics.json"
-    changes: list[int] = []
-    table = TopicConfigManager(path, on_change=lambda: changes.append(1))
+    changes: list[Collection[str] | None] = []
+    table = TopicConfigManager(path, on_change=changes.append)
     before = table.data_version
     table.upsert(TopicConfig("T", 0, 0))  # a broker keeps a topic with no queues
-    assert table.data_version.counter == before.counter + 1 and changes == [1]
+    assert table.data_version.counter == before.counter + 1 and changes == [["T"]]
     assert orjson.loads(path.read_bytes())["topicConfigTable"]["T"]["readQueueNums"] == 0
     with pytest.raises(TopicError, match="illegal characters"):
         table.upsert(TopicConfig("bad topic"))

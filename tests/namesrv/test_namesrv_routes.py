@@ -213,3 +213,26 @@ def test_invalid_registrations_are_refused_without_changing_state(bad: Registrat
     with pytest.raises(RouteError):
         rt.register_broker(bad, now=0)
     assert rt.cluster_info() == {"brokerAddrTable": {}, "clusterAddrTable": {}}
+
+
+def test_an_increment_rebuilds_only_its_topics_and_keeps_the_others() -> None:
+    """RocketMQ's registerIncrementBrokerData: the body holds the changed topics and a new
+    DataVersion; the broker's other routes stay as they were."""
+    rt = RouteTable()
+    rt.register_broker(reg(b=body("T", "U")), now=0)
+    rt.register_broker(reg(b=body(TopicConfig("New", 8, 8, 6), version=V2)), now=1)
+    assert rt.all_topics() == ["New", "T", "U"]
+    assert route(rt, "New")["queueDatas"][0]["writeQueueNums"] == 8
+    assert rt.data_version_of("10.0.0.1:10911") == V2
+
+
+def test_wants_topics_only_when_register_broker_would_rebuild() -> None:
+    rt = RouteTable()
+    assert rt.wants_topics("broker-a", "10.0.0.1:10911", 0, V1)  # a new group
+    rt.register_broker(reg(), now=0)
+    assert not rt.wants_topics("broker-a", "10.0.0.1:10911", 0, V1)  # the periodic, unchanged table
+    assert rt.wants_topics("broker-a", "10.0.0.1:10911", 0, V2)
+    assert not rt.wants_topics("broker-a", "10.0.0.2:10911", 1, V2)  # a slave's table is never read
+    rt.register_broker(reg(broker_id=1, addr="10.0.0.2:10911"), now=0)
+    rt.unregister_broker("C", "10.0.0.1:10911", "broker-a", 0)
+    assert rt.wants_topics("broker-a", "10.0.0.2:10911", 0, V1)  # the slave promoted: a new master

@@ -170,3 +170,68 @@ def test_any_bytes_parse_or_raise_body_error(data: bytes, compressed: bool) -> N
     for candidate in (data, zlib.compress(data)):
         with contextlib.suppress(BodyError):
             registerbodies.decode_register_body(candidate, compressed=compressed)
+
+
+def test_a_rocketmq_5_compressed_body_with_its_queue_mapping_section() -> None:
+    """RocketMQ 5's encode(true): Deflater.BEST_COMPRESSION, a trailing separator after the
+    filter type, and after the filter servers an int32 count of static-topic mappings."""
+    version = b'{"counter":2,"stateVersion":0,"timestamp":9}'
+    mapping = b'{"bname":"b","epoch":0,"topic":"Static","totalQueues":4}'
+    chunks = [struct.pack(">i", len(version)), version, struct.pack(">i", 1)]
+    topic = b"Plain 8 8 6 SINGLE_TAG "
+    chunks += [struct.pack(">i", len(topic)), topic, struct.pack(">i", 2), b"[]"]
+    chunks += [struct.pack(">i", 1), struct.pack(">i", len(mapping)), mapping]
+    data = zlib.compress(b"".join(chunks), 9)
+    body = registerbodies.decode_register_body(data, compressed=True)
+    assert body.topic_configs == (TopicConfig("Plain", 8, 8, 6),)
+    assert body.data_version == DataVersion(9, 2)
+
+
+def _java_49_decode(data: bytes) -> tuple[bytes, list[list[str]], bytes]:
+    """RocketMQ 4.9's RegisterBrokerBody.decode(data, true) and TopicConfig.decode rules, written
+    out independently: Java's String.split drops trailing empty strings, and 4.9 wants exactly 5."""
+    raw = zlib.decompress(data)
+    pos = 0
+
+    def chunk() -> bytes:
+        nonlocal pos
+        (size,) = struct.unpack_from(">i", raw, pos)
+        out = raw[pos + 4:pos + 4 + size]
+        pos += 4 + size
+        return out
+
+    version = chunk()
+    (count,) = struct.unpack_from(">i", raw, pos)
+    pos += 4
+    topics = []
+    for _ in range(count):
+        parts = chunk().decode().split(" ")
+        while parts and parts[-1] == "":
+            parts.pop()
+        assert len(parts) == 5, parts
+        topics.append(parts)
+    return version, topics, chunk()
+
+
+def test_what_a_rocketq_broker_sends_compressed_decodes_by_java_4_9_rules() -> None:
+    body = RegisterBrokerBody((TopicConfig("A", 8, 8, 6), TopicConfig("%RETRY%g", 1, 1, 6)), DataVersion(5, 3))
+    version, topics, filters = _java_49_decode(registerbodies.encode_register_body(body, compress=True))
+    assert json.loads(version)["counter"] == 3
+    assert topics == [["A", "8", "8", "6", "SINGLE_TAG"], ["%RETRY%g", "1", "1", "6", "SINGLE_TAG"]]
+    assert json.loads(filters) == []
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_topics_are_not_parsed_when_the_caller_does_not_want_them(compress: bool) -> None:
+    body = RegisterBrokerBody((TopicConfig("A", 8, 8, 6),), DataVersion(5, 3), ("10.0.0.1:1",))
+    data = registerbodies.encode_register_body(body, compress=compress)
+    asked: list[DataVersion] = []
+
+    def unchanged(version: DataVersion) -> bool:
+        asked.append(version)
+        return False
+
+    skipped = registerbodies.decode_register_body(data, compressed=compress, wants_topics=unchanged)
+    assert asked == [DataVersion(5, 3)]
+    assert skipped == RegisterBrokerBody((), DataVersion(5, 3), ("10.0.0.1:1",))
+    assert registerbodies.decode_register_body(data, compressed=compress, wants_topics=lambda v: True) == body
