@@ -1,13 +1,18 @@
 """From raw measurements to issue #11's ratio table, a detail table, and a JSON file.
 
 Every figure is the median over the repeats, with the range (lowest-highest) beside it.
-Each row compares rocketq with the *best peer* of that row, and the ratio always reads
-"more than 1x: rocketq is ahead":
+Each row compares rocketq with the *best peer* of that row (the peer with the best median),
+and the ratio always reads "more than 1x: rocketq is ahead":
 
-- throughput rows: rocketq's msg/s / the best peer's (the peer with the highest median);
-- end-to-end rows: the best peer's p99 / rocketq's p99 (the peer with the lowest median p99);
-  each system's cell also says whether it kept up with the offered rate (every repeat);
-- memory: the best peer's peak RSS / rocketq broker's (the peer with the lowest median peak).
+- throughput rows: rocketq's msg/s / the best peer's;
+- end-to-end rows: the best peer's p99 / rocketq's p99; each system's cell also says whether
+  it kept up with the offered rate (in every repeat);
+- memory: the best peer's peak RSS / rocketq broker's.
+
+The ratio is *paired*: it is worked out per repeat, from the two measurements taken a few
+seconds apart, and the median of those per-repeat ratios is reported (with their range).
+On a shared machine whose speed drifts between repeats, a ratio of two medians could pair a
+fast moment of one system with a slow moment of the other; a paired ratio cannot.
 
 A system with no successful measurement in a row shows why ("error", "not measured").
 """
@@ -27,7 +32,7 @@ from peers.workloads import Measurement
 
 NAMES: Final = {"rocketq": "rocketq", "nats": "NATS", "redis": "Redis"}
 MEMORY_KEY: Final = "memory"
-MEMORY_TITLE: Final = "server RSS under load (peak; anonymous part in brackets)"
+MEMORY_TITLE: Final = "broker RSS under load (peak; anonymous memory in brackets)"
 
 
 @dataclass
@@ -46,9 +51,13 @@ class Cell:
     """One system's figure in one row."""
 
     system: str
-    value: Spread | None
-    """msg/s, p99 ms or peak RSS MiB: what the row ranks by."""
+    by_repeat: dict[int, float]
+    """msg/s, p99 ms or peak RSS MiB, what the row ranks by, of each repeat that succeeded."""
     text: str
+
+    @property
+    def value(self) -> Spread | None:
+        return Spread.of(list(self.by_repeat.values()))
 
 
 @dataclass
@@ -59,19 +68,26 @@ class Row:
     cells: dict[str, Cell]
 
     def best_peer(self) -> Cell | None:
-        peers = [c for s, c in self.cells.items() if s != "rocketq" and c.value is not None]
-        if not peers:
+        peers = [(c, c.value) for s, c in self.cells.items() if s != "rocketq"]
+        ranked = [(cell, spread.median) for cell, spread in peers if spread is not None]
+        if not ranked:
             return None
         pick = max if self.higher_is_better else min
-        return pick(peers, key=lambda c: c.value.median if c.value else 0.0)
+        return pick(ranked, key=lambda pair: pair[1])[0]
+
+    def ratios(self) -> Spread | None:
+        """rocketq against the best peer, paired by repeat (median and range of those ratios)."""
+        ours, best = self.cells.get("rocketq"), self.best_peer()
+        if ours is None or best is None:
+            return None
+        pairs = [(ours.by_repeat[r], best.by_repeat[r]) for r in ours.by_repeat if r in best.by_repeat]
+        if self.higher_is_better:
+            return Spread.of([mine / theirs for mine, theirs in pairs if theirs > 0])
+        return Spread.of([theirs / mine for mine, theirs in pairs if mine > 0])
 
     def ratio(self) -> float | None:
-        ours, best = self.cells.get("rocketq"), self.best_peer()
-        if ours is None or ours.value is None or best is None or best.value is None:
-            return None
-        if self.higher_is_better:
-            return ours.value.median / best.value.median if best.value.median else None
-        return best.value.median / ours.value.median if ours.value.median else None
+        spread = self.ratios()
+        return spread.median if spread is not None else None
 
 
 def _num(value: float) -> str:
@@ -84,44 +100,48 @@ def _spread(s: Spread, unit: str = "") -> str:
     return head if s.low == s.high else f"{head} ({_num(s.low)}-{_num(s.high)})"
 
 
-def _throughput_cell(system: str, runs: list[Measurement], errors: list[str]) -> Cell:
-    spread = Spread.of([m.rate for m in runs])
-    if spread is None:
-        return Cell(system, None, "error" if errors else "not measured")
-    text = _spread(spread, "msg/s")
-    failures = sum(m.failures for m in runs)
-    return Cell(system, spread, text + (f", {failures} failed" if failures else ""))
+Runs = dict[int, Measurement]
+"""A system's successful measurements in one row, by repeat."""
 
 
-def _latency_cell(system: str, runs: list[Measurement], errors: list[str]) -> Cell:
-    runs = [m for m in runs if m.latency_ms]
-    p99 = Spread.of([m.latency_ms["p99"] for m in runs])
-    if p99 is None:
-        return Cell(system, None, "error" if errors else "not measured")
-    p50 = statistics.median(m.latency_ms["p50"] for m in runs)
-    worst = max(m.latency_ms["max"] for m in runs)
-    behind = sum(1 for m in runs if not m.kept_up) + len(errors)
-    kept = "kept up" if behind == 0 else f"fell behind ({behind} of {len(runs) + len(errors)})"
-    return Cell(system, p99, f"p50 {_num(p50)}, p99 {_spread(p99, 'ms')}, max {_num(worst)} ms; {kept}")
+def _throughput_cell(system: str, runs: Runs, errors: list[str]) -> Cell:
+    cell = Cell(system, {r: m.rate for r, m in runs.items()}, "error" if errors else "not measured")
+    if cell.value is not None:
+        failures = sum(m.failures for m in runs.values())
+        cell.text = _spread(cell.value, "msg/s") + (f", {failures} failed" if failures else "")
+    return cell
+
+
+def _latency_cell(system: str, runs: Runs, errors: list[str]) -> Cell:
+    runs = {r: m for r, m in runs.items() if m.latency_ms}
+    cell = Cell(system, {r: m.latency_ms["p99"] for r, m in runs.items()}, "error" if errors else "not measured")
+    if cell.value is not None:
+        p50 = statistics.median(m.latency_ms["p50"] for m in runs.values())
+        worst = max(m.latency_ms["max"] for m in runs.values())
+        behind = sum(1 for m in runs.values() if not m.kept_up) + len(errors)
+        kept = "kept up" if behind == 0 else f"fell behind ({behind} of {len(runs) + len(errors)})"
+        cell.text = f"p50 {_num(p50)}, p99 {_spread(cell.value, 'ms')}, max {_num(worst)} ms; {kept}"
+    return cell
 
 
 def _memory_cell(system: str, records: list[MemoryRecord]) -> Cell:
-    rss = Spread.of([r.rss_kib / 1024 for r in records if r.rss_kib])
-    if rss is None:
-        return Cell(system, None, "not measured")
-    anon = statistics.median(r.anon_kib / 1024 for r in records if r.rss_kib)
-    return Cell(system, rss, f"{_spread(rss, 'MiB')} [{_num(anon)} MiB]")
+    measured = [r for r in records if r.rss_kib]
+    cell = Cell(system, {r.repeat: r.rss_kib / 1024 for r in measured}, "not measured")
+    if cell.value is not None:
+        anon = statistics.median(r.anon_kib / 1024 for r in measured)
+        cell.text = f"{_spread(cell.value, 'MiB')} [{_num(anon)} MiB]"
+    return cell
 
 
 def rows(workloads: list[Workload], systems: list[str], outcome: Outcome) -> list[Row]:
     out = []
     for workload in workloads:
-        make: Callable[[str, list[Measurement], list[str]], Cell] = (
+        make: Callable[[str, Runs, list[str]], Cell] = (
             _throughput_cell if workload.metric is Metric.THROUGHPUT else _latency_cell)
         cells = {}
         for system in systems:
             mine = [r for r in outcome.records if r.workload == workload.key and r.system == system]
-            runs = [r.measurement for r in mine if r.measurement is not None]
+            runs = {r.repeat: r.measurement for r in mine if r.measurement is not None}
             cells[system] = make(system, runs, [r.error for r in mine if r.error])
         out.append(Row(workload.key, workload.title, workload.metric is Metric.THROUGHPUT, cells))
     memory = {s: _memory_cell(s, [m for m in outcome.memory if m.system == s and not m.durable]) for s in systems}
@@ -132,11 +152,19 @@ def rows(workloads: list[Workload], systems: list[str], outcome: Outcome) -> lis
 def ratio_table(table: list[Row]) -> str:
     lines = ["| workload | rocketq | best peer | ratio |", "|---|---|---|---|"]
     for row in table:
-        best, ratio = row.best_peer(), row.ratio()
+        best, ratios = row.best_peer(), row.ratios()
         ours = row.cells["rocketq"].text if "rocketq" in row.cells else "not measured"
         peer = f"{NAMES[best.system]} {best.text}" if best is not None else "no peer measured"
-        lines.append(f"| {row.title} | {ours} | {peer} | {f'{ratio:.2f}x' if ratio is not None else '-'} |")
+        lines.append(f"| {row.title} | {ours} | {peer} | {_ratio(ratios)} |")
     return "\n".join(lines)
+
+
+def _ratio(ratios: Spread | None) -> str:
+    if ratios is None:
+        return "-"
+    if ratios.low == ratios.high:
+        return f"{ratios.median:.2f}x"
+    return f"{ratios.median:.2f}x ({ratios.low:.2f}-{ratios.high:.2f})"
 
 
 def detail_table(workloads: list[Workload], systems: list[str], outcome: Outcome) -> str:
@@ -169,15 +197,21 @@ def to_json(meta: dict[str, Any], table: list[Row], outcome: Outcome) -> dict[st
 
     return {
         **meta,
-        "rows": [{"key": row.key, "title": row.title, "ratio": row.ratio(),
-                  "best_peer": (row.best_peer() or Cell("", None, "")).system or None,
-                  "cells": {s: {"text": c.text, "value": dataclasses.asdict(c.value) if c.value else None}
-                            for s, c in row.cells.items()}} for row in table],
+        "rows": [_row_json(row) for row in table],
         "records": [record(r) for r in outcome.records],
         "memory": [dataclasses.asdict(m) for m in outcome.memory],
         "servers": outcome.servers,
         "unavailable": outcome.unavailable,
     }
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    best, ratios = row.best_peer(), row.ratios()
+    return {"key": row.key, "title": row.title, "ratio": row.ratio(),
+            "ratio_range": dataclasses.asdict(ratios) if ratios else None,
+            "best_peer": best.system if best else None,
+            "cells": {s: {"text": c.text, "value": dataclasses.asdict(c.value) if c.value else None,
+                          "by_repeat": c.by_repeat} for s, c in row.cells.items()}}
 
 
 def dumps(data: dict[str, Any]) -> str:

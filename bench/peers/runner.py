@@ -13,7 +13,6 @@ run goes on; the system's agents are restarted so that the next measurement star
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,8 +127,10 @@ class Comparison:
         except AgentError as exc:
             record.error = str(exc)
             self._restart_agents(system)
-        with contextlib.suppress(AgentError):  # a stream left behind costs memory, not correctness
+        try:
             self._agent(system, "producer").request({**base, "op": "delete"})
+        except AgentError as exc:  # a stream left behind costs memory, not correctness
+            self.say(f"warning: {system} stream {stream} not deleted: {exc}")
         self.outcome.records.append(record)
         self.say(_progress(self.repeats, record))
 

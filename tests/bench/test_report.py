@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
 from peers import installing, report
 from peers.plans import Metric, Workload
 from peers.runner import MemoryRecord, Outcome, RunRecord
@@ -36,7 +37,20 @@ def test_throughput_ratio_is_rocketq_over_the_fastest_peer_by_median() -> None:
     assert row.best_peer() is row.cells["nats"]
     assert row.ratio() == 0.5
     assert row.cells["rocketq"].text == "2 000 msg/s (1 000-3 000)"
-    assert "| sync sends | 2 000 msg/s (1 000-3 000) | NATS 4 000 msg/s | 0.50x |" in report.ratio_table([row])
+    assert "| sync sends | 2 000 msg/s (1 000-3 000) | NATS 4 000 msg/s | 0.50x (0.25-0.75) |" in \
+        report.ratio_table([row])
+
+
+def test_the_ratio_pairs_measurements_of_the_same_repeat() -> None:
+    # repeat 0 ran while the machine was slow for both: paired, rocketq and NATS are even in
+    # two repeats of three; a ratio of the medians (3 000 / 1 000) would say 3x
+    outcome = Outcome(records=[
+        _rate(0, "rocketq", 1000), _rate(1, "rocketq", 3000), _rate(2, "rocketq", 3000),
+        _rate(0, "nats", 1000), _rate(1, "nats", 3000), _rate(2, "nats", 1000),
+    ])
+    row = report.rows([THROUGHPUT], SYSTEMS, outcome)[0]
+    assert row.ratio() == 1.0
+    assert row.ratios() == report.Spread(1.0, 1.0, 3.0)
 
 
 def test_latency_ratio_is_the_best_peer_p99_over_rocketq_and_says_who_fell_behind() -> None:
@@ -47,7 +61,7 @@ def test_latency_ratio_is_the_best_peer_p99_over_rocketq_and_says_who_fell_behin
     ])
     row = report.rows([LATENCY], SYSTEMS, outcome)[0]
     assert row.best_peer() is row.cells["redis"]  # median p99 1.5 ms
-    assert row.ratio() == 0.3
+    assert row.ratio() == pytest.approx(0.3)  # paired: 1/5 and 2/5
     assert row.cells["rocketq"].text.endswith("fell behind (1 of 2)")
     assert row.cells["nats"].text.endswith("kept up")
 

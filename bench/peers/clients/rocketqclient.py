@@ -27,6 +27,7 @@ from rocketq.admin.errors import AdminError
 from rocketq.bench import loadgen
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus
 from rocketq.client.producer import Producer
+from rocketq.client.pushconsumer import PushConsumer
 from rocketq.protocol.message import Message
 from rocketq.protocol.messagetypes import MessageExt
 
@@ -74,15 +75,20 @@ class RocketqClient:
 
         consumer = await loadgen.start_push_consumer(self.namesrv, self.topic, group, listener, from_first=True)
         try:
-            deadline = time.monotonic() + SETUP_TIMEOUT_S
-            while len(consumer.assigned()) < QUEUES:  # rebalance: the consumer owns every queue
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"the consumer got {len(consumer.assigned())} of {QUEUES} queues")
-                await asyncio.sleep(POLL_S)
+            await self._owns_every_queue(consumer)
             ready()
             await done.wait()
         finally:
             await consumer.close()
+
+    async def _owns_every_queue(self, consumer: PushConsumer) -> None:
+        """Wait for the rebalance to give the consumer all the topic's queues (its group's
+        %RETRY% queue is assigned too, and does not count)."""
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        while (owned := sum(1 for mq in consumer.assigned() if mq.topic == self.topic)) < QUEUES:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the consumer got {owned} of {QUEUES} queues of {self.topic}")
+            await asyncio.sleep(POLL_S)
 
     async def delete(self) -> None:
         await cluster_ops.delete_topic(self._admin, self.topic, CLUSTER)
