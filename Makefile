@@ -31,7 +31,7 @@ lint: venv
 	$(VENV)/bin/mypy --cache-dir .mypy_cache/lint rocketq operator/rocketq_operator spark-apps/rocketq_spark
 
 ## bench: rocketq side by side with NATS JetStream and Redis Streams, issue #11's ratio table
-## (docs/benchmarks.md; about 10 minutes). `make bench BENCH_ARGS=--quick` is a smoke run.
+## (docs/benchmarks.md; 5-10 minutes). `make bench BENCH_ARGS=--quick` is a smoke run.
 BENCH_ARGS ?=
 bench: venv
 	$(PY) bench/compare.py $(BENCH_ARGS)
