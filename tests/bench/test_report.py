@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import stat
-from pathlib import Path
-
 import pytest
-from peers import installing, report
+from peers import report
 from peers.plans import Metric, Workload
 from peers.runner import MemoryRecord, Outcome, RunRecord
 from peers.workloads import Measurement
@@ -88,16 +85,3 @@ def test_memory_row_compares_the_default_servers_peaks_smaller_is_better() -> No
     assert row.ratio() == 0.5
     assert row.cells["rocketq"].text == "200 MiB [50.0 MiB]"
 
-
-def _fake_server(tmp_path: Path, banner: str) -> str:
-    path = tmp_path / "server"
-    path.write_text(f"#!/bin/sh\necho '{banner}'\n")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
-
-def test_versions_are_read_from_what_each_server_prints(tmp_path: Path) -> None:
-    assert installing.version(_fake_server(tmp_path, "nats-server: v2.9.10")) == "2.9.10"
-    redis = "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1"
-    assert installing.version(_fake_server(tmp_path, redis)) == "7.0.15"
-    assert installing.version_major(_fake_server(tmp_path, "no version here")) is None
