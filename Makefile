@@ -4,13 +4,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-fast lint bench chaos clean
+.PHONY: venv run test test-fast lint bench bench-matrix chaos clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics,bench]'
 	touch $(STAMP)
 
 ## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results
@@ -30,8 +30,14 @@ lint: venv
 	$(VENV)/bin/ruff check rocketq operator tests e2e bench spark-apps conftest.py
 	$(VENV)/bin/mypy --cache-dir .mypy_cache/lint rocketq operator/rocketq_operator spark-apps/rocketq_spark
 
-## bench: the benchmark matrix of docs/benchmarks.md (throughput and latency, both flush modes)
+## bench: rocketq side by side with NATS JetStream and Redis Streams, issue #11's ratio table
+## (docs/benchmarks.md; 5-10 minutes). `make bench BENCH_ARGS=--quick` is a smoke run.
+BENCH_ARGS ?=
 bench: venv
+	$(PY) bench/compare.py $(BENCH_ARGS)
+
+## bench-matrix: rocketq's own benchmark matrix (throughput and latency, both flush modes)
+bench-matrix: venv
 	$(PY) bench/run_matrix.py
 
 ## chaos: the long chaos run of docs/reliability.md (kill -9, SIGSTOP, promotion; 0 acked lost)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any, Final, TypeVar
 
-from rocketq.client.consuming import ConsumeContext, ConsumeStatus
+from rocketq.client.consuming import ConsumeContext, ConsumeStatus, Listener
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.protocol.messagetypes import Message, MessageExt
@@ -297,15 +297,8 @@ class ConsumerBench:
                     f"Max(B2C) RT(ms): {rt_max:.2f}")
 
     async def start(self) -> PushConsumer:
-        from rocketq.client.settings import ConsumeFromWhere
-
-        where = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if self._from_first else \
-            ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
-        consumer = PushConsumer(self.group, namesrv_addr=self.namesrv, consume_from_where=where,
-                                consume_message_batch_max_size=32, consume_thread_max=64)
-        consumer.subscribe(self.topic, "*")
-        consumer.register_listener(self._listener)
-        await consumer.start()
+        consumer = await start_push_consumer(self.namesrv, self.topic, self.group, self._listener,
+                                             from_first=self._from_first)
         self._ticker = asyncio.ensure_future(_every_second(self._tick))
         return consumer
 
@@ -329,6 +322,23 @@ class ConsumerBench:
             if self.expected is not None and self._shared.value >= self.expected:
                 return
             await asyncio.sleep(0.05)
+
+
+async def start_push_consumer(namesrv: str, topic: str, group: str, listener: Listener, *,
+                              from_first: bool) -> PushConsumer:
+    """The benchmark's consumer, started: ``topic``'s messages in batches of up to 32 to ``listener``.
+
+    bench/peers (the comparison with other brokers) consumes through the same settings.
+    """
+    from rocketq.client.settings import ConsumeFromWhere
+
+    where = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if from_first else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consumer = PushConsumer(group, namesrv_addr=namesrv, consume_from_where=where,
+                            consume_message_batch_max_size=32, consume_thread_max=64)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    await consumer.start()
+    return consumer
 
 
 # --- several processes ------------------------------------------------------------------------
