@@ -293,7 +293,9 @@ class PopHandlers:
                       ) -> tuple[list[int], list[memoryview]]:
         """Record the orderly batch; drop messages an earlier batch already had acked."""
         kept = [(o, b) for o, b in zip(offsets, buffers, strict=True) if old is None or o not in old.acked]
-        counts = {o: (old.counts.get(o, 0) + 1 if old is not None and o in old.offsets else 0) for o, _ in kept}
+        # a re-pop counts one more consumption, unless it is the same attempt asking again
+        again = 0 if old is not None and ctx.header.attempt_id and ctx.header.attempt_id == old.attempt_id else 1
+        counts = {o: (old.counts.get(o, 0) + again if old is not None and o in old.offsets else 0) for o, _ in kept}
         info = OrderInfo(batch.pop_time, ctx.header.invisible_time, [o for o, _ in kept], next_offset, counts,
                          attempt_id=ctx.header.attempt_id)
         key = (topic, ctx.header.consumer_group, qid)

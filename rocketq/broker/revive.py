@@ -98,11 +98,23 @@ class ReviveService:
         self.revived = 0
 
     def load(self) -> None:
-        """Start each revive queue at its saved settled offset (its first record if none)."""
+        """Read each revive queue from its saved settled offset (its first record if none).
+
+        The pending checkpoints read here also restore the POP groups' offsets: consumer
+        offsets are saved every few seconds, checkpoints at once, so after a crash a
+        checkpoint may be newer than its group's saved offset. Without this the messages it
+        names would be popped again as new while also being revived (delivered twice).
+        """
         for qid in range(self.queue_nums):
             saved = self._offsets.query(REVIVE_GROUP, self.topic, qid)
             start = max(saved, self._store.get_min_offset(self.topic, qid))
-            self._queues[qid] = _Queue(start, start)
+            queue = self._queues[qid] = _Queue(start, start)
+            self._read(qid, queue)
+            for ck in queue.pending.values():
+                if ck.offset_diffs:
+                    end = ck.start_offset + max(ck.offset_diffs) + 1
+                    if self._offsets.query(ck.group, ck.topic, ck.queue_id) < end:
+                        self._offsets.commit(ck.group, ck.topic, ck.queue_id, end)
 
     async def run(self) -> None:
         """The owned task's body: a pass over every revive queue per interval."""
