@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.sharedbodies import JAVA_INTEGER
 
 ORDER_REVIVE_QID: Final = 999
 """``reviveQid`` of an orderly pop: no checkpoint exists; acks go to the order bookkeeping."""
@@ -41,6 +42,8 @@ QUEUE_OFFSET_KEY_PREFIX: Final = "qo"
 QUEUE_OFFSET_KEY_SEPARATOR: Final = "%"
 MAX_INFO_LENGTH: Final = 1 << 20
 """Characters of an info text a parser looks at; a pop of 32 messages needs a few hundred."""
+MAX_NUMBER_LENGTH: Final = 40
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class PopInfoError(ValueError):
@@ -111,11 +114,13 @@ class ExtraInfo:
 
 
 def _int(text: str) -> int:
-    # Java's Long.parseLong: digits with an optional sign, nothing else (int() would take "1_0").
-    digits = text[1:] if text[:1] in "+-" else text
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+    """Java's ``Long.parseLong``, which RocketMQ's ``ExtraInfoUtil`` uses (int() alone takes "1_0")."""
+    if len(text) > MAX_NUMBER_LENGTH or not JAVA_INTEGER.fullmatch(text):
         raise PopInfoError(f"{text[:30]!r} is not a number")
-    return int(text)
+    value = int(text)
+    if not LONG_MIN <= value <= LONG_MAX:
+        raise PopInfoError(f"{text[:30]!r} is out of a long's range")
+    return value
 
 
 QueueKey = tuple[TopicType, int]
