@@ -1,4 +1,5 @@
-"""ACK_MESSAGE (200051) and CHANGE_MESSAGE_INVISIBLETIME (200053): the answers to a pop.
+"""ACK_MESSAGE (200051), BATCH_ACK_MESSAGE (200151), CHANGE_MESSAGE_INVISIBLETIME (200053): the
+answers to a pop.
 
 Both name one popped message by its topic, queue, queue offset and the ``extraInfo`` the pop
 answer gave it (``rocketq.protocol.popinfo``). The topic is the one the message really lives in:
@@ -9,6 +10,8 @@ type (rocketq also accepts the plain topic and derives it the same way).
   (``rocketq.broker.revivelog``); the revive service then never redelivers that offset.
   Orderly (reviveQid 999): the order bookkeeping marks the offset consumed, the group's offset
   moves to the first message still un-acked, and pops held on the topic are woken.
+* BATCH_ACK_MESSAGE (200151): the same for many offsets at once (``rocketq.protocol.popbodies``);
+  non-orderly, one ``bAck`` record per checkpoint named.
 * CHANGE_MESSAGE_INVISIBLETIME, non-orderly (RocketMQ's ``appendCheckPointThenAckOrigin``): a new
   one-message checkpoint ``(start = offset, popTime = now, invisibleTime = new)`` is stored first,
   then an ack of the old one, so a crash between the two redelivers at worst once more, never
@@ -28,7 +31,7 @@ from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.orderinfo import OrderInfoTable
 from rocketq.broker.revivelog import AckRecord, CheckPoint, ReviveWriter
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, popinfo
+from rocketq.protocol import codes, popbodies, popinfo
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.popheaders import (
@@ -37,6 +40,7 @@ from rocketq.protocol.popheaders import (
     ChangeInvisibleTimeResponseHeader,
 )
 from rocketq.protocol.popinfo import ExtraInfo, PopInfoError
+from rocketq.protocol.sharedbodies import BodyError
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.store.messagestore import MessageStore
 
@@ -63,7 +67,8 @@ class PopAckHandlers:
         """Re-runs the pops held on a topic (an orderly ack may unblock its queue)."""
 
     def handlers(self) -> dict[int, Handler]:
-        return {RequestCode.ACK_MESSAGE: self.ack, RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.change_invisible}
+        return {RequestCode.ACK_MESSAGE: self.ack, RequestCode.BATCH_ACK_MESSAGE: self.batch_ack,
+                RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.change_invisible}
 
     def _located(self, request: RemotingCommand, header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader
                  ) -> tuple[str, ExtraInfo] | RemotingCommand:
@@ -105,6 +110,48 @@ class PopAckHandlers:
         if not stored.ok:
             return request.response(ResponseCode.SYSTEM_ERROR, f"ack not stored: {stored.status.name}")
         return request.response(ResponseCode.SUCCESS)
+
+    async def batch_ack(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """BATCH_ACK_MESSAGE: each BatchAck as the ACKs of its offsets, one revive record per checkpoint.
+
+        As RocketMQ, every entry is applied that can be; the answer carries the last refusal.
+        """
+        try:
+            broker_name, acks = popbodies.decode_batch_ack_body(request.body or b"")
+        except BodyError as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+        answer = request.response(ResponseCode.SUCCESS)
+        for entry in acks:
+            refusal = await self._apply_batch_ack(request, broker_name or self._broker_name, entry)
+            if refusal is not None:
+                answer = refusal
+        return answer
+
+    async def _apply_batch_ack(self, request: RemotingCommand, broker_name: str,
+                               entry: popbodies.BatchAck) -> RemotingCommand | None:
+        topic = entry.topic
+        if not topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
+            topic = popinfo.real_topic(entry.topic_type, topic, entry.group)
+        config = self._topics.get(topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        qid = entry.queue_id
+        low, high = self._store.get_min_offset(topic, qid), self._store.get_max_offset(topic, qid)
+        offsets = tuple(o for o in entry.offsets if low <= o < high)
+        if not 0 <= qid < config.read_queue_nums or not offsets:
+            return request.response(ResponseCode.NO_MESSAGE, f"offsets are illegal, key:{topic}@{qid}")
+        if entry.revive_qid == popinfo.ORDER_REVIVE_QID:
+            for offset in offsets:
+                self._ack_orderly(topic, entry.group, qid, offset, entry.topic)
+            return None
+        if not 0 <= entry.revive_qid < self._revive.queue_nums:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, f"reviveQid {entry.revive_qid} is illegal")
+        record = AckRecord(offsets[0], entry.start_offset, entry.group, topic, qid, entry.pop_time, broker_name,
+                           offsets)
+        stored = await self._revive.ack(record, entry.revive_qid)
+        if not stored.ok:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"ack not stored: {stored.status.name}")
+        return None
 
     def _ack_orderly(self, topic: str, group: str, qid: int, offset: int, asked_topic: str) -> None:
         info = self._order.ack((topic, group, qid), offset)

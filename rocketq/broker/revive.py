@@ -36,6 +36,7 @@ from typing import Final
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.revivelog import (
     ACK_TAG,
+    BATCH_ACK_TAG,
     CK_TAG,
     REVIVE_GROUP,
     AckRecord,
@@ -162,11 +163,12 @@ class ReviveService:
                 ck = CheckPoint.from_json(record.body)
                 ck.revive_offset = queue_offset
                 queue.pending[ck.key] = ck
-            elif tag == ACK_TAG:
+            elif tag in (ACK_TAG, BATCH_ACK_TAG):
                 ack = AckRecord.from_json(record.body)
                 found = queue.pending.get(ack.key)
                 if found is not None:
-                    found.ack(ack.ack_offset)
+                    for offset in ack.offsets:
+                        found.ack(offset)
         except (messageerrors.MessageFormatError, ReviveRecordError) as exc:
             self._bad.warning(self.topic, "unreadable revive record at %s queue offset %d: %s",
                               self.topic, queue_offset, exc)

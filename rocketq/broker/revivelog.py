@@ -32,6 +32,7 @@ REVIVE_GROUP: Final = "CID_RMQ_SYS_REVIVE_GROUP"
 """The consumer group whose offsets in the revive topic say how far revive has settled."""
 CK_TAG: Final = "ck"
 ACK_TAG: Final = "ack"
+BATCH_ACK_TAG: Final = "bAck"
 MAX_CHECKPOINT_OFFSETS: Final = 1024
 """Offsets one checkpoint may name: a pop returns at most 32, so more means a corrupt record."""
 
@@ -117,7 +118,8 @@ class CheckPoint:
 
 @dataclass(frozen=True, slots=True)
 class AckRecord:
-    """One acked offset (RocketMQ's ``AckMsg``)."""
+    """One acked offset (RocketMQ's ``AckMsg``), or several of one checkpoint (``BatchAckMsg``,
+    tag ``bAck``, its offsets in ``aol``)."""
 
     ack_offset: int
     start_offset: int
@@ -126,24 +128,42 @@ class AckRecord:
     queue_id: int
     pop_time: int
     broker_name: str
+    batch: tuple[int, ...] = ()
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        return self.batch or (self.ack_offset,)
+
+    @property
+    def tag(self) -> str:
+        return BATCH_ACK_TAG if self.batch else ACK_TAG
 
     @property
     def key(self) -> tuple[str, str, int, int, int, str]:
         return (self.topic, self.group, self.queue_id, self.start_offset, self.pop_time, self.broker_name)
 
     def to_json(self) -> bytes:
-        return orjson.dumps({"ao": self.ack_offset, "so": self.start_offset, "c": self.group, "t": self.topic,
-                             "q": self.queue_id, "pt": self.pop_time, "bn": self.broker_name})
+        raw: dict[str, Any] = {"ao": self.ack_offset, "so": self.start_offset, "c": self.group, "t": self.topic,
+                               "q": self.queue_id, "pt": self.pop_time, "bn": self.broker_name}
+        if self.batch:
+            raw["aol"] = list(self.batch)
+        return orjson.dumps(raw)
 
     @classmethod
     def from_json(cls, body: bytes) -> AckRecord:
         raw = _object(body)
-        return cls(_num(raw, "ao"), _num(raw, "so"), _text(raw, "c"), _text(raw, "t"), _num(raw, "q"),
-                   _num(raw, "pt"), _text(raw, "bn", ""))
+        batch = raw.get("aol") or []
+        if not isinstance(batch, list) or len(batch) > MAX_CHECKPOINT_OFFSETS:
+            raise ReviveRecordError("batch ack without a usable offset list")
+        offsets = tuple(_as_int(o) for o in batch)
+        first = offsets[0] if offsets else _REQUIRED
+        return cls(_num(raw, "ao", first), _num(raw, "so"), _text(raw, "c"), _text(raw, "t"), _num(raw, "q"),
+                   _num(raw, "pt"), _text(raw, "bn", ""), offsets)
 
     def put_request(self, revive: str, revive_qid: int, store_host: tuple[str, int]) -> PutRequest:
-        uniq = f"{self.topic}@{self.queue_id}@{self.ack_offset}@{self.group}@{self.pop_time}@{self.broker_name}@ack"
-        return _record(revive, revive_qid, self.to_json(), ACK_TAG, uniq, store_host)
+        uniq = (f"{self.topic}@{self.queue_id}@{self.ack_offset}@{self.group}@{self.pop_time}@{self.broker_name}"
+                f"@{self.tag}")
+        return _record(revive, revive_qid, self.to_json(), self.tag, uniq, store_host)
 
 
 def _record(topic: str, queue_id: int, body: bytes, tag: str, uniq: str, host: tuple[str, int]) -> PutRequest:

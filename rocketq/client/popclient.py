@@ -12,10 +12,11 @@ timeout is seconds (a long-polling pop waits ``poll_ms`` on top of it).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Final
 
 from rocketq.client.errors import BrokerError, ProtocolError
-from rocketq.protocol import messageerrors
+from rocketq.protocol import messageerrors, popbodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, HeaderError
 from rocketq.protocol.popheaders import (
@@ -83,6 +84,20 @@ class PopClient:
         header = AckMessageRequestHeader(consumer_group=group, topic=real_topic, queue_id=queue_id,
                                          extra_info=extra_info, offset=offset)
         response = await self._rc.invoke(addr, command(RequestCode.ACK_MESSAGE, header), self.timeout_s)
+        if response.code != ResponseCode.SUCCESS:
+            raise BrokerError(response.code, response.remark, addr)
+
+    async def batch_ack(self, addr: str, broker_name: str, group: str, messages: Sequence[PoppedMessage]) -> None:
+        """BATCH_ACK_MESSAGE: ack many messages of one broker in one request (one entry per checkpoint)."""
+        entries: dict[tuple[str, int, int, int, int], list[PoppedMessage]] = {}
+        for m in messages:
+            e = m.extra_info
+            entries.setdefault((m.real_topic, e.queue_id, e.ck_queue_offset, e.pop_time, e.revive_qid), []).append(m)
+        acks = [popbodies.BatchAck(
+            group, ms[0].message.topic, ms[0].extra_info.topic_type, so, qid, rq, pt, ms[0].extra_info.invisible_time,
+            tuple(m.extra_info.queue_offset for m in ms)) for (_t, qid, so, pt, rq), ms in entries.items()]
+        request = command(RequestCode.BATCH_ACK_MESSAGE, None, popbodies.encode_batch_ack_body(broker_name, acks))
+        response = await self._rc.invoke(addr, request, self.timeout_s)
         if response.code != ResponseCode.SUCCESS:
             raise BrokerError(response.code, response.remark, addr)
 

@@ -94,6 +94,20 @@ async def test_pop_then_ack_hands_out_each_message_once(processes: Any, pops: Po
         assert total == 10
 
 
+async def test_batch_ack_acks_every_message_named(processes: Any, pops: PopClient) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config=FAST_REVIVE)
+    await send(ns.address, [f"b{i}".encode() for i in range(8)])
+    got = await pop_all(pops, broker.address, 8, invisible_ms=INVISIBLE_MS)
+    await pops.batch_ack(broker.address, BROKER, GROUP, got[1:])
+    await asyncio.sleep(INVISIBLE_MS / 1000 + 1.0)
+    (back,) = await pop_all(pops, broker.address, 1, invisible_ms=INVISIBLE_MS)
+    assert back.message.body == got[0].message.body and back.message.reconsume_times == 1
+    await pops.batch_ack(broker.address, BROKER, GROUP, [back])  # a retry-topic message, by its type flag
+    await asyncio.sleep(INVISIBLE_MS / 1000 + 1.5)
+    assert (await pops.pop(broker.address, BROKER, GROUP, TOPIC)).messages == []
+
+
 async def test_unacked_message_comes_back_from_the_retry_topic_counted(processes: Any, pops: PopClient) -> None:
     ns = processes.namesrv()
     broker = processes.broker(ns.address, config=FAST_REVIVE)
