@@ -9,16 +9,22 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import orjson
 import pytest
 from clusterprocs import pull_bodies
 
 from rocketq.admin.client import AdminClient
+from rocketq.client import wire
+from rocketq.client.errors import BrokerError
 from rocketq.client.messages import Message
 from rocketq.client.popclient import PopClient
 from rocketq.client.producer import Producer
 from rocketq.client.simpleconsumer import SimpleConsumer
 from rocketq.protocol import codes, popinfo
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.poprequests import PoppedMessage, PopStatus
+from rocketq.protocol.queues import MessageQueue
+from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
 
 TOPIC = "PopIT"
@@ -266,3 +272,44 @@ async def test_pop_filters_by_tag(processes: Any, pops: PopClient) -> None:
     assert sorted(m.message.body for m in got) == [b"t0", b"t2", b"t4"]
     await asyncio.sleep(0.5)
     assert (await pops.pop(broker.address, BROKER, GROUP, TOPIC, expression="even")).messages == []
+
+
+def consumer_heartbeat(client_id: str, group: str) -> bytes:
+    return orjson.dumps({"clientID": client_id, "producerDataSet": [], "consumerDataSet": [
+        {"groupName": group, "consumeType": "CONSUME_POP", "messageModel": "CLUSTERING",
+         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": []}]})
+
+
+async def test_query_assignment_balances_pull_and_hands_pop_whole_brokers(processes: Any, tmp_path: Any) -> None:
+    ns = processes.namesrv()
+    store = tmp_path / "assign-store"
+    broker = processes.broker(ns.address, store=store)
+    await send(ns.address, [b"x"])  # creates the topic and its route
+    links = [RemotingClient(name=f"cid{i}") for i in range(2)]
+    try:
+        for i, rc in enumerate(links):  # two members of the group, each on its own connection
+            await wire.heartbeat(rc, broker.address, consumer_heartbeat(f"cid{i}", GROUP), 10)
+        pops = [PopClient(rc, timeout_s=10) for rc in links]
+        pulled = [await p.query_assignment(broker.address, TOPIC, GROUP, f"cid{i}") for i, p in enumerate(pops)]
+        assert all(mode == "PULL" for got in pulled for _, mode in got)
+        mine, theirs = ({mq for mq, _ in got} for got in pulled)
+        assert mine and theirs and not mine & theirs and all(mq.queue_id >= 0 for mq in mine | theirs)
+
+        await pops[0].set_message_request_mode(broker.address, TOPIC, GROUP, "POP", 0)
+        whole = [(MessageQueue(TOPIC, BROKER, -1), "POP")]
+        assert await pops[1].query_assignment(broker.address, TOPIC, GROUP, "cid1") == whole
+        with pytest.raises(BrokerError) as refused:
+            await pops[0].set_message_request_mode(broker.address, codes.RETRY_GROUP_TOPIC_PREFIX + GROUP, GROUP)
+        assert refused.value.code == ResponseCode.NO_PERMISSION
+        assert await pops[0].query_assignment(broker.address, "NoSuchTopic", GROUP, "cid0") == []
+    finally:
+        for rc in links:
+            await rc.close()
+    broker.stop()  # the mode is kept in config/messageRequestMode.json
+    broker = processes.broker(ns.address, store=store, port=int(broker.address.rsplit(":", 1)[1]))
+    rc = RemotingClient(name="cid0")
+    try:
+        await wire.heartbeat(rc, broker.address, consumer_heartbeat("cid0", GROUP), 10)
+        assert await PopClient(rc).query_assignment(broker.address, TOPIC, GROUP, "cid0") == whole
+    finally:
+        await rc.close()
