@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from clusterprocs import pull_bodies
+from clusterprocs import pull_bodies, scrape_metrics
 
 from rocketq.admin.client import AdminClient
 from rocketq.client import wire
@@ -20,6 +20,7 @@ from rocketq.client.messages import Message
 from rocketq.client.popclient import PopClient
 from rocketq.client.producer import Producer
 from rocketq.client.simpleconsumer import SimpleConsumer
+from rocketq.local.ports import free_port
 from rocketq.protocol import codes, popinfo
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.poprequests import PoppedMessage, PopStatus
@@ -116,7 +117,8 @@ async def test_batch_ack_acks_every_message_named(processes: Any, pops: PopClien
 
 async def test_unacked_message_comes_back_from_the_retry_topic_counted(processes: Any, pops: PopClient) -> None:
     ns = processes.namesrv()
-    broker = processes.broker(ns.address, config=FAST_REVIVE)
+    metrics_port = free_port()
+    broker = processes.broker(ns.address, config=FAST_REVIVE, extra=("--metrics-port", str(metrics_port)))
     await send(ns.address, [b"flaky", b"fine"])
     first = await pop_all(pops, broker.address, 2, invisible_ms=INVISIBLE_MS)
     popped_at = time.time()
@@ -133,6 +135,12 @@ async def test_unacked_message_comes_back_from_the_retry_topic_counted(processes
     await pops.ack(broker.address, GROUP, back)
     await asyncio.sleep(INVISIBLE_MS / 1000 + 1.5)
     assert (await pops.pop(broker.address, BROKER, GROUP, TOPIC)).messages == []
+    metrics = scrape_metrics(metrics_port)
+    labels = {"cluster": "DefaultCluster", "broker": BROKER}
+    for name, value in (("rocketq_pop_messages_popped_total", 3), ("rocketq_pop_messages_acked_total", 2),
+                        ("rocketq_pop_messages_revived_total", 1), ("rocketq_pop_held_requests", 0),
+                        ("rocketq_pop_pending_checkpoints", 0)):
+        assert metrics[name] == [(labels, value)], name
 
 
 async def test_change_invisible_time_brings_a_message_back_sooner(processes: Any, pops: PopClient) -> None:
@@ -313,3 +321,22 @@ async def test_query_assignment_balances_pull_and_hands_pop_whole_brokers(proces
         assert await PopClient(rc).query_assignment(broker.address, TOPIC, GROUP, "cid0") == whole
     finally:
         await rc.close()
+
+
+async def test_pop_filters_by_sql92_and_a_broker_without_property_filter_refuses_it(processes: Any,
+                                                                                     pops: PopClient) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config={**FAST_REVIVE, "enablePropertyFilter": "true"})
+    async with Producer("pop-pg", namesrv_addr=ns.address) as producer:
+        for i in range(6):
+            await producer.send(Message(TOPIC, f"q{i}".encode(), properties={"n": str(i)}))
+    got = await pop_all(pops, broker.address, 3, expression="n >= 3", expression_type="SQL92")
+    assert sorted(m.message.body for m in got) == [b"q3", b"q4", b"q5"]
+    with pytest.raises(BrokerError) as bad:
+        await pops.pop(broker.address, BROKER, GROUP, TOPIC, expression="n >=", expression_type="SQL92")
+    assert bad.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    plain = processes.broker(ns.address, "broker-b")
+    await send(ns.address, [b"x"], topic="PlainTopic")
+    with pytest.raises(BrokerError) as refused:
+        await pops.pop(plain.address, "broker-b", GROUP, "PlainTopic", expression="n > 1", expression_type="SQL92")
+    assert "SQL92" in refused.value.remark
