@@ -24,6 +24,7 @@ an unknown strategy): the answer has no assignments, as RocketMQ's has none.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final
@@ -52,6 +53,11 @@ RouteQueues = Callable[[str], Awaitable[list[MessageQueue] | None]]
 
 
 ROUTE_TIMEOUT_S: Final = 3.0
+ROUTE_TTL_S: Final = 30.0
+"""How long a topic's route is reused (RocketMQ's TopicRouteInfoManager refreshes every 30 s)."""
+MAX_CACHED_ROUTES: Final = 10_000
+"""Topics whose routes are kept; past it the cache starts over (bounds what queries for made-up
+topics can make the broker hold)."""
 MODES_FILE: Final = "messageRequestMode.json"
 
 
@@ -69,6 +75,25 @@ def namesrv_route_queues(rc: RemotingClient, namesrv_addrs: Sequence[str]) -> Ro
         return None
 
     return lookup
+
+
+def cached_route_queues(lookup: RouteQueues, ttl_s: float = ROUTE_TTL_S,
+                        clock: Callable[[], float] = time.monotonic) -> RouteQueues:
+    """``lookup`` with each answer (a missing route too) reused for ``ttl_s``: every client of
+    every group asks again each rebalance, and the name server need not hear each one."""
+    cache: dict[str, tuple[float, list[MessageQueue] | None]] = {}
+
+    async def cached(topic: str) -> list[MessageQueue] | None:
+        hit = cache.get(topic)
+        if hit is not None and clock() < hit[0]:
+            return hit[1]
+        queues = await lookup(topic)
+        if len(cache) >= MAX_CACHED_ROUTES:
+            cache.clear()
+        cache[topic] = (clock() + ttl_s, queues)
+        return queues
+
+    return cached
 
 
 class MessageRequestModes:
@@ -112,7 +137,7 @@ class AssignmentHandlers:
         """The handlers with ``config/messageRequestMode.json`` read and routes from the name servers."""
         modes = MessageRequestModes(config_dir / MODES_FILE)
         modes.load()
-        return cls(clients, modes, behaviour, namesrv_route_queues(rc, namesrv_addrs))
+        return cls(clients, modes, behaviour, cached_route_queues(namesrv_route_queues(rc, namesrv_addrs)))
 
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.QUERY_ASSIGNMENT: self.query_assignment,

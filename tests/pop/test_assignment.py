@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.assignment import MODES_FILE, MessageRequestModes, allocate_for_pop
+from rocketq.broker.assignment import MODES_FILE, MessageRequestModes, allocate_for_pop, cached_route_queues
 from rocketq.client.allocation import allocate_averagely
 from rocketq.protocol import popbodies
 from rocketq.protocol.popbodies import MODE_POP, MODE_PULL, MessageRequestMode, QueryAssignmentRequest
@@ -102,3 +102,19 @@ def test_an_unreadable_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
     modes = MessageRequestModes(tmp_path / MODES_FILE)
     modes.load()
     assert modes.get("Bad", "cg") is None and modes.get("T", "cg") == MessageRequestMode("T", "cg", MODE_POP, 1)
+
+
+async def test_routes_are_reused_for_their_ttl() -> None:
+    asked: list[str] = []
+    now = [0.0]
+
+    async def lookup(topic: str) -> list[MessageQueue] | None:
+        asked.append(topic)
+        return QUEUES if topic == "T" else None
+
+    cached = cached_route_queues(lookup, 30.0, lambda: now[0])
+    assert await cached("T") == QUEUES and await cached("T") == QUEUES
+    assert await cached("Nope") is None and await cached("Nope") is None
+    assert asked == ["T", "Nope"]
+    now[0] = 31.0
+    assert await cached("T") == QUEUES and asked == ["T", "Nope", "T"]
