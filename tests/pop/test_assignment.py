@@ -12,11 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.broker.assignment import MODES_FILE, MessageRequestModes, allocate_for_pop, cached_route_queues
+from rocketq.broker.settings import BrokerBehaviour
 from rocketq.client.allocation import allocate_averagely
 from rocketq.protocol import popbodies
 from rocketq.protocol.popbodies import MODE_POP, MODE_PULL, MessageRequestMode, QueryAssignmentRequest
 from rocketq.protocol.queues import MessageQueue
 from rocketq.protocol.sharedbodies import BodyError
+from rocketq.settings import SettingsError
 
 QUEUES = [MessageQueue("T", broker, qid) for broker in ("broker-a", "broker-b") for qid in range(4)]
 names = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FFF), min_size=1, max_size=40)
@@ -118,3 +120,9 @@ async def test_routes_are_reused_for_their_ttl() -> None:
     assert asked == ["T", "Nope"]
     now[0] = 31.0
     assert await cached("T") == QUEUES and asked == ["T", "Nope", "T"]
+
+
+def test_default_request_mode_other_than_pull_or_pop_is_refused() -> None:
+    assert BrokerBehaviour(default_message_request_mode="POP").default_pop_share_queue_num == -1
+    with pytest.raises(SettingsError, match="defaultMessageRequestMode"):
+        BrokerBehaviour(default_message_request_mode="PUSH")
