@@ -340,3 +340,15 @@ async def test_pop_filters_by_sql92_and_a_broker_without_property_filter_refuses
     with pytest.raises(BrokerError) as refused:
         await pops.pop(plain.address, "broker-b", GROUP, "PlainTopic", expression="n > 1", expression_type="SQL92")
     assert "SQL92" in refused.value.remark
+
+
+async def test_held_pops_are_capped_and_time_out_not_found(processes: Any, pops: PopClient) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config={**FAST_REVIVE, "popPollingSize": "1"})
+    await send(ns.address, [b"create the topic"])
+    await pop_all(pops, broker.address, 1)
+    began = time.monotonic()
+    results = await asyncio.gather(*(pops.pop(broker.address, BROKER, GROUP, TOPIC, poll_ms=8000) for _ in range(2)))
+    assert sorted(r.status.value for r in results) == ["POLLING_FULL", "POLLING_NOT_FOUND"]
+    assert all(r.messages == [] for r in results)
+    assert time.monotonic() - began >= 7.5  # the held one was answered at its poll time, not at once
