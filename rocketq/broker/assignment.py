@@ -59,6 +59,8 @@ MAX_CACHED_ROUTES: Final = 10_000
 """Topics whose routes are kept; past it the cache starts over (bounds what queries for made-up
 topics can make the broker hold)."""
 MODES_FILE: Final = "messageRequestMode.json"
+MAX_NAME_SHOWN: Final = 127
+"""Characters of a client-given name (topic, strategy) a log line shows."""
 
 
 def namesrv_route_queues(rc: RemotingClient, namesrv_addrs: Sequence[str]) -> RouteQueues:
@@ -159,7 +161,7 @@ class AssignmentHandlers:
         except BodyError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         mode = self._mode(ask.topic, ask.consumer_group)
-        queues = await self._balance(ask, mode)
+        queues = await self._balance(conn.remote_addr, ask, mode)
         response = request.response(ResponseCode.SUCCESS)
         response.body = popbodies.encode_assignments((mq, mode.mode) for mq in sorted(set(queues or ())))
         return response
@@ -174,10 +176,12 @@ class AssignmentHandlers:
         share = self._behaviour.default_pop_share_queue_num if default == MODE_POP else 0
         return MessageRequestMode(topic, group, default, share)
 
-    async def _balance(self, ask: QueryAssignmentRequest, mode: MessageRequestMode) -> list[MessageQueue] | None:
+    async def _balance(self, peer: str, ask: QueryAssignmentRequest,
+                       mode: MessageRequestMode) -> list[MessageQueue] | None:
         queues = await self._route_queues(ask.topic)
-        if queues is None:
-            self._warnings.warning(ask.topic, "query assignment: no route of topic %s", ask.topic)
+        if queues is None:  # warned per peer: one client may ask for any number of made-up topics
+            self._warnings.warning(peer, "query assignment from %s: no route of topic %s", peer,
+                                   ask.topic[:MAX_NAME_SHOWN])
             return None
         if ask.message_model == "BROADCASTING" or not self._behaviour.server_load_balancer_enable:
             return queues
@@ -186,8 +190,8 @@ class AssignmentHandlers:
             return None
         strategy = STRATEGIES.get(ask.strategy_name)
         if strategy is None:
-            self._warnings.warning(ask.strategy_name[:50], "query assignment: unsupported strategy %r",
-                                   ask.strategy_name[:50])
+            self._warnings.warning(peer, "query assignment from %s: unsupported strategy %r", peer,
+                                   ask.strategy_name[:MAX_NAME_SHOWN])
             return None
         all_queues, all_cids = sorted(queues), sorted(cids)
         if mode.mode == MODE_POP:
