@@ -335,8 +335,9 @@ async def test_pop_filters_by_sql92_and_a_broker_without_property_filter_refuses
     with pytest.raises(BrokerError) as bad:
         await pops.pop(broker.address, BROKER, GROUP, TOPIC, expression="n >=", expression_type="SQL92")
     assert bad.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
-    plain = processes.broker(ns.address, "broker-b")
-    await send(ns.address, [b"x"], topic="PlainTopic")
+    plain_ns = processes.namesrv()  # its own name server: the send must create the topic on this broker
+    plain = processes.broker(plain_ns.address, "broker-b")
+    await send(plain_ns.address, [b"x"], topic="PlainTopic")
     with pytest.raises(BrokerError) as refused:
         await pops.pop(plain.address, "broker-b", GROUP, "PlainTopic", expression="n > 1", expression_type="SQL92")
     assert "SQL92" in refused.value.remark
