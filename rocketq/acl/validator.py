@@ -26,7 +26,7 @@ from typing import Final
 
 from rocketq.acl import permissions, signing
 from rocketq.acl.plainacl import RETRY_GROUP_PREFIX, Account, AclConfig
-from rocketq.protocol import heartbeat
+from rocketq.protocol import heartbeat, popbodies
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError, SendMessageRequestHeader, send_header_from_v2
@@ -161,6 +161,32 @@ def _heartbeat(request: RemotingCommand) -> Resources:
     return out
 
 
+def _batch_ack(request: RemotingCommand) -> Resources:
+    try:
+        _, acks = popbodies.decode_batch_ack_body(bytes(request.body or b""))
+    except popbodies.BodyError:
+        return {}
+    out: Resources = {}
+    for ack in acks:
+        out[ack.topic] = permissions.SUB
+        out[retry(ack.group)] = permissions.SUB
+    return out
+
+
+def _body_group_topic(decode: Callable[[bytes], popbodies.QueryAssignmentRequest | popbodies.MessageRequestMode],
+                      ) -> Callable[[RemotingCommand], Resources]:
+    """A code whose JSON body names a topic and a consumer group (QUERY_ASSIGNMENT, 400/401)."""
+    def parse(request: RemotingCommand) -> Resources:
+        try:
+            body = decode(bytes(request.body or b""))
+        except popbodies.BodyError:
+            return {}
+        return {body.topic: permissions.SUB, retry(body.consumer_group): permissions.SUB}
+    return parse
+
+
+# POP's codes: RocketMQ 5's ACL 1.0 lists none of them, so any signed account may pop any topic
+# there; rocketq asks the same SUB rights as a pull of that topic by that group.
 _BY_CODE: Final[dict[int, Callable[[RemotingCommand], Resources]]] = {
     RequestCode.SEND_MESSAGE: _send_v1,
     RequestCode.SEND_REPLY_MESSAGE: _send_v1,
@@ -174,4 +200,10 @@ _BY_CODE: Final[dict[int, Callable[[RemotingCommand], Resources]]] = {
     RequestCode.UNREGISTER_CLIENT: _fields("consumerGroup", None),
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: _fields("consumerGroup", None),
     RequestCode.UPDATE_CONSUMER_OFFSET: _fields("consumerGroup", "topic"),
+    RequestCode.POP_MESSAGE: _fields("consumerGroup", "topic"),
+    RequestCode.ACK_MESSAGE: _fields("consumerGroup", "topic"),
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: _fields("consumerGroup", "topic"),
+    RequestCode.BATCH_ACK_MESSAGE: _batch_ack,
+    RequestCode.QUERY_ASSIGNMENT: _body_group_topic(popbodies.QueryAssignmentRequest.decode),
+    RequestCode.SET_MESSAGE_REQUEST_MODE: _body_group_topic(popbodies.MessageRequestMode.decode),
 }

@@ -102,6 +102,19 @@ def test_white_addresses_skip_what_they_should() -> None:
     (RequestCode.NOTIFY_BROKER_ROLE_CHANGED, {"brokerRole": "ASYNC_MASTER", "brokerId": "0"}, b"",
      "Need admin permission for request code=1008, but accessKey=userAK1 is not"),
     (RequestCode.SEND_MESSAGE_V2, send_v2("RMQ_SYS_TRACE_TOPIC"), b"", None),
+    (RequestCode.POP_MESSAGE, {"consumerGroup": "g1", "topic": "topicC"}, b"", None),
+    (RequestCode.POP_MESSAGE, {"consumerGroup": "g1", "topic": "topicA"}, b"", "No default permission for topic:topicA"),
+    (RequestCode.ACK_MESSAGE, {"consumerGroup": "groupA", "topic": "topicC"}, b"",
+     "No default permission for group:groupA"),
+    (RequestCode.CHANGE_MESSAGE_INVISIBLETIME, {"consumerGroup": "g1", "topic": "topicA"}, b"",
+     "No default permission for topic:topicA"),
+    (RequestCode.BATCH_ACK_MESSAGE, {}, orjson.dumps({"brokerName": "b", "acks": [
+        {"c": "g1", "t": "topicC", "r": "0", "so": 0, "q": 0, "rq": 0, "pt": 1, "it": 1, "b": "AQ=="},
+        {"c": "g1", "t": "topicA", "r": "0", "so": 0, "q": 0, "rq": 0, "pt": 1, "it": 1, "b": "AQ=="}]}),
+     "No default permission for topic:topicA"),
+    (RequestCode.QUERY_ASSIGNMENT, {}, orjson.dumps({"topic": "topicC", "consumerGroup": "groupA", "clientId": "c"}),
+     "No default permission for group:groupA"),
+    (RequestCode.QUERY_ASSIGNMENT, {}, orjson.dumps({"topic": "topicC", "consumerGroup": "g1", "clientId": "c"}), None),
 ])
 def test_permissions_by_request_code(code: int, ext: dict[str, str], body: bytes, refusal: str | None) -> None:
     assert validator.check(CONFIG, signed(code, ext, body), IP) == refusal
