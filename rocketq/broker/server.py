@@ -32,6 +32,7 @@ from rocketq.broker.filters import ConsumerFilters
 from rocketq.broker.groups import SubscriptionGroupManager
 from rocketq.broker.metrics import BrokerCollector
 from rocketq.broker.offsets import ConsumerOffsetManager
+from rocketq.broker.popconsumption import PopConsumption
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.queries import QueryHandlers
 from rocketq.broker.registration import BrokerRegistration, Registrar, parse_namesrv_addrs
@@ -187,6 +188,7 @@ class BrokerServer:
         if self.is_master:  # as RocketMQ: slaves only copy delayOffset.json; the master checks transactions
             self.schedule.start()
             self.transaction_checker.start()
+            self.pop.start_revive()
         elif self.metadata_sync is not None:
             self.metadata_sync.start()
 
@@ -211,6 +213,7 @@ class BrokerServer:
             await self.ha.close()
             await old_schedule.close()
             await old_checker.close()
+            await self.pop.stop_revive()
             if change.is_master:
                 cut = await self.store.end_replication()
                 if cut:
@@ -297,6 +300,8 @@ class BrokerServer:
         await asyncio.gather(*self._notify_tasks, return_exceptions=True)
         if hasattr(self, "pull"):
             await _step("releasing held pulls", _call(self.pull.close))
+        if hasattr(self, "pop"):
+            await _step("stopping POP (held pops, revive, order info)", self.pop.close())
         await _step("closing the remoting port", self._remoting.close())
         await _step("closing outgoing connections", self._client.close())
         if self._metrics is not None:
@@ -335,6 +340,7 @@ class BrokerServer:
             suggest_broker=self._suggest_broker,
             filters=self.filters,
         )
+        self._install_pop()
         client_handlers = ClientHandlers(
             self.store,
             self.topics,
@@ -371,6 +377,20 @@ class BrokerServer:
         self._handlers.update(self.stats_windows.handlers())
         self._handlers.update(role.handlers(self.change_role))
         self._handlers.update(self._acl_admin_handlers())
+
+    def _install_pop(self) -> None:
+        """POP consumption (broker/popconsumption.py): created once, its handlers on a master only."""
+        if not hasattr(self, "pop"):
+            self.pop = PopConsumption(
+                self.store, self.topics, self.groups, self.offsets, self.filters, self.behaviour,
+                cluster=self.identity.broker_cluster_name, broker_name=self.identity.broker_name,
+                store_host=(self.host, self.port), config_dir=self.store_settings.config_dir,
+                broker_permission=lambda: self.send.broker_permission, on_topic_created=self._register_now)
+        if self.is_master:
+            self._handlers.update(self.pop.handlers())
+        else:
+            for code in self.pop.handlers():
+                self._handlers.pop(code, None)
 
     def _install_retry_and_delay(self) -> None:
         """Delayed messages and consumer send-back (broker/schedule.py, broker/sendback.py)."""
@@ -438,6 +458,7 @@ class BrokerServer:
             await asyncio.sleep(interval)
             try:
                 await asyncio.to_thread(self.offsets.persist)
+                await asyncio.to_thread(self.pop.persist)
             except OSError as exc:
                 log.error("persisting consumer offsets failed: %s", exc)
 
@@ -474,6 +495,8 @@ class BrokerServer:
             **self.ha.runtime_info(),
             **({} if self.is_master else {"masterAddr": self.registrar.master_addr or ""}),
             "heldPullRequests": str(self.pull.held_count),
+            "heldPopRequests": str(self.pop.pop.held_count),
+            "popRevivePending": str(self.pop.revive.pending_count),
             "pid": str(os.getpid()),
         }
 

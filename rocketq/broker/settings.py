@@ -131,8 +131,21 @@ class BrokerBehaviour:
         "ms a queue lock lives without renewal (RocketMQ: rocketmq.broker.rebalance.lockMaxLiveTime)"
     )
 
+    # POP consumption (rocketq.broker.pop, rocketq.broker.revive)
+    revive_queue_num: int = setting("reviveQueueNum", 8, "queues of the revive topic holding POP checkpoints")
+    revive_interval: int = setting("reviveInterval", 1000, "ms between passes of the POP revive service")
+    pop_polling_size: int = setting("popPollingSize", 1024, "pops held per topic before POLLING_FULL")
+    max_pop_polling_size: int = setting("maxPopPollingSize", 100000, "pops held in all before POLLING_FULL")
+    enable_retry_topic_v2: bool = setting(
+        "enableRetryTopicV2", False, "POP retry topic %RETRY%<group>+<topic> instead of %RETRY%<group>_<topic>"
+    )
+
     def __post_init__(self) -> None:
         positive = {
+            "reviveQueueNum": self.revive_queue_num,
+            "reviveInterval": self.revive_interval,
+            "popPollingSize": self.pop_polling_size,
+            "maxPopPollingSize": self.max_pop_polling_size,
             "defaultTopicQueueNums": self.default_topic_queue_nums,
             "registerNameServerPeriod": self.register_name_server_period,
             "shortPollingTimeMills": self.short_polling_time_mills,

@@ -84,6 +84,11 @@ class RequestCode(enum.IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
     NOTIFY_BROKER_ROLE_CHANGED = 1008  # RocketMQ 5's controller code; rocketq's header (ha/role.py)
+    POP_MESSAGE = 200050  # RocketMQ 5 POP consumption (rocketq/broker/pop.py)
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(enum.IntEnum):
@@ -120,6 +125,8 @@ class ResponseCode(enum.IntEnum):
     CONSUMER_NOT_ONLINE = 206
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
 
 
 class LanguageCode(enum.IntEnum):

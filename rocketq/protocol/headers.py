@@ -45,7 +45,7 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 JAVA_INT_FIELDS: Final = frozenset({
     "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes", "defaultTopicQueueNums",
     "commitOrRollback", "delayLevel", "maxNum", "maxMsgNums", "maxMsgBytes", "readQueueNums",
-    "writeQueueNums", "perm", "topicSysFlag", "wipeTopicCount",
+    "writeQueueNums", "perm", "topicSysFlag", "wipeTopicCount", "initMode", "reviveQid",
 })
 """Wire names whose Java field is an ``int``/``Integer`` (parsed with ``Integer.parseInt``); every
 other integer field is a ``long``. In RocketMQ's headers a name has the same type everywhere.
