@@ -1,0 +1,141 @@
+"""Drives the official RocketMQ 5 Python client (rocketmq-python-client) from JSON lines on stdin.
+
+Run as its own process by ``tests/proxy/pyclient.py``: the client's generated protobuf modules
+register ``apache.rocketmq.v2`` in the process-wide descriptor pool under other file names than
+rocketq's stubs, so the two cannot be imported into one interpreter. One command per line, one
+JSON answer per line (``{"error": ...}`` when the client raised):
+
+- ``{"op": "producer", "topics": [...], "transactions": "commit"|"rollback"|null}``
+- ``{"op": "send", "topic", "body", "tag"?, "keys"?, "group"?, "delivery_ms"?, "props"?}`` → ``{"id"}``
+- ``{"op": "tx_send", "topic", "body", "resolution": "commit"|"rollback"|"none"}`` → ``{"id"}``
+- ``{"op": "consumer", "group", "topic", "await_s"}``
+- ``{"op": "receive", "n", "invisible_s"}`` → ``{"messages": [...]}`` (body, id, attempt, tag, group, ...)
+- ``{"op": "ack", "id"}``, ``{"op": "change", "id", "invisible_s"}``
+- ``{"op": "close"}``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rocketmq import (
+    ClientConfiguration,
+    Credentials,
+    FilterExpression,
+    Message,
+    Producer,
+    SimpleConsumer,
+    TransactionChecker,
+    TransactionResolution,
+)
+
+
+class Checker(TransactionChecker):
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.checked: list[str] = []
+
+    def check(self, message: Any) -> Any:
+        self.checked.append(message.message_id)
+        return TransactionResolution.COMMIT if self.answer == "commit" else TransactionResolution.ROLLBACK
+
+
+class Driver:
+    def __init__(self, endpoint: str) -> None:
+        self.config = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+        self.producer: Producer | None = None
+        self.checker: Checker | None = None
+        self.consumer: SimpleConsumer | None = None
+        self.received: dict[str, Any] = {}
+
+    def op_producer(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        self.checker = Checker(cmd["transactions"]) if cmd.get("transactions") else None
+        self.producer = Producer(self.config, tuple(cmd["topics"]), self.checker)
+        self.producer.startup()
+        return {}
+
+    def _message(self, cmd: dict[str, Any]) -> Message:
+        msg = Message()
+        msg.topic = cmd["topic"]
+        msg.body = cmd["body"].encode()
+        if cmd.get("tag"):
+            msg.tag = cmd["tag"]
+        if cmd.get("keys"):
+            msg.keys = cmd["keys"]
+        if cmd.get("group"):
+            msg.message_group = cmd["group"]
+        if cmd.get("delivery_ms"):
+            msg.delivery_timestamp = cmd["delivery_ms"]
+        for key, value in (cmd.get("props") or {}).items():
+            msg.add_property(key, value)
+        return msg
+
+    def op_send(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        assert self.producer is not None
+        receipt = self.producer.send(self._message(cmd))
+        return {"id": receipt.message_id}
+
+    def op_tx_send(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        assert self.producer is not None
+        tx = self.producer.begin_transaction()
+        receipt = self.producer.send(self._message(cmd), tx)
+        if cmd["resolution"] == "commit":
+            tx.commit()
+        elif cmd["resolution"] == "rollback":
+            tx.rollback()
+        return {"id": receipt.message_id}
+
+    def op_checked(self, _cmd: dict[str, Any]) -> dict[str, Any]:
+        return {"checked": list(self.checker.checked) if self.checker else []}
+
+    def op_consumer(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        self.consumer = SimpleConsumer(self.config, cmd["group"], {cmd["topic"]: FilterExpression(cmd.get("tag", "*"))},
+                                       await_duration=cmd.get("await_s", 5))
+        self.consumer.startup()
+        return {}
+
+    def op_receive(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        assert self.consumer is not None
+        out = []
+        for m in self.consumer.receive(cmd["n"], cmd["invisible_s"]) or []:
+            self.received[m.message_id] = m
+            out.append({"id": m.message_id, "body": m.body.decode(), "attempt": m.delivery_attempt, "tag": m.tag,
+                        "group": m.message_group, "props": dict(m.properties or {}), "keys": sorted(m.keys or []),
+                        "corrupted": m.corrupted})
+        return {"messages": out}
+
+    def op_ack(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        assert self.consumer is not None
+        self.consumer.ack(self.received[cmd["id"]])
+        return {}
+
+    def op_change(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        assert self.consumer is not None
+        self.consumer.change_invisible_duration(self.received[cmd["id"]], cmd["invisible_s"])
+        return {}
+
+    def op_close(self, _cmd: dict[str, Any]) -> dict[str, Any]:
+        for client in (self.producer, self.consumer):
+            if client is not None:
+                client.shutdown()
+        return {}
+
+
+def main() -> None:
+    driver = Driver(sys.argv[1])
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        try:
+            answer = getattr(driver, f"op_{cmd['op']}")(cmd)
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(answer), flush=True)
+        if cmd["op"] == "close":
+            return
+
+
+if __name__ == "__main__":
+    main()
