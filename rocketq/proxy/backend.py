@@ -14,31 +14,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from rocketq.client import wire
 from rocketq.client.errors import RouteError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.popclient import PopClient
-from rocketq.client.producer import Producer
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
 from rocketq.client.sending import SendResult
 from rocketq.client.settings import ClientSettings, configure
+from rocketq.client.transactionproducer import TransactionProducer
 from rocketq.protocol import messageproperties as mp
 from rocketq.protocol.messagetypes import Message
 from rocketq.proxy import routing
 from rocketq.proxy.status import Code, ProxyError
+from rocketq.proxy.transactions import Transactions
+from rocketq.proxy.v2 import definition_pb2 as pb
 
 PROXY_PRODUCER_GROUP: Final = "rocketq_proxy_producer"
 """The remoting producer group the proxy sends under (RocketMQ's proxy uses one per topic)."""
+HEARTBEAT_INTERVAL_MS: Final = 5000
 POP_RPC_TIMEOUT_S: Final = 5.0
 
 
 class Backend:
-    def __init__(self, namesrv_addr: str, *, max_message_size: int) -> None:
+    def __init__(self, namesrv_addr: str, *, max_message_size: int, transactions: Transactions) -> None:
         self._instance = ClientInstance(configure(ClientSettings, {"namesrv_addr": namesrv_addr}))
-        self.producer = Producer(PROXY_PRODUCER_GROUP, namesrv_addr, max_message_size=max_message_size,
-                                 # the v2 client retries (its backoff policy); one attempt here keeps
-                                 # a send's latency within the client's request timeout
-                                 retry_times_when_send_failed=0)
+        self.transactions = transactions
+        self.producer = TransactionProducer(
+            transactions.group, transactions, namesrv_addr, max_message_size=max_message_size,
+            # the v2 client retries (its backoff policy); one attempt here keeps a send's latency
+            # within the client's request timeout
+            retry_times_when_send_failed=0,
+            # brokers must know the proxy as a producer of its group before they check a half message
+            heartbeat_broker_interval=HEARTBEAT_INTERVAL_MS)
         self.pops = PopClient(self._instance.remoting, timeout_s=POP_RPC_TIMEOUT_S)
 
     async def start(self) -> None:
@@ -49,6 +57,11 @@ class Backend:
         await self.producer.close()
         await self.pops.close()
         await self._instance.close()
+
+    async def end_transaction(self, topic: str, transaction_id: str, resolution: pb.TransactionResolution,
+                              source: pb.TransactionSource) -> None:
+        addr, header = self.transactions.end_header(topic, transaction_id, resolution, source)
+        await wire.end_transaction_oneway(self._instance.remoting, addr, header, None)
 
     async def route(self, topic: str) -> TopicRoute:
         """The topic's route; TOPIC_NOT_FOUND when the name servers do not know it."""
@@ -69,6 +82,12 @@ class Backend:
         return addr
 
     async def send(self, msg: Message) -> SendResult:
+        if msg.properties.get(mp.TRAN_MSG) == "true":
+            half = await self.producer.send_message_in_transaction(msg)
+            result = half.send_result
+            addr = await self.master(msg.topic, result.message_queue.broker_name)
+            self.transactions.sent(msg.topic, result, addr)
+            return result
         group = msg.properties.get(mp.SHARDING_KEY)
         if group is None:
             return await self.producer.send(msg)

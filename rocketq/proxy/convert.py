@@ -136,7 +136,7 @@ def to_remoting(msg: pb.Message, *, max_body_size: int, max_delay_ms: int, delay
         if sp.HasField("orphaned_transaction_recovery_duration"):
             props[mp.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(sp.orphaned_transaction_recovery_duration.seconds)
     if sp.HasField("delivery_timestamp"):
-        deliver_ms = sp.delivery_timestamp.ToMilliseconds()
+        deliver_ms = timestamp_ms(sp.delivery_timestamp)
         if deliver_ms - now_ms > max_delay_ms:
             raise ProxyError(Code.ILLEGAL_DELIVERY_TIME, f"delivery time is more than {max_delay_ms} ms ahead")
         props[TIMER_DELIVER_MS] = str(deliver_ms)
@@ -146,10 +146,16 @@ def to_remoting(msg: pb.Message, *, max_body_size: int, max_delay_ms: int, delay
     if sp.born_host:
         props[BORN_HOST] = sp.born_host
     if sp.HasField("born_timestamp"):
-        props[BORN_TIMESTAMP] = str(sp.born_timestamp.ToMilliseconds())
+        props[BORN_TIMESTAMP] = str(timestamp_ms(sp.born_timestamp))
     if sp.HasField("trace_context"):
         props[TRACE_CONTEXT] = sp.trace_context
     return Message(topic, bytes(msg.body), properties=props)
+
+
+def timestamp_ms(ts: timestamp_pb2.Timestamp) -> int:
+    """Milliseconds of a Timestamp, even outside the range protobuf's ``ToMilliseconds`` accepts
+    (a client that puts milliseconds into ``seconds`` must get ILLEGAL_DELIVERY_TIME, not an error)."""
+    return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
 
 
 def _timestamp(ms: int) -> timestamp_pb2.Timestamp:

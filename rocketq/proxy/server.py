@@ -14,9 +14,11 @@ from typing import Final
 import grpc
 
 from rocketq.proxy import routing
-from rocketq.proxy.backend import Backend
+from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
+from rocketq.proxy.clients import ClientTable
 from rocketq.proxy.service import MessagingService
 from rocketq.proxy.settings import ProxyMode, ProxySettings
+from rocketq.proxy.transactions import Transactions
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2_grpc as grpc_v2
 
@@ -32,10 +34,12 @@ LOOPBACK: Final = "127.0.0.1"
 class ProxyServer:
     def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK) -> None:
         self.settings = settings
-        self.backend = Backend(namesrv_addr or settings.namesrv_addr, max_message_size=settings.max_message_size)
+        table = ClientTable()
+        self.backend = Backend(namesrv_addr or settings.namesrv_addr, max_message_size=settings.max_message_size,
+                               transactions=Transactions(table, PROXY_PRODUCER_GROUP))
         self.port = settings.grpc_server_port
         self._local_host = settings.advertised_host or local_host
-        self.service = MessagingService(settings, self.backend, self._advertised)
+        self.service = MessagingService(settings, self.backend, table, self._advertised)
         self._server: grpc.aio.Server | None = None
 
     def _advertised(self, dialled: pb.Endpoints) -> pb.Endpoints:

@@ -62,10 +62,11 @@ def _now_ms() -> int:
 
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
-    def __init__(self, settings: ProxySettings, backend: Backend, advertised: Callable[[pb.Endpoints], pb.Endpoints]):
+    def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints]):
         self.settings = settings
         self.backend = backend
-        self.clients = clients.ClientTable()
+        self.clients = table
         self._advertised = advertised
         """The endpoints put in routes, given the ones the client dialled (mode-dependent)."""
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
@@ -143,6 +144,13 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             entries = [await self._send_one(m) for m in request.messages]
             return spb.SendMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.SendMessageResponse, body)
+
+    async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
+        async def body(caller: clients.Caller) -> spb.EndTransactionResponse:
+            topic = convert.check_topic(request.topic)
+            await self.backend.end_transaction(topic, request.transaction_id, request.resolution, request.source)
+            return spb.EndTransactionResponse(status=status.ok())
+        return await self._answer(context, spb.EndTransactionResponse, body)
 
     # --- receiving ----------------------------------------------------------------------------
 

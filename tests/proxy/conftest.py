@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import sys
 import time
@@ -24,7 +25,8 @@ from rocketq.local.ports import free_port  # noqa: E402
 from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
 
 TOPICS = ("GrpcNormal", "GrpcFifo", "GrpcDelay", "GrpcTx", "GrpcShared")
-FAST_POP = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s"}
+FAST_BROKER = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s", "transactionTimeOut": "2000",
+               "transactionCheckInterval": "1000"}
 ROUTE_WAIT_S = 30.0
 
 
@@ -62,15 +64,24 @@ async def _create_topics(namesrv: str, broker: str) -> None:
                     await asyncio.sleep(0.2)
 
 
-@pytest.fixture
-def proxy_cluster(tmp_path: pathlib.Path) -> Iterator[ProxyCluster]:
+def _proxy_json(tmp: pathlib.Path) -> pathlib.Path:
+    conf = tmp / "rmq-proxy.json"
+    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s"}))
+    return conf
+
+
+@pytest.fixture(scope="module")
+def proxy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyCluster]:
+    """One cluster per test module (each test uses its own topics or groups); clients are per cluster."""
+    tmp_path = tmp_path_factory.mktemp("proxy")
     procs = Processes(tmp_path)
     clients: list[PyClient] = []
     try:
         ns = procs.namesrv()
-        broker = procs.broker(ns.address, config=FAST_POP)
+        broker = procs.broker(ns.address, config=FAST_BROKER)
         asyncio.run(_create_topics(ns.address, broker.address))
-        proxy = procs.start(["proxy", "-n", ns.address, "--grpc-port", str(free_port())], "proxy")
+        proxy = procs.start(["proxy", "-n", ns.address, "--grpc-port", str(free_port()),
+                             "-c", str(_proxy_json(tmp_path))], "proxy")
         proxy.address = proxy.address.replace("0.0.0.0", "127.0.0.1")
         yield ProxyCluster(ns, broker, proxy, tmp_path, clients)
     finally:

@@ -6,7 +6,7 @@ rocketq's stubs, so the two cannot be imported into one interpreter. One command
 JSON answer per line (``{"error": ...}`` when the client raised):
 
 - ``{"op": "producer", "topics": [...], "transactions": "commit"|"rollback"|null}``
-- ``{"op": "send", "topic", "body", "tag"?, "keys"?, "group"?, "delivery_ms"?, "props"?}`` → ``{"id"}``
+- ``{"op": "send", "topic", "body", "tag"?, "keys"?, "group"?, "delivery_s"?, "props"?}`` → ``{"id"}``
 - ``{"op": "tx_send", "topic", "body", "resolution": "commit"|"rollback"|"none"}`` → ``{"id"}``
 - ``{"op": "consumer", "group", "topic", "await_s"}``
 - ``{"op": "receive", "n", "invisible_s"}`` → ``{"messages": [...]}`` (body, id, attempt, tag, group, ...)
@@ -66,8 +66,8 @@ class Driver:
             msg.keys = cmd["keys"]
         if cmd.get("group"):
             msg.message_group = cmd["group"]
-        if cmd.get("delivery_ms"):
-            msg.delivery_timestamp = cmd["delivery_ms"]
+        if cmd.get("delivery_s"):
+            msg.delivery_timestamp = cmd["delivery_s"]
         for key, value in (cmd.get("props") or {}).items():
             msg.add_property(key, value)
         return msg

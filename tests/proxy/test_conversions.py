@@ -81,6 +81,9 @@ def test_reserved_property_keys_and_far_delivery_times_are_refused() -> None:
     far = v2()
     far.system_properties.delivery_timestamp.FromMilliseconds(NOW + 86_400_000 + 1)
     assert code_of(far) == Code.ILLEGAL_DELIVERY_TIME
+    in_seconds_field = v2()  # milliseconds put into `seconds`: beyond protobuf's Timestamp range
+    in_seconds_field.system_properties.delivery_timestamp.seconds = NOW
+    assert code_of(in_seconds_field) == Code.ILLEGAL_DELIVERY_TIME
 
 
 def stored(props: dict[str, str], body: bytes = b"body") -> MessageExt:
