@@ -15,7 +15,6 @@ import click
 
 from rocketq.cli import serving
 from rocketq.proxy import settings as proxy_settings
-from rocketq.proxy.server import ProxyServer
 from rocketq.settings import SettingsError
 
 log = logging.getLogger("rocketq.proxy")
@@ -39,6 +38,8 @@ def command(config: str | None, namesrv_addr: str | None, grpc_port: int | None)
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     if unknown:
         log.warning("ignoring config keys rocketq proxy does not use: %s", ", ".join(unknown))
+    from rocketq.proxy.server import ProxyServer  # grpc loads only when a proxy runs
+
     server = ProxyServer(settings)
     sys.exit(serving.run(lambda: server,
                          lambda s: f"rocketq proxy listening on {settings.bind_address}:{s.port}"))

@@ -48,7 +48,7 @@ class ProxyCluster:
         return c
 
 
-async def _create_topics(namesrv: str, broker: str) -> None:
+async def create_topics(namesrv: str, broker: str) -> None:
     async with AdminClient(namesrv) as admin:
         for topic in TOPICS:
             await admin.create_topic(broker, TopicConfig(topic, 4, 4))
@@ -79,7 +79,7 @@ def proxy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyClu
     try:
         ns = procs.namesrv()
         broker = procs.broker(ns.address, config=FAST_BROKER)
-        asyncio.run(_create_topics(ns.address, broker.address))
+        asyncio.run(create_topics(ns.address, broker.address))
         proxy = procs.start(["proxy", "-n", ns.address, "--grpc-port", str(free_port()),
                              "-c", str(_proxy_json(tmp_path))], "proxy")
         proxy.address = proxy.address.replace("0.0.0.0", "127.0.0.1")
