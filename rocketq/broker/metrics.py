@@ -6,7 +6,9 @@ dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``
 ``rocketmq_consumer_lag_messages``) with its retry and DLQ parts, put latency percentiles from the
 store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
 rocketq's own ``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
-backlog and how many failed messages went to retry topics and DLQs.
+backlog and how many failed messages went to retry topics and DLQs; ``rocketq_pop_*`` POP
+consumption: messages popped, acked and revived (put back for redelivery after their invisible
+time), pops held by long polling and checkpoints still waiting for acks.
 """
 
 from __future__ import annotations
@@ -92,6 +94,21 @@ class BrokerCollector(Collector):
         yield from self._groups(ident)
         yield from self._replication(ident)
         yield from self._delays(ident)
+        yield from self._pop(ident)
+
+    def _pop(self, ident: list[str]) -> Iterator[Metric]:
+        pop = self._broker.pop
+        for name, doc, value in (
+                ("rocketq_pop_messages_popped", "messages handed out by POP_MESSAGE", pop.pop.popped),
+                ("rocketq_pop_messages_acked", "POP offsets acked", pop.acks.acked),
+                ("rocketq_pop_messages_revived", "un-acked POP messages put back to retry topics", pop.revive.revived)):
+            family = CounterMetricFamily(name, doc, labels=BROKER_LABELS)
+            family.add_metric(ident, value)
+            yield family
+        yield _gauge("rocketq_pop_held_requests", "pops waiting for messages (long polling)", BROKER_LABELS, ident,
+                     pop.pop.held_count)
+        yield _gauge("rocketq_pop_pending_checkpoints", "POP checkpoints not yet fully acked or revived",
+                     BROKER_LABELS, ident, pop.revive.pending_count)
 
     def _replication(self, ident: list[str]) -> Iterator[Metric]:
         """HA state: on a master about its best slave, on a slave about its master."""

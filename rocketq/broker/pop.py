@@ -34,13 +34,14 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rocketq.broker.filters import ConsumerFilters, RecordFilter
+from rocketq.broker.filters import PARSE_FAILED, ConsumerFilters, RecordFilter, record_filter
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.orderinfo import OrderInfo, OrderInfoTable
 from rocketq.broker.revivelog import CheckPoint, ReviveWriter
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.filter import sql92
 from rocketq.protocol import codes, messageerrors, messageproperties, popinfo, storedrecords, subscription
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
@@ -130,6 +131,8 @@ class PopHandlers:
         self._locked: set[tuple[str, str, int]] = set()
         self._held: dict[str, list[HeldPop]] = defaultdict(list)
         self._held_count = 0
+        self.popped = 0
+        """Messages handed out by pops since start (a metric)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusals = LogLimiter(log)
         store.add_arrival_listener(self.on_message_arrived)
@@ -196,7 +199,11 @@ class PopHandlers:
         refusal = self._filters.check_pull(header.consumer_group, sub, in_request=True)
         if refusal is not None:
             return request.response(*refusal)
-        return PopContext(header, sub, self._filters.pull_filter(header.consumer_group, sub, in_request=True), None)
+        try:  # unlike a pull, which then matches everything, a pop refuses a bad expression
+            selector = sql92.compile_selector(sub.sub_string)
+        except sql92.FilterSyntaxError as exc:
+            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"{PARSE_FAILED}: {exc}")
+        return PopContext(header, sub, record_filter(selector), None)
 
     # --- popping ----------------------------------------------------------------------------
 
@@ -338,6 +345,7 @@ class PopHandlers:
             return request.response(ResponseCode.POLLING_TIMEOUT, "no new message", ext)
         response = request.response(ResponseCode.SUCCESS, None, ext)
         response.body_parts = batch.buffers
+        self.popped += len(batch.buffers)
         return response
 
     # --- long polling -----------------------------------------------------------------------

@@ -64,6 +64,8 @@ class PopAckHandlers:
         self._order = order_infos
         self._broker_name = broker_name
         self._wake = wake
+        self.acked = 0
+        """Offsets acked (ACK_MESSAGE, BATCH_ACK_MESSAGE) since start (a metric)."""
         """Re-runs the pops held on a topic (an orderly ack may unblock its queue)."""
 
     def handlers(self) -> dict[int, Handler]:
@@ -103,12 +105,14 @@ class PopAckHandlers:
         topic, extra = located
         if extra.orderly:
             self._ack_orderly(topic, header.consumer_group, header.queue_id, header.offset, header.topic)
+            self.acked += 1
             return request.response(ResponseCode.SUCCESS)
         record = AckRecord(header.offset, extra.ck_queue_offset, header.consumer_group, topic, header.queue_id,
                            extra.pop_time, extra.broker_name)
         stored = await self._revive.ack(record, extra.revive_qid)
         if not stored.ok:
             return request.response(ResponseCode.SYSTEM_ERROR, f"ack not stored: {stored.status.name}")
+        self.acked += 1
         return request.response(ResponseCode.SUCCESS)
 
     async def batch_ack(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -143,6 +147,7 @@ class PopAckHandlers:
         if entry.revive_qid == popinfo.ORDER_REVIVE_QID:
             for offset in offsets:
                 self._ack_orderly(topic, entry.group, qid, offset, entry.topic)
+            self.acked += len(offsets)
             return None
         if not 0 <= entry.revive_qid < self._revive.queue_nums:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, f"reviveQid {entry.revive_qid} is illegal")
@@ -151,6 +156,7 @@ class PopAckHandlers:
         stored = await self._revive.ack(record, entry.revive_qid)
         if not stored.ok:
             return request.response(ResponseCode.SYSTEM_ERROR, f"ack not stored: {stored.status.name}")
+        self.acked += len(offsets)
         return None
 
     def _ack_orderly(self, topic: str, group: str, qid: int, offset: int, asked_topic: str) -> None:

@@ -26,6 +26,7 @@ from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdat
 from rocketq.broker import clienttable as client_registry
 from rocketq.broker.acladmin import AclAdminHandlers
 from rocketq.broker.adminops import AdminHandlers, slave_guarded
+from rocketq.broker.assignment import AssignmentHandlers
 from rocketq.broker.clienthandlers import ClientHandlers
 from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.filters import ConsumerFilters
@@ -386,6 +387,10 @@ class BrokerServer:
                 cluster=self.identity.broker_cluster_name, broker_name=self.identity.broker_name,
                 store_host=(self.host, self.port), config_dir=self.store_settings.config_dir,
                 broker_permission=lambda: self.send.broker_permission, on_topic_created=self._register_now)
+            self._assignment = AssignmentHandlers.loaded(  # QUERY_ASSIGNMENT, popShareQueueNum
+                self.store_settings.config_dir, self.clients, self.behaviour, self._client,
+                parse_namesrv_addrs(self.identity.namesrv_addr))
+        self._handlers.update(self._assignment.handlers())
         if self.is_master:
             self._handlers.update(self.pop.handlers())
         else:

@@ -139,6 +139,15 @@ class BrokerBehaviour:
     enable_retry_topic_v2: bool = setting(
         "enableRetryTopicV2", False, "POP retry topic %RETRY%<group>+<topic> instead of %RETRY%<group>_<topic>"
     )
+    default_message_request_mode: str = setting(
+        "defaultMessageRequestMode", "PULL", "PULL or POP: QUERY_ASSIGNMENT's mode for a group that set none"
+    )
+    default_pop_share_queue_num: int = setting(
+        "defaultPopShareQueueNum", -1, "POP groups: clients sharing each queue - 1 (<= 0: every client pops all)"
+    )
+    server_load_balancer_enable: bool = setting(
+        "serverLoadBalancerEnable", True, "QUERY_ASSIGNMENT balances over the group's clients (else all queues)"
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -161,6 +170,8 @@ class BrokerBehaviour:
         for key, value in positive.items():
             if value <= 0:
                 raise SettingsError(f"{key}={value}: must be positive")
+        if self.default_message_request_mode not in ("PULL", "POP"):
+            raise SettingsError(f"defaultMessageRequestMode={self.default_message_request_mode}: PULL or POP")
         if self.transaction_time_out < 0:
             raise SettingsError(f"transactionTimeOut={self.transaction_time_out}: must not be negative")
         if self.broker_permission & ~7:

@@ -7,7 +7,8 @@ package (the one place in rocketq/client that re-exports; modules inside import 
 by module). Layers, bottom up: ``wire`` (one typed call per request code) -> ``instance``
 (client id, routes, heartbeats) -> ``producer`` / ``pushconsumer`` / ``pullconsumer``, with
 one module per concept in between (routes, faults, selectors, allocation, rebalance, pull
-tasks, consuming, process queues, offset stores). See docs/sdk.md.
+tasks, consuming, process queues, offset stores). ``simpleconsumer`` / ``popclient``: RocketMQ 5's
+POP consumption (docs/messaging.md). See docs/sdk.md.
 """
 
 from rocketq.client.allocation import AllocateStrategy, allocate_averagely, allocate_averagely_by_circle
@@ -16,6 +17,7 @@ from rocketq.client.errors import BrokerError, ClientError, ClientStateError, Me
 from rocketq.client.messages import Message, MessageExt
 from rocketq.client.messageselectors import MessageSelector
 from rocketq.client.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from rocketq.client.popclient import PopClient
 from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.pulling import PullResult, PullStatus
@@ -30,12 +32,14 @@ from rocketq.client.settings import (
     PullConsumerSettings,
     PushConsumerSettings,
 )
+from rocketq.client.simpleconsumer import SimpleConsumer
 from rocketq.client.transactionproducer import (
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketq.protocol.poprequests import PoppedMessage, PopResult, PopStatus
 
 __all__ = [
     "AllocateStrategy",
@@ -54,6 +58,10 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageSelector",
+    "PopClient",
+    "PopResult",
+    "PopStatus",
+    "PoppedMessage",
     "Producer",
     "ProducerSettings",
     "ProtocolError",
@@ -67,6 +75,7 @@ __all__ = [
     "RouteError",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

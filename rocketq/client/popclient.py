@@ -1,4 +1,5 @@
-"""POP against one broker address: pop, ack, change invisible time, forward to the DLQ.
+"""POP against one broker address: pop, ack, change invisible time, forward to the DLQ, and the
+broker's queue assignment (QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE).
 
 The thin, stateless client the gRPC proxy (RocketMQ's CLUSTER mode talks remoting to brokers)
 and the SDK's ``SimpleConsumer`` build on: each call is one request over a ``RemotingClient``
@@ -19,6 +20,7 @@ from rocketq.client.errors import BrokerError, ProtocolError
 from rocketq.protocol import messageerrors, popbodies
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, HeaderError
+from rocketq.protocol.popbodies import MODE_POP, MessageRequestMode, QueryAssignmentRequest
 from rocketq.protocol.popheaders import (
     ALL_QUEUES,
     INIT_MODE_MAX,
@@ -30,7 +32,9 @@ from rocketq.protocol.popheaders import (
 )
 from rocketq.protocol.popinfo import PopInfoError
 from rocketq.protocol.poprequests import POP_STATUS_BY_CODE, PoppedMessage, PopResult, PopStatus, decode_pop_answer
+from rocketq.protocol.queues import MessageQueue
 from rocketq.protocol.requests import command
+from rocketq.protocol.sharedbodies import BodyError
 from rocketq.remoting.client import RemotingClient
 
 DEFAULT_TIMEOUT_S: Final = 3.0
@@ -134,3 +138,29 @@ class PopClient:
         if response.code != ResponseCode.SUCCESS:
             raise BrokerError(response.code, response.remark, addr)
         await self.ack(addr, group, message)
+
+    async def query_assignment(
+        self, addr: str, topic: str, group: str, client_id: str, *, strategy: str = "AVG",
+        message_model: str = "CLUSTERING",
+    ) -> list[tuple[MessageQueue, str]]:
+        """QUERY_ASSIGNMENT: the queues the broker assigns ``client_id`` of ``group`` (queue id -1
+        means every queue of that broker) and how to consume each, ``"PULL"`` or ``"POP"``. The
+        broker knows the group's clients from their heartbeats."""
+        body = QueryAssignmentRequest(topic, group, client_id, strategy, message_model).encode()
+        response = await self._rc.invoke(addr, command(RequestCode.QUERY_ASSIGNMENT, None, body), self.timeout_s)
+        if response.code != ResponseCode.SUCCESS:
+            raise BrokerError(response.code, response.remark, addr)
+        try:
+            return popbodies.decode_assignments(response.body or b"")
+        except BodyError as exc:
+            raise ProtocolError(f"{addr} answered QUERY_ASSIGNMENT with an unreadable body: {exc}") from None
+
+    async def set_message_request_mode(self, addr: str, topic: str, group: str, mode: str = MODE_POP,
+                                       pop_share_queue_num: int = 0) -> None:
+        """SET_MESSAGE_REQUEST_MODE: ``group`` consumes ``topic`` by ``"PULL"`` or ``"POP"`` from now on
+        (kept by the broker); for POP, ``pop_share_queue_num`` more clients share each queue."""
+        body = MessageRequestMode(topic, group, mode, pop_share_queue_num).encode()
+        response = await self._rc.invoke(addr, command(RequestCode.SET_MESSAGE_REQUEST_MODE, None, body),
+                                         self.timeout_s)
+        if response.code != ResponseCode.SUCCESS:
+            raise BrokerError(response.code, response.remark, addr)

@@ -1,4 +1,6 @@
-"""BATCH_ACK_MESSAGE's body: many POP acks in one request (RocketMQ's ``BatchAckMessageRequestBody``).
+"""The JSON bodies of POP's requests: BATCH_ACK_MESSAGE, QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE.
+
+BATCH_ACK_MESSAGE carries many POP acks in one request (RocketMQ's ``BatchAckMessageRequestBody``).
 
 JSON ``{"brokerName": ..., "acks": [BatchAck, ...]}``; each ``BatchAck`` acks any number of
 offsets of one checkpoint, named as an extraInfo names it::
@@ -23,7 +25,8 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol import popinfo
+from rocketq.protocol import popinfo, sharedbodies
+from rocketq.protocol.queues import MessageQueue
 from rocketq.protocol.sharedbodies import BodyError
 
 MAX_BATCH_ACKS: Final = 1024
@@ -73,10 +76,7 @@ def encode_batch_ack_body(broker_name: str, acks: Sequence[BatchAck]) -> bytes:
 
 
 def decode_batch_ack_body(body: bytes) -> tuple[str, list[BatchAck]]:
-    try:
-        raw = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BodyError(f"BatchAckMessageRequestBody is not JSON: {exc}") from None
+    raw = sharedbodies.load_json(body, "BatchAckMessageRequestBody")
     if not isinstance(raw, dict) or not isinstance(raw.get("acks"), list):
         raise BodyError("BatchAckMessageRequestBody has no acks list")
     if len(raw["acks"]) > MAX_BATCH_ACKS:
@@ -120,3 +120,90 @@ def _string(fields: dict[str, Any], name: str) -> str:
     if not isinstance(value, str) or not value:
         raise BodyError(f"BatchAck field {name} is not text")
     return value
+
+
+# --- QUERY_ASSIGNMENT (400) and SET_MESSAGE_REQUEST_MODE (401) -------------------------------
+
+MODE_PULL: Final = "PULL"
+MODE_POP: Final = "POP"
+MESSAGE_MODELS: Final = ("CLUSTERING", "BROADCASTING")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAssignmentRequest:
+    """``QueryAssignmentRequestBody``: which queues should this client consume, and how."""
+
+    topic: str
+    consumer_group: str
+    client_id: str
+    strategy_name: str = "AVG"
+    message_model: str = "CLUSTERING"
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"topic": self.topic, "consumerGroup": self.consumer_group, "clientId": self.client_id,
+                             "strategyName": self.strategy_name, "messageModel": self.message_model})
+
+    @classmethod
+    def decode(cls, body: bytes) -> QueryAssignmentRequest:
+        raw = _body_object(body, "QueryAssignmentRequestBody")
+        where = "QueryAssignmentRequestBody"
+        model = sharedbodies.text(raw, "messageModel", where, "CLUSTERING")
+        if model not in MESSAGE_MODELS:
+            raise BodyError(f"{where}: messageModel {model[:20]!r} is not CLUSTERING or BROADCASTING")
+        return cls(sharedbodies.text(raw, "topic", where), sharedbodies.text(raw, "consumerGroup", where),
+                   sharedbodies.text(raw, "clientId", where), sharedbodies.text(raw, "strategyName", where, "AVG"),
+                   model)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRequestMode:
+    """``SetMessageRequestModeRequestBody``: a group consumes a topic by PULL or by POP."""
+
+    topic: str
+    consumer_group: str
+    mode: str = MODE_PULL
+    pop_share_queue_num: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "consumerGroup": self.consumer_group, "mode": self.mode,
+                "popShareQueueNum": self.pop_share_queue_num}
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, raw: object) -> MessageRequestMode:
+        where = "SetMessageRequestModeRequestBody"
+        value = sharedbodies.obj(raw, where)
+        mode = sharedbodies.text(value, "mode", where, MODE_PULL)
+        if mode not in (MODE_PULL, MODE_POP):
+            raise BodyError(f"{where}: mode {mode[:20]!r} is not PULL or POP")
+        return cls(sharedbodies.text(value, "topic", where), sharedbodies.text(value, "consumerGroup", where), mode,
+                   sharedbodies.integer(value, "popShareQueueNum", where, 0))
+
+    @classmethod
+    def decode(cls, body: bytes) -> MessageRequestMode:
+        return cls.from_json(_body_object(body, "SetMessageRequestModeRequestBody"))
+
+
+def encode_assignments(assignments: Iterable[tuple[MessageQueue, str]]) -> bytes:
+    """``QueryAssignmentResponseBody``."""
+    return orjson.dumps({"messageQueueAssignments": [
+        {"messageQueue": mq.to_json(), "mode": mode, "attachments": {}} for mq, mode in assignments]})
+
+
+def decode_assignments(body: bytes) -> list[tuple[MessageQueue, str]]:
+    where = "QueryAssignmentResponseBody"
+    raw = _body_object(body, where)
+    out: list[tuple[MessageQueue, str]] = []
+    for item in raw.get("messageQueueAssignments") or []:
+        entry = sharedbodies.obj(item, where)
+        mq = sharedbodies.obj(entry.get("messageQueue"), where)
+        out.append((MessageQueue(sharedbodies.text(mq, "topic", where), sharedbodies.text(mq, "brokerName", where),
+                                 sharedbodies.integer(mq, "queueId", where)),
+                    sharedbodies.text(entry, "mode", where, MODE_PULL)))
+    return out
+
+
+def _body_object(body: bytes, where: str) -> dict[Any, Any]:
+    return sharedbodies.obj(sharedbodies.load_json(body or b"null", where), where)

@@ -8,9 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.local.ports import free_port
@@ -142,3 +145,14 @@ async def pull_bodies(namesrv: str, topic: str, group: str) -> list[bytes]:
                     break
                 offset = result.next_begin_offset
     return bodies
+
+
+def scrape_metrics(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """A process's /metrics: each sample name with its (labels, value) pairs."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out

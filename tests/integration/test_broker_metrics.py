@@ -5,20 +5,10 @@ from __future__ import annotations
 import urllib.request
 
 from clusterprocs import Processes
-from prometheus_client.parser import text_string_to_metric_families
+from clusterprocs import scrape_metrics as _scrape
 
 from rocketq.client import Message, Producer, PullConsumer
 from rocketq.local.ports import free_port
-
-
-def _scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return out
 
 
 async def test_metrics_show_traffic_backlog_and_role(processes: Processes) -> None:

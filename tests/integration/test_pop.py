@@ -9,16 +9,23 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import orjson
 import pytest
-from clusterprocs import pull_bodies
+from clusterprocs import pull_bodies, scrape_metrics
 
 from rocketq.admin.client import AdminClient
+from rocketq.client import wire
+from rocketq.client.errors import BrokerError
 from rocketq.client.messages import Message
 from rocketq.client.popclient import PopClient
 from rocketq.client.producer import Producer
 from rocketq.client.simpleconsumer import SimpleConsumer
+from rocketq.local.ports import free_port
 from rocketq.protocol import codes, popinfo
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.poprequests import PoppedMessage, PopStatus
+from rocketq.protocol.queues import MessageQueue
+from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
 
 TOPIC = "PopIT"
@@ -110,7 +117,8 @@ async def test_batch_ack_acks_every_message_named(processes: Any, pops: PopClien
 
 async def test_unacked_message_comes_back_from_the_retry_topic_counted(processes: Any, pops: PopClient) -> None:
     ns = processes.namesrv()
-    broker = processes.broker(ns.address, config=FAST_REVIVE)
+    metrics_port = free_port()
+    broker = processes.broker(ns.address, config=FAST_REVIVE, extra=("--metrics-port", str(metrics_port)))
     await send(ns.address, [b"flaky", b"fine"])
     first = await pop_all(pops, broker.address, 2, invisible_ms=INVISIBLE_MS)
     popped_at = time.time()
@@ -127,6 +135,12 @@ async def test_unacked_message_comes_back_from_the_retry_topic_counted(processes
     await pops.ack(broker.address, GROUP, back)
     await asyncio.sleep(INVISIBLE_MS / 1000 + 1.5)
     assert (await pops.pop(broker.address, BROKER, GROUP, TOPIC)).messages == []
+    metrics = scrape_metrics(metrics_port)
+    labels = {"cluster": "DefaultCluster", "broker": BROKER}
+    for name, value in (("rocketq_pop_messages_popped_total", 3), ("rocketq_pop_messages_acked_total", 2),
+                        ("rocketq_pop_messages_revived_total", 1), ("rocketq_pop_held_requests", 0),
+                        ("rocketq_pop_pending_checkpoints", 0)):
+        assert metrics[name] == [(labels, value)], name
 
 
 async def test_change_invisible_time_brings_a_message_back_sooner(processes: Any, pops: PopClient) -> None:
@@ -266,3 +280,76 @@ async def test_pop_filters_by_tag(processes: Any, pops: PopClient) -> None:
     assert sorted(m.message.body for m in got) == [b"t0", b"t2", b"t4"]
     await asyncio.sleep(0.5)
     assert (await pops.pop(broker.address, BROKER, GROUP, TOPIC, expression="even")).messages == []
+
+
+def consumer_heartbeat(client_id: str, group: str) -> bytes:
+    return orjson.dumps({"clientID": client_id, "producerDataSet": [], "consumerDataSet": [
+        {"groupName": group, "consumeType": "CONSUME_POP", "messageModel": "CLUSTERING",
+         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": []}]})
+
+
+async def test_query_assignment_balances_pull_and_hands_pop_whole_brokers(processes: Any, tmp_path: Any) -> None:
+    ns = processes.namesrv()
+    store = tmp_path / "assign-store"
+    broker = processes.broker(ns.address, store=store)
+    await send(ns.address, [b"x"])  # creates the topic and its route
+    links = [RemotingClient(name=f"cid{i}") for i in range(2)]
+    try:
+        for i, rc in enumerate(links):  # two members of the group, each on its own connection
+            await wire.heartbeat(rc, broker.address, consumer_heartbeat(f"cid{i}", GROUP), 10)
+        pops = [PopClient(rc, timeout_s=10) for rc in links]
+        pulled = [await p.query_assignment(broker.address, TOPIC, GROUP, f"cid{i}") for i, p in enumerate(pops)]
+        assert all(mode == "PULL" for got in pulled for _, mode in got)
+        mine, theirs = ({mq for mq, _ in got} for got in pulled)
+        assert mine and theirs and not mine & theirs and all(mq.queue_id >= 0 for mq in mine | theirs)
+
+        await pops[0].set_message_request_mode(broker.address, TOPIC, GROUP, "POP", 0)
+        whole = [(MessageQueue(TOPIC, BROKER, -1), "POP")]
+        assert await pops[1].query_assignment(broker.address, TOPIC, GROUP, "cid1") == whole
+        with pytest.raises(BrokerError) as refused:
+            await pops[0].set_message_request_mode(broker.address, codes.RETRY_GROUP_TOPIC_PREFIX + GROUP, GROUP)
+        assert refused.value.code == ResponseCode.NO_PERMISSION
+        assert await pops[0].query_assignment(broker.address, "NoSuchTopic", GROUP, "cid0") == []
+    finally:
+        for rc in links:
+            await rc.close()
+    broker.stop()  # the mode is kept in config/messageRequestMode.json
+    broker = processes.broker(ns.address, store=store, port=int(broker.address.rsplit(":", 1)[1]))
+    rc = RemotingClient(name="cid0")
+    try:
+        await wire.heartbeat(rc, broker.address, consumer_heartbeat("cid0", GROUP), 10)
+        assert await PopClient(rc).query_assignment(broker.address, TOPIC, GROUP, "cid0") == whole
+    finally:
+        await rc.close()
+
+
+async def test_pop_filters_by_sql92_and_a_broker_without_property_filter_refuses_it(processes: Any,
+                                                                                     pops: PopClient) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config={**FAST_REVIVE, "enablePropertyFilter": "true"})
+    async with Producer("pop-pg", namesrv_addr=ns.address) as producer:
+        for i in range(6):
+            await producer.send(Message(TOPIC, f"q{i}".encode(), properties={"n": str(i)}))
+    got = await pop_all(pops, broker.address, 3, expression="n >= 3", expression_type="SQL92")
+    assert sorted(m.message.body for m in got) == [b"q3", b"q4", b"q5"]
+    with pytest.raises(BrokerError) as bad:
+        await pops.pop(broker.address, BROKER, GROUP, TOPIC, expression="n >=", expression_type="SQL92")
+    assert bad.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    plain_ns = processes.namesrv()  # its own name server: the send must create the topic on this broker
+    plain = processes.broker(plain_ns.address, "broker-b")
+    await send(plain_ns.address, [b"x"], topic="PlainTopic")
+    with pytest.raises(BrokerError) as refused:
+        await pops.pop(plain.address, "broker-b", GROUP, "PlainTopic", expression="n > 1", expression_type="SQL92")
+    assert "SQL92" in refused.value.remark
+
+
+async def test_held_pops_are_capped_and_time_out_not_found(processes: Any, pops: PopClient) -> None:
+    ns = processes.namesrv()
+    broker = processes.broker(ns.address, config={**FAST_REVIVE, "popPollingSize": "1"})
+    await send(ns.address, [b"create the topic"])
+    await pop_all(pops, broker.address, 1)
+    began = time.monotonic()
+    results = await asyncio.gather(*(pops.pop(broker.address, BROKER, GROUP, TOPIC, poll_ms=8000) for _ in range(2)))
+    assert sorted(r.status.value for r in results) == ["POLLING_FULL", "POLLING_NOT_FOUND"]
+    assert all(r.messages == [] for r in results)
+    assert time.monotonic() - began >= 7.5  # the held one was answered at its poll time, not at once
