@@ -13,6 +13,7 @@ import sys
 
 import click
 
+from rocketq.acl.plainacl import AclFileError
 from rocketq.cli import serving
 from rocketq.proxy import settings as proxy_settings
 from rocketq.settings import SettingsError
@@ -33,13 +34,14 @@ def command(config: str | None, namesrv_addr: str | None, grpc_port: int | None)
         overrides["grpcServerPort"] = str(grpc_port)
     try:
         values = proxy_settings.read_json(config) if config else {}
-        settings, unknown = proxy_settings.load(values, overrides)
+        settings, acl, unknown = proxy_settings.load(values, overrides)
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     if unknown:
         log.warning("ignoring config keys rocketq proxy does not use: %s", ", ".join(unknown))
     from rocketq.proxy.server import ProxyServer  # grpc loads only when a proxy runs
 
-    server = ProxyServer(settings)
+    server = ProxyServer(settings, acl_settings=acl)
     sys.exit(serving.run(lambda: server,
-                         lambda s: f"rocketq proxy listening on {settings.bind_address}:{s.port}"))
+                         lambda s: f"rocketq proxy listening on {settings.bind_address}:{s.port}",
+                         (AclFileError,)))

@@ -18,12 +18,13 @@ them: UNRECOGNIZED_CLIENT_TYPE without) and answers with the settings merged wit
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from google.protobuf import duration_pb2
 
+from rocketq.acl.plainacl import Account
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb
@@ -53,6 +54,9 @@ class Caller:
     namespace: str
     language: str
     version: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    account: Account | None = None
+    """The ACL account the call was signed with (None: ACL off, or a white-listed peer)."""
 
 
 def caller(metadata: Iterable[tuple[str, str | bytes]] | None) -> Caller:
@@ -61,7 +65,8 @@ def caller(metadata: Iterable[tuple[str, str | bytes]] | None) -> Caller:
     client_id = values.get(CLIENT_ID, "").strip()
     if not client_id:
         raise ProxyError(Code.CLIENT_ID_REQUIRED, "x-mq-client-id is required")
-    return Caller(client_id, values.get(NAMESPACE, ""), values.get(LANGUAGE, ""), values.get(CLIENT_VERSION, ""))
+    return Caller(client_id, values.get(NAMESPACE, ""), values.get(LANGUAGE, ""), values.get(CLIENT_VERSION, ""),
+                  values)
 
 
 def _ms(ms: int) -> duration_pb2.Duration:

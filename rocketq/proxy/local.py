@@ -49,7 +49,8 @@ class BrokerWithEndpoint:
 
     async def start(self) -> None:
         await self.broker.start()
-        self.proxy = ProxyServer(self.proxy_settings, local_host=self.broker.host)
+        self.proxy = ProxyServer(self.proxy_settings, local_host=self.broker.host,
+                                 acl_settings=self.broker.acl_settings)
         await self.proxy.start()
 
     async def close(self) -> None:

@@ -13,6 +13,8 @@ from typing import Final
 
 import grpc
 
+from rocketq.acl import plainacl
+from rocketq.acl.settings import AclSettings
 from rocketq.proxy import routing
 from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
 from rocketq.proxy.clients import ClientTable
@@ -32,8 +34,10 @@ LOOPBACK: Final = "127.0.0.1"
 
 
 class ProxyServer:
-    def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK) -> None:
+    def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK,
+                 acl_settings: AclSettings | None = None) -> None:
         self.settings = settings
+        self.acl_settings = acl_settings or AclSettings()
         table = ClientTable()
         self.backend = Backend(namesrv_addr or settings.namesrv_addr, max_message_size=settings.max_message_size,
                                transactions=Transactions(table, PROXY_PRODUCER_GROUP))
@@ -49,6 +53,8 @@ class ProxyServer:
         return routing.endpoints(self._local_host, self.port)
 
     async def start(self) -> None:
+        if self.acl_settings.acl_enable:
+            self.service.acl = plainacl.load(self.acl_settings.path())  # AclFileError: a config error
         await self.backend.start()
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])

@@ -21,6 +21,7 @@ QueryOffset, SyncLiteSubscription, RecallMessage (rocketq has no timer wheel to 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,9 +30,11 @@ from typing import Any, Final, TypeVar
 import grpc
 from google.protobuf import timestamp_pb2
 
+from rocketq.acl import permissions, validator
+from rocketq.acl.plainacl import AclConfig
 from rocketq.client.errors import BrokerError, ClientError
 from rocketq.protocol.poprequests import PopStatus
-from rocketq.proxy import clients, convert, routing, status
+from rocketq.proxy import auth, clients, convert, routing, status
 from rocketq.proxy.backend import Backend
 from rocketq.proxy.receipts import ReceiptHandle
 from rocketq.proxy.settings import ProxySettings
@@ -63,8 +66,10 @@ def _now_ms() -> int:
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
     def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
-                 advertised: Callable[[pb.Endpoints], pb.Endpoints]):
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None):
         self.settings = settings
+        self.acl = acl
+        """The accounts when ACL is on (``auth``); None: no call is checked."""
         self.backend = backend
         self.clients = table
         self._advertised = advertised
@@ -72,11 +77,19 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
         self._warnings = LogLimiter(log)
 
+    def _identify(self, context: Any) -> clients.Caller:
+        """The caller, authenticated when ACL is on; ProxyError when refused."""
+        caller = clients.caller(context.invocation_metadata())
+        if self.acl is None:
+            return caller
+        account = auth.authenticate(self.acl, caller.headers, auth.peer_ip(context.peer()))
+        return dataclasses.replace(caller, account=account)
+
     async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],
                       body: Callable[[clients.Caller], Awaitable[R]]) -> R:
         """Run ``body`` for the caller; any failure becomes the response's status."""
         try:
-            return await body(clients.caller(context.invocation_metadata()))
+            return await body(self._identify(context))
         except EXPECTED_ERRORS as exc:
             return make(status=status.from_exception(exc))
         except Exception as exc:
@@ -88,6 +101,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         async def body(caller: clients.Caller) -> spb.QueryRouteResponse:
             topic = convert.check_topic(request.topic)
+            auth.authorize(caller.account, {topic: permissions.ANY})
             route = await self.backend.route(topic)
             queues = routing.message_queues(route, topic, self._advertised(request.endpoints),
                                             request.topic.resource_namespace)
@@ -98,7 +112,8 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                               context: Any) -> spb.QueryAssignmentResponse:
         async def body(caller: clients.Caller) -> spb.QueryAssignmentResponse:
             topic = convert.check_topic(request.topic)
-            convert.check_group(request.group)
+            group = convert.check_group(request.group)
+            auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
             route = await self.backend.route(topic)
             found = routing.assignments(route, topic, self._advertised(request.endpoints), fifo=False)
             if not found:
@@ -141,6 +156,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
             if len({m.topic.name for m in request.messages}) > 1:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "messages of one request must share a topic")
+            auth.authorize(caller.account, {request.messages[0].topic.name: permissions.PUB})
             entries = [await self._send_one(m) for m in request.messages]
             return spb.SendMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.SendMessageResponse, body)
@@ -148,6 +164,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
         async def body(caller: clients.Caller) -> spb.EndTransactionResponse:
             topic = convert.check_topic(request.topic)
+            auth.authorize(caller.account, {topic: permissions.PUB})
             await self.backend.end_transaction(topic, request.transaction_id, request.resolution, request.source)
             return spb.EndTransactionResponse(status=status.ok())
         return await self._answer(context, spb.EndTransactionResponse, body)
@@ -177,9 +194,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         return invisible
 
     async def _receive(self, request: spb.ReceiveMessageRequest, context: Any) -> list[spb.ReceiveMessageResponse]:
-        caller = clients.caller(context.invocation_metadata())
+        caller = self._identify(context)
         group = convert.check_group(request.group)
         topic = convert.check_topic(request.message_queue.topic)
+        _authorize_consume(caller, topic, group)
         poll_ms = self._poll_ms(request, context)
         invisible_ms = self._invisible_ms(request)
         expression = request.filter_expression
@@ -232,16 +250,18 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         async def body(caller: clients.Caller) -> spb.AckMessageResponse:
             group = convert.check_group(request.group)
             topic = convert.check_topic(request.topic)
+            _authorize_consume(caller, topic, group)
             if not request.entries:
                 raise ProxyError(Code.BAD_REQUEST, "no entry to ack")
             entries = [await self._ack_one(group, topic, e) for e in request.entries]
             return spb.AckMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.AckMessageResponse, body)
 
-    async def _target(self, request: Any) -> tuple[str, str, ReceiptHandle, str]:
+    async def _target(self, caller: clients.Caller, request: Any) -> tuple[str, str, ReceiptHandle, str]:
         """(group, topic, handle, broker address) of a call that names a received message."""
         group = convert.check_group(request.group)
         topic = convert.check_topic(request.topic)
+        _authorize_consume(caller, topic, group)
         handle = ReceiptHandle.parse(request.receipt_handle)
         return group, topic, handle, await self.backend.master(topic, handle.extra.broker_name)
 
@@ -251,7 +271,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             invisible = convert.duration_ms(request.invisible_duration)
             if not 0 <= invisible <= self.settings.max_invisible_time_mills:
                 raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible time {invisible} ms is out of range")
-            group, topic, handle, addr = await self._target(request)
+            group, topic, handle, addr = await self._target(caller, request)
             handle.check_alive(_now_ms())
             try:
                 changed = await self.backend.pops.change_invisible_time(
@@ -264,7 +284,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
         async def body(caller: clients.Caller) -> spb.ForwardMessageToDeadLetterQueueResponse:
-            group, topic, handle, addr = await self._target(request)
+            group, topic, handle, addr = await self._target(caller, request)
             if handle.commit_log_offset is None:
                 raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "receipt handle has no commit log offset")
             await self.backend.pops.forward_to_dlq(addr, group, handle.as_popped(topic, group, request.message_id),
@@ -295,7 +315,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                         context: Any) -> AsyncIterator[spb.TelemetryCommand]:
         """Replies to the client's commands and the commands the proxy queues for it, on one stream."""
         try:
-            caller = clients.caller(context.invocation_metadata())
+            caller = self._identify(context)
         except ProxyError as exc:
             yield spb.TelemetryCommand(status=status.of(exc.code, exc.message))
             return
@@ -317,6 +337,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         finally:
             reader.cancel()
             self.clients.detach(caller.client_id, stream)
+
+
+def _authorize_consume(caller: clients.Caller, topic: str, group: str) -> None:
+    auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
 
 
 SEND_STATUS_CODES: Final = {

@@ -28,11 +28,11 @@ class PyClientError(RuntimeError):
 
 
 class PyClient:
-    def __init__(self, endpoint: str, home: Path) -> None:
+    def __init__(self, endpoint: str, home: Path, credentials: tuple[str, str] = ("", "")) -> None:
         home.mkdir(parents=True, exist_ok=True)
         with open(home / "driver.stderr", "wb") as stderr:
             self._proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), endpoint], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                [sys.executable, str(DRIVER), endpoint, *credentials], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=stderr, env={**os.environ, "HOME": str(home)}, text=True)
         self._answers: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -43,8 +43,8 @@ class Checker(TransactionChecker):
 
 
 class Driver:
-    def __init__(self, endpoint: str) -> None:
-        self.config = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    def __init__(self, endpoint: str, access_key: str = "", secret_key: str = "") -> None:
+        self.config = ClientConfiguration(endpoint, Credentials(access_key, secret_key), request_timeout=10)
         self.producer: Producer | None = None
         self.checker: Checker | None = None
         self.consumer: SimpleConsumer | None = None
@@ -124,7 +124,7 @@ class Driver:
 
 
 def main() -> None:
-    driver = Driver(sys.argv[1])
+    driver = Driver(*sys.argv[1:4])  # endpoint [access key, secret key]
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
