@@ -14,8 +14,9 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
   names broker, queue and checkpoint (``receipts``).
 - Telemetry: the Settings exchange, and the stream the proxy writes server commands to.
 
-Not implemented (NOT_IMPLEMENTED, as RocketMQ's proxy): PullMessage, UpdateOffset, GetOffset,
-QueryOffset, SyncLiteSubscription, RecallMessage (rocketq has no timer wheel to recall from).
+Not implemented (gRPC status UNIMPLEMENTED, as RocketMQ's proxy answers the calls it does not
+override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription, RecallMessage
+(rocketq has no timer wheel to recall from).
 """
 
 from __future__ import annotations
