@@ -10,6 +10,7 @@ JSON answer per line (``{"error": ...}`` when the client raised):
 - ``{"op": "tx_send", "topic", "body", "resolution": "commit"|"rollback"|"none"}`` → ``{"id"}``
 - ``{"op": "consumer", "group", "topic", "await_s"}``
 - ``{"op": "receive", "n", "invisible_s"}`` → ``{"messages": [...]}`` (body, id, attempt, tag, group, ...)
+- ``{"op": "push", "group", "topic", "fail_first"?}``, ``{"op": "pushed"}`` → ``{"messages": [[body, attempt]]}``
 - ``{"op": "ack", "id"}``, ``{"op": "change", "id", "invisible_s"}``
 - ``{"op": "close"}``
 """
@@ -22,10 +23,13 @@ from typing import Any
 
 from rocketmq import (
     ClientConfiguration,
+    ConsumeResult,
     Credentials,
     FilterExpression,
     Message,
+    MessageListener,
     Producer,
+    PushConsumer,
     SimpleConsumer,
     TransactionChecker,
     TransactionResolution,
@@ -42,6 +46,20 @@ class Checker(TransactionChecker):
         return TransactionResolution.COMMIT if self.answer == "commit" else TransactionResolution.ROLLBACK
 
 
+class Collector(MessageListener):
+    """A push consumer's listener: fails each message's first delivery when told to, then keeps it."""
+
+    def __init__(self, fail_first: bool) -> None:
+        self.fail_first = fail_first
+        self.bodies: list[tuple[str, int]] = []
+
+    def consume(self, message: Any) -> Any:
+        if self.fail_first and message.delivery_attempt == 1:
+            return ConsumeResult.FAILURE
+        self.bodies.append((message.body.decode(), message.delivery_attempt))
+        return ConsumeResult.SUCCESS
+
+
 class Driver:
     def __init__(self, endpoint: str, access_key: str = "", secret_key: str = "") -> None:
         self.config = ClientConfiguration(endpoint, Credentials(access_key, secret_key), request_timeout=10)
@@ -49,6 +67,8 @@ class Driver:
         self.checker: Checker | None = None
         self.consumer: SimpleConsumer | None = None
         self.received: dict[str, Any] = {}
+        self.pusher: PushConsumer | None = None
+        self.collector: Collector | None = None
 
     def op_producer(self, cmd: dict[str, Any]) -> dict[str, Any]:
         self.checker = Checker(cmd["transactions"]) if cmd.get("transactions") else None
@@ -96,6 +116,15 @@ class Driver:
         self.consumer.startup()
         return {}
 
+    def op_push(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        self.collector = Collector(bool(cmd.get("fail_first")))
+        self.pusher = PushConsumer(self.config, cmd["group"], self.collector, {cmd["topic"]: FilterExpression("*")})
+        self.pusher.startup()
+        return {}
+
+    def op_pushed(self, _cmd: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": list(self.collector.bodies) if self.collector else []}
+
     def op_receive(self, cmd: dict[str, Any]) -> dict[str, Any]:
         assert self.consumer is not None
         out = []
@@ -117,7 +146,7 @@ class Driver:
         return {}
 
     def op_close(self, _cmd: dict[str, Any]) -> dict[str, Any]:
-        for client in (self.producer, self.consumer):
+        for client in (self.producer, self.consumer, self.pusher):
             if client is not None:
                 client.shutdown()
         return {}

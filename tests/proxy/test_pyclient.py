@@ -9,7 +9,7 @@ from typing import Any
 from clusterprocs import pull_bodies
 from pyclient import PyClient
 
-from conftest import ProxyCluster
+from conftest import ProxyCluster, wait_until
 
 
 def test_producer_sends_and_simple_consumer_receives_and_acks(proxy_cluster: ProxyCluster) -> None:
@@ -132,3 +132,21 @@ def test_a_remoting_consumer_and_a_grpc_consumer_both_get_the_message(proxy_clus
     assert [m["id"] for m in receive_all(consumer, 1)] == [sent]
     pulled = asyncio.run(pull_bodies(proxy_cluster.namesrv.address, "GrpcShared", "remoting-shared-4x"))
     assert pulled == [b"both"]
+
+
+def test_a_push_consumer_gets_messages_and_a_failed_one_again(proxy_cluster: ProxyCluster) -> None:
+    producer = proxy_cluster.client()
+    producer.call("producer", topics=["GrpcShared"])
+    sent = {producer.call("send", topic="GrpcShared", body=f"push-{i}")["id"] for i in range(3)}
+    assert len(sent) == 3
+    pusher = proxy_cluster.client()
+    pusher.call("push", group="grpc-push", topic="GrpcShared", fail_first=True)
+    # QueryAssignment, auto-renew receives, ChangeInvisibleDuration by the retry backoff (1 s), acks
+
+    def all_three() -> list[list[Any]] | None:
+        got = [m for m in pusher.call("pushed")["messages"] if m[0].startswith("push-")]
+        return got if len(got) >= 3 else None
+
+    got = wait_until(all_three, timeout=90)
+    assert sorted(m[0] for m in got) == ["push-0", "push-1", "push-2"]
+    assert all(m[1] == 2 for m in got)
