@@ -23,13 +23,16 @@ from typing import Final
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from rocketq.filter import sql92
 from rocketq.protocol import messageproperties as mp
-from rocketq.protocol import namerules
+from rocketq.protocol import namerules, subscription
 from rocketq.protocol.messagetypes import Message, MessageExt
 from rocketq.proxy import delays
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.v2 import definition_pb2 as pb
 
+SQL_FILTER: Final = "SQL92"
+TAG_FILTER: Final = "TAG"
 TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 BORN_HOST: Final = "__BORNHOST"
 BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
@@ -89,6 +92,20 @@ def check_group(resource: pb.Resource) -> str:
         return namerules.check_group(name)
     except namerules.RuleError as exc:
         raise ProxyError(Code.ILLEGAL_CONSUMER_GROUP, str(exc)) from None
+
+
+def check_filter(topic: str, expression: pb.FilterExpression) -> tuple[str, str]:
+    """(expression, remoting expression type) of a receive; ILLEGAL_FILTER_EXPRESSION when it does
+    not parse (RocketMQ's proxy checks with ``FilterAPI.build`` before asking a broker)."""
+    kind = SQL_FILTER if expression.type == pb.SQL else TAG_FILTER
+    text = expression.expression or subscription.SUB_ALL
+    try:
+        subscription.build(topic, text, kind, 0)
+        if kind == SQL_FILTER:
+            sql92.compile_selector(text)
+    except (subscription.SubscriptionError, sql92.FilterSyntaxError) as exc:
+        raise ProxyError(Code.ILLEGAL_FILTER_EXPRESSION, f"filter expression {text[:200]!r}: {exc}") from None
+    return text, kind
 
 
 def message_type(msg: pb.Message) -> pb.MessageType:

@@ -55,8 +55,6 @@ MAX_POLL_MS: Final = 20_000
 MAX_POP_BATCH: Final = 32
 DEFAULT_INVISIBLE_MS: Final = 60_000
 """``defaultInvisibleTimeMills``: a push consumer's receive (auto_renew, no invisible duration)."""
-SQL_FILTER: Final = "SQL92"
-TAG_FILTER: Final = "TAG"
 EXPECTED_ERRORS: Final = (ProxyError, BrokerError, ClientError, RemotingError)
 """Failures that are answers (a status), not proxy bugs worth a traceback."""
 
@@ -201,15 +199,14 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         _authorize_consume(caller, topic, group)
         poll_ms = self._poll_ms(request, context)
         invisible_ms = self._invisible_ms(request)
-        expression = request.filter_expression
-        kind = SQL_FILTER if expression.type == pb.SQL else TAG_FILTER
+        expression, kind = convert.check_filter(topic, request.filter_expression)
         client = self.clients.get(caller.client_id)
         fifo = bool(client and client.settings.subscription.fifo)
         addr = await self.backend.master(topic, request.message_queue.broker.name)
         result = await self.backend.pops.pop(
             addr, request.message_queue.broker.name, group, topic,
             max_nums=max(1, min(request.batch_size or MAX_POP_BATCH, MAX_POP_BATCH)), invisible_ms=invisible_ms,
-            poll_ms=poll_ms, expression=expression.expression or "*", expression_type=kind, order=fifo,
+            poll_ms=poll_ms, expression=expression, expression_type=kind, order=fifo,
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None)
         if result.status is PopStatus.POLLING_FULL:
             return [spb.ReceiveMessageResponse(status=status.of(Code.TOO_MANY_REQUESTS, "polling full"))]

@@ -5,7 +5,8 @@ RocketMQ's proxy reports business errors inside the response (``status.code`` fr
 that field. A handler raises ``ProxyError(code, message)`` and the service turns it into the
 response's status. Broker answers (remoting response codes) map as RocketMQ's
 ``ResponseBuilder`` maps them, plus the two codes whose meaning is unambiguous in v2
-(TOPIC_NOT_EXIST → TOPIC_NOT_FOUND, NO_PERMISSION → FORBIDDEN).
+(TOPIC_NOT_EXIST → TOPIC_NOT_FOUND, NO_PERMISSION → FORBIDDEN, SUBSCRIPTION_PARSE_FAILED →
+ILLEGAL_FILTER_EXPRESSION).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ BROKER_CODES: Final[dict[int, pb.Code]] = {
     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: Code.CONSUMER_GROUP_NOT_FOUND,
     ResponseCode.TOPIC_NOT_EXIST: Code.TOPIC_NOT_FOUND,
     ResponseCode.NO_PERMISSION: Code.FORBIDDEN,
+    ResponseCode.SUBSCRIPTION_PARSE_FAILED: Code.ILLEGAL_FILTER_EXPRESSION,
 }
 
 

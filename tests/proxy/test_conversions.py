@@ -181,3 +181,16 @@ def test_metadata_needs_a_client_id() -> None:
 def test_combined_status_is_the_single_code_or_multiple_results() -> None:
     assert status.combined([status.ok(), status.ok()]).code == Code.OK
     assert status.combined([status.ok(), status.of(Code.FORBIDDEN, "x")]).code == Code.MULTIPLE_RESULTS
+
+
+@pytest.mark.parametrize(("kind", "text"), [(pb.SQL, "a >"), (pb.SQL, "color = 'red' AND"), (pb.SQL, "(n = 1")])
+def test_filters_that_do_not_parse_are_illegal_filter_expressions(kind: int, text: str) -> None:
+    with pytest.raises(ProxyError) as err:
+        convert.check_filter("T", pb.FilterExpression(type=kind, expression=text))
+    assert err.value.code == Code.ILLEGAL_FILTER_EXPRESSION
+
+
+def test_good_filters_pass_with_their_remoting_type() -> None:
+    assert convert.check_filter("T", pb.FilterExpression(type=pb.TAG, expression="a || b")) == ("a || b", "TAG")
+    assert convert.check_filter("T", pb.FilterExpression(type=pb.SQL, expression="n > 3")) == ("n > 3", "SQL92")
+    assert convert.check_filter("T", pb.FilterExpression()) == ("*", "TAG")

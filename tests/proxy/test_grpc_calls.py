@@ -90,6 +90,13 @@ async def test_invisible_times_outside_the_bounds_are_refused(stub: grpc_v2.Mess
     assert answers[-1].WhichOneof("content") == "delivery_timestamp"
 
 
+async def test_a_filter_that_does_not_parse_is_an_illegal_filter_expression(
+        stub: grpc_v2.MessagingServiceStub) -> None:
+    answers = await receive(stub, invisible_duration=seconds(15), long_polling_timeout=seconds(5),
+                            filter_expression=pb.FilterExpression(type=pb.SQL, expression="a >"))
+    assert answers[0].status.code == Code.ILLEGAL_FILTER_EXPRESSION
+
+
 async def test_stale_and_garbage_receipt_handles_are_invalid(stub: grpc_v2.MessagingServiceStub) -> None:
     stale = "0 1000 10000 0 0 broker-a 0 0 123"  # popped in 1970, invisible for 10 s
     entries = [spb.AckMessageEntry(message_id="01AB", receipt_handle=h) for h in (stale, "garbage")]
