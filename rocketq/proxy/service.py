@@ -22,6 +22,7 @@ override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscripti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -326,7 +327,8 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                     if reply is not None:
                         await stream.put(reply)
             finally:
-                stream.put_nowait(None) if not stream.full() else None
+                with contextlib.suppress(asyncio.QueueFull):  # a full stream's reader is gone anyway
+                    stream.put_nowait(None)
 
         reader = asyncio.create_task(read())
         try:
