@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-fast lint bench bench-matrix chaos clean
+.PHONY: venv run test test-fast lint bench bench-matrix chaos clean proto
 
 venv: $(STAMP)
 
@@ -46,6 +46,10 @@ CHAOS_DURATION ?= 3600
 CHAOS_SEED ?= 1
 chaos: venv
 	$(PY) -m e2e.chaos.runner --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
+
+## proto: regenerate rocketq/proxy/v2 (the apache.rocketmq.v2 gRPC stubs) from rocketq/proxy/proto
+proto: venv
+	$(PY) -m rocketq.proxy.protogen
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

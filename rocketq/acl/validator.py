@@ -84,6 +84,11 @@ def _signed(account: Account, request: RemotingCommand) -> bool:
     return hmac.compare_digest(expected, given)
 
 
+def permitted(account: Account, needed: Resources) -> str | None:
+    """None when the account may use every resource as ``needed`` (the gRPC proxy's check)."""
+    return _permitted(account, RequestCode.SEND_MESSAGE_V2, needed)
+
+
 def _permitted(account: Account, code: int, needed: Resources) -> str | None:
     if needed.get(TRACE_TOPIC) == permissions.PUB:
         return None

@@ -25,6 +25,7 @@ from rocketq.acl.settings import AclSettings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
 from rocketq.ha.settings import HASettings, refuse_unsupported
+from rocketq.proxy.settings import ProxySettings
 from rocketq.settings import SettingsError
 from rocketq.store.configfiles import ConfigFileError
 from rocketq.store.mappedfile import StoreFileError
@@ -32,7 +33,7 @@ from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
 
-SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings, AclSettings)
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings, AclSettings, ProxySettings)
 ORDINAL = re.compile(r"-(\d+)$")
 MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
@@ -115,6 +116,7 @@ def command(
 ) -> None:
     """Run a broker."""
     from rocketq.broker.server import BrokerServer
+    from rocketq.proxy import local  # grpc loads only for a broker that serves gRPC
 
     overrides: dict[str, str] = {}
     for item in extra:
@@ -138,12 +140,17 @@ def command(
         identity, behaviour, store, unknown = load(config, overrides)
         ha = load_ha(config, overrides)
         acl = settings.build(AclSettings, settings.read_properties(config) if config else {}, overrides=overrides)
+        endpoint = local.local_settings(settings.read_properties(config) if config else {}, overrides)
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     for line in ignored_key_warnings(unknown):
         log.warning(line)
+    def make() -> BrokerServer | local.BrokerWithEndpoint:
+        broker = BrokerServer(identity, behaviour, store, ha, acl)
+        return broker if endpoint is None else local.BrokerWithEndpoint(broker, endpoint)
+
     code = serving.run(
-        lambda: BrokerServer(identity, behaviour, store, ha, acl),
+        make,
         lambda b: f"rocketq broker {identity.broker_name} listening on {b.address}",
         CONFIG_ERRORS,
     )

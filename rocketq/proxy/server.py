@@ -1,0 +1,73 @@
+"""The gRPC server that serves ``MessagingService`` (grpc.aio), in either proxy mode.
+
+CLUSTER (``rocketq proxy``): routes name the address each client dialled with the proxy's own
+gRPC port, as RocketMQ's ``ClusterTopicRouteService`` does, so clients behind a Service or a
+load balancer keep using that address. LOCAL (inside a broker): routes name the broker's host
+(``grpcAdvertisedHost`` if set) with the gRPC port.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import grpc
+
+from rocketq.acl import plainacl
+from rocketq.acl.settings import AclSettings
+from rocketq.proxy import routing
+from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
+from rocketq.proxy.clients import ClientTable
+from rocketq.proxy.service import MessagingService
+from rocketq.proxy.settings import ProxyMode, ProxySettings
+from rocketq.proxy.transactions import Transactions
+from rocketq.proxy.v2 import definition_pb2 as pb
+from rocketq.proxy.v2 import service_pb2_grpc as grpc_v2
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S: Final = 5.0
+"""How long open streams (long polls, telemetry) get to finish when the proxy stops."""
+MAX_MESSAGE_BYTES: Final = -1
+"""No gRPC size limit of its own: the proxy checks bodies against maxMessageSize (in-band status)."""
+LOOPBACK: Final = "127.0.0.1"
+
+
+class ProxyServer:
+    def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK,
+                 acl_settings: AclSettings | None = None) -> None:
+        self.settings = settings
+        self.acl_settings = acl_settings or AclSettings()
+        table = ClientTable()
+        self.backend = Backend(namesrv_addr or settings.namesrv_addr, max_message_size=settings.max_message_size,
+                               transactions=Transactions(table, PROXY_PRODUCER_GROUP))
+        self.port = settings.grpc_server_port
+        self._local_host = settings.advertised_host or local_host
+        self.service = MessagingService(settings, self.backend, table, self._advertised)
+        self._server: grpc.aio.Server | None = None
+
+    def _advertised(self, dialled: pb.Endpoints) -> pb.Endpoints:
+        if self.settings.proxy_mode is ProxyMode.CLUSTER and dialled.addresses:
+            return pb.Endpoints(scheme=dialled.scheme, addresses=[
+                pb.Address(host=a.host, port=self.port) for a in dialled.addresses])
+        return routing.endpoints(self._local_host, self.port)
+
+    async def start(self) -> None:
+        if self.acl_settings.acl_enable:
+            self.service.acl = plainacl.load(self.acl_settings.path())  # AclFileError: a config error
+        await self.backend.start()
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                                          ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+        grpc_v2.add_MessagingServiceServicer_to_server(self.service, server)
+        self.port = server.add_insecure_port(f"{self.settings.bind_address}:{self.settings.grpc_server_port}")
+        if self.port == 0:
+            raise OSError(f"cannot bind the gRPC port {self.settings.bind_address}:{self.settings.grpc_server_port}")
+        self._server = server
+        await server.start()
+        log.info("gRPC endpoint (%s mode) on port %d", self.settings.proxy_mode.value, self.port)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.stop(STOP_GRACE_S)
+            self._server = None
+        await self.backend.close()

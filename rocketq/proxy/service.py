@@ -1,0 +1,350 @@
+"""The apache.rocketmq.v2 MessagingService: each v2 call as the remoting requests it stands for.
+
+Every unary call first reads the caller from its metadata (``clients.caller``), then answers
+with an in-band status (``status``): the gRPC status is OK even for a refused request, as
+RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
+
+- QueryRoute / QueryAssignment: the name server's route, with the proxy as every broker's
+  endpoint (``routing``).
+- Heartbeat / NotifyClientTermination: need the client's Settings (Telemetry) first.
+- SendMessage: each message converted (``convert.to_remoting``) and sent by the SDK producer.
+- ReceiveMessage: one POP_MESSAGE on the broker the queue names (every queue of it: the v2
+  queue id is not used), answered as status, then the messages, then a delivery timestamp.
+- AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue: the receipt handle
+  names broker, queue and checkpoint (``receipts``).
+- Telemetry: the Settings exchange, and the stream the proxy writes server commands to.
+
+Not implemented (gRPC status UNIMPLEMENTED, as RocketMQ's proxy answers the calls it does not
+override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription, RecallMessage
+(rocketq has no timer wheel to recall from).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import grpc
+from google.protobuf import timestamp_pb2
+
+from rocketq.acl import permissions, validator
+from rocketq.acl.plainacl import AclConfig
+from rocketq.client.errors import BrokerError, ClientError
+from rocketq.protocol.poprequests import PopStatus
+from rocketq.proxy import auth, clients, convert, routing, status
+from rocketq.proxy.backend import Backend
+from rocketq.proxy.receipts import ReceiptHandle
+from rocketq.proxy.settings import ProxySettings
+from rocketq.proxy.status import Code, ProxyError
+from rocketq.proxy.v2 import definition_pb2 as pb
+from rocketq.proxy.v2 import service_pb2 as spb
+from rocketq.proxy.v2 import service_pb2_grpc as grpc_v2
+from rocketq.ratelimit import LogLimiter
+from rocketq.remoting.errors import RemotingError
+from rocketq.store.settings import parse_delay_levels
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+MIN_POLL_MS: Final = 5_000
+MAX_POLL_MS: Final = 20_000
+MAX_POP_BATCH: Final = 32
+DEFAULT_INVISIBLE_MS: Final = 60_000
+"""``defaultInvisibleTimeMills``: a push consumer's receive (auto_renew, no invisible duration)."""
+EXPECTED_ERRORS: Final = (ProxyError, BrokerError, ClientError, RemotingError)
+"""Failures that are answers (a status), not proxy bugs worth a traceback."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessagingService(grpc_v2.MessagingServiceServicer):
+    def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None):
+        self.settings = settings
+        self.acl = acl
+        """The accounts when ACL is on (``auth``); None: no call is checked."""
+        self.backend = backend
+        self.clients = table
+        self._advertised = advertised
+        """The endpoints put in routes, given the ones the client dialled (mode-dependent)."""
+        self._delay_levels = parse_delay_levels(settings.message_delay_level)
+        self._warnings = LogLimiter(log)
+
+    def _identify(self, context: Any) -> clients.Caller:
+        """The caller, authenticated when ACL is on; ProxyError when refused."""
+        caller = clients.caller(context.invocation_metadata())
+        if self.acl is None:
+            return caller
+        account = auth.authenticate(self.acl, caller.headers, auth.peer_ip(context.peer()))
+        return dataclasses.replace(caller, account=account)
+
+    async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],
+                      body: Callable[[clients.Caller], Awaitable[R]]) -> R:
+        """Run ``body`` for the caller; any failure becomes the response's status."""
+        try:
+            return await body(self._identify(context))
+        except EXPECTED_ERRORS as exc:
+            return make(status=status.from_exception(exc))
+        except Exception as exc:
+            self._warnings.warning(type(exc).__name__, "v2 call failed unexpectedly: %r", exc)
+            return make(status=status.from_exception(exc))
+
+    # --- routes and clients -------------------------------------------------------------------
+
+    async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
+        async def body(caller: clients.Caller) -> spb.QueryRouteResponse:
+            topic = convert.check_topic(request.topic)
+            auth.authorize(caller.account, {topic: permissions.ANY})
+            route = await self.backend.route(topic)
+            queues = routing.message_queues(route, topic, self._advertised(request.endpoints),
+                                            request.topic.resource_namespace)
+            return spb.QueryRouteResponse(status=status.ok(), message_queues=queues)
+        return await self._answer(context, spb.QueryRouteResponse, body)
+
+    async def QueryAssignment(self, request: spb.QueryAssignmentRequest,
+                              context: Any) -> spb.QueryAssignmentResponse:
+        async def body(caller: clients.Caller) -> spb.QueryAssignmentResponse:
+            topic = convert.check_topic(request.topic)
+            group = convert.check_group(request.group)
+            auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
+            route = await self.backend.route(topic)
+            found = routing.assignments(route, topic, self._advertised(request.endpoints), fifo=False)
+            if not found:
+                raise ProxyError(Code.FORBIDDEN, "no readable queue")
+            return spb.QueryAssignmentResponse(status=status.ok(), assignments=found)
+        return await self._answer(context, spb.QueryAssignmentResponse, body)
+
+    async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
+        async def body(caller: clients.Caller) -> spb.HeartbeatResponse:
+            self.clients.require(caller.client_id)
+            return spb.HeartbeatResponse(status=status.ok())
+        return await self._answer(context, spb.HeartbeatResponse, body)
+
+    async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest,
+                                      context: Any) -> spb.NotifyClientTerminationResponse:
+        async def body(caller: clients.Caller) -> spb.NotifyClientTerminationResponse:
+            self.clients.require(caller.client_id)
+            self.clients.forget(caller.client_id)
+            return spb.NotifyClientTerminationResponse(status=status.ok())
+        return await self._answer(context, spb.NotifyClientTerminationResponse, body)
+
+    # --- sending ------------------------------------------------------------------------------
+
+    async def _send_one(self, message: pb.Message) -> spb.SendResultEntry:
+        try:
+            msg = convert.to_remoting(message, max_body_size=self.settings.max_message_size,
+                                      max_delay_ms=self.settings.max_delay_time_mills,
+                                      delay_levels_ms=self._delay_levels, now_ms=_now_ms())
+            result = await self.backend.send(msg)
+        except EXPECTED_ERRORS as exc:
+            return spb.SendResultEntry(status=status.from_exception(exc))
+        sent = status.ok() if result.status.name == "SEND_OK" else status.of(
+            SEND_STATUS_CODES.get(result.status.name, Code.INTERNAL_SERVER_ERROR), result.status.name)
+        return spb.SendResultEntry(status=sent, message_id=result.msg_id, transaction_id=result.msg_id,
+                                   offset=result.queue_offset)
+
+    async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
+        async def body(caller: clients.Caller) -> spb.SendMessageResponse:
+            if not request.messages:
+                raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
+            if len({m.topic.name for m in request.messages}) > 1:
+                raise ProxyError(Code.MESSAGE_CORRUPTED, "messages of one request must share a topic")
+            auth.authorize(caller.account, {request.messages[0].topic.name: permissions.PUB})
+            entries = [await self._send_one(m) for m in request.messages]
+            return spb.SendMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
+        return await self._answer(context, spb.SendMessageResponse, body)
+
+    async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
+        async def body(caller: clients.Caller) -> spb.EndTransactionResponse:
+            topic = convert.check_topic(request.topic)
+            auth.authorize(caller.account, {topic: permissions.PUB})
+            await self.backend.end_transaction(topic, request.transaction_id, request.resolution, request.source)
+            return spb.EndTransactionResponse(status=status.ok())
+        return await self._answer(context, spb.EndTransactionResponse, body)
+
+    # --- receiving ----------------------------------------------------------------------------
+
+    def _poll_ms(self, request: spb.ReceiveMessageRequest, context: Any) -> int:
+        remaining = context.time_remaining()
+        if request.HasField("long_polling_timeout"):
+            poll = convert.duration_ms(request.long_polling_timeout)
+        elif remaining is not None:
+            poll = int(remaining * 1000) - 1_500
+        else:
+            poll = MAX_POLL_MS
+        poll = max(MIN_POLL_MS, min(MAX_POLL_MS, poll))
+        if remaining is not None and remaining * 1000 < MIN_POLL_MS:
+            raise ProxyError(Code.ILLEGAL_POLLING_TIME, "the deadline leaves less than the shortest poll time")
+        return poll
+
+    def _invisible_ms(self, request: spb.ReceiveMessageRequest) -> int:
+        if request.auto_renew or not request.HasField("invisible_duration"):
+            return DEFAULT_INVISIBLE_MS  # RocketMQ's proxy renews auto-renewed handles; rocketq does not yet
+        invisible = convert.duration_ms(request.invisible_duration)
+        lo, hi = self.settings.min_invisible_time_mills_for_recv, self.settings.max_invisible_time_mills
+        if not lo <= invisible <= hi:
+            raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible time {invisible} ms is outside {lo}..{hi} ms")
+        return invisible
+
+    async def _receive(self, request: spb.ReceiveMessageRequest, context: Any) -> list[spb.ReceiveMessageResponse]:
+        caller = self._identify(context)
+        group = convert.check_group(request.group)
+        topic = convert.check_topic(request.message_queue.topic)
+        _authorize_consume(caller, topic, group)
+        poll_ms = self._poll_ms(request, context)
+        invisible_ms = self._invisible_ms(request)
+        expression, kind = convert.check_filter(topic, request.filter_expression)
+        client = self.clients.get(caller.client_id)
+        fifo = bool(client and client.settings.subscription.fifo)
+        addr = await self.backend.master(topic, request.message_queue.broker.name)
+        result = await self.backend.pops.pop(
+            addr, request.message_queue.broker.name, group, topic,
+            max_nums=max(1, min(request.batch_size or MAX_POP_BATCH, MAX_POP_BATCH)), invisible_ms=invisible_ms,
+            poll_ms=poll_ms, expression=expression, expression_type=kind, order=fifo,
+            attempt_id=request.attempt_id if request.HasField("attempt_id") else None)
+        if result.status is PopStatus.POLLING_FULL:
+            return [spb.ReceiveMessageResponse(status=status.of(Code.TOO_MANY_REQUESTS, "polling full"))]
+        if not result.messages:
+            return [spb.ReceiveMessageResponse(status=status.of(Code.MESSAGE_NOT_FOUND, "no new message"))]
+        out = [spb.ReceiveMessageResponse(status=status.ok())]
+        out.extend(spb.ReceiveMessageResponse(message=convert.to_v2(p.message, topic=topic,
+                                                                    receipt_handle=p.receipt_handle))
+                   for p in result.messages)
+        return out
+
+    async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
+                             context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        try:
+            answers = await self._receive(request, context)
+        except Exception as exc:
+            if not isinstance(exc, EXPECTED_ERRORS):
+                self._warnings.warning(type(exc).__name__, "receive failed unexpectedly: %r", exc)
+            answers = [spb.ReceiveMessageResponse(status=status.from_exception(exc))]
+        for answer in answers:
+            yield answer
+        now = timestamp_pb2.Timestamp()
+        now.GetCurrentTime()
+        yield spb.ReceiveMessageResponse(delivery_timestamp=now)
+
+    async def _ack_one(self, group: str, topic: str, entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
+        try:
+            handle = ReceiptHandle.parse(entry.receipt_handle)
+            handle.check_alive(_now_ms())
+            addr = await self.backend.master(topic, handle.extra.broker_name)
+            await self.backend.pops.ack(addr, group, handle.as_popped(topic, group, entry.message_id))
+            answer = status.ok()
+        except EXPECTED_ERRORS as exc:
+            answer = status.from_exception(exc)
+        return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                         status=answer)
+
+    async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:
+        async def body(caller: clients.Caller) -> spb.AckMessageResponse:
+            group = convert.check_group(request.group)
+            topic = convert.check_topic(request.topic)
+            _authorize_consume(caller, topic, group)
+            if not request.entries:
+                raise ProxyError(Code.BAD_REQUEST, "no entry to ack")
+            entries = [await self._ack_one(group, topic, e) for e in request.entries]
+            return spb.AckMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
+        return await self._answer(context, spb.AckMessageResponse, body)
+
+    async def _target(self, caller: clients.Caller, request: Any) -> tuple[str, str, ReceiptHandle, str]:
+        """(group, topic, handle, broker address) of a call that names a received message."""
+        group = convert.check_group(request.group)
+        topic = convert.check_topic(request.topic)
+        _authorize_consume(caller, topic, group)
+        handle = ReceiptHandle.parse(request.receipt_handle)
+        return group, topic, handle, await self.backend.master(topic, handle.extra.broker_name)
+
+    async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest,
+                                      context: Any) -> spb.ChangeInvisibleDurationResponse:
+        async def body(caller: clients.Caller) -> spb.ChangeInvisibleDurationResponse:
+            invisible = convert.duration_ms(request.invisible_duration)
+            if not 0 <= invisible <= self.settings.max_invisible_time_mills:
+                raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible time {invisible} ms is out of range")
+            group, topic, handle, addr = await self._target(caller, request)
+            handle.check_alive(_now_ms())
+            try:
+                changed = await self.backend.pops.change_invisible_time(
+                    addr, group, handle.as_popped(topic, group, request.message_id), invisible)
+            except BrokerError as exc:
+                raise ProxyError(Code.INTERNAL_SERVER_ERROR, str(exc)) from None
+            return spb.ChangeInvisibleDurationResponse(status=status.ok(), receipt_handle=changed.receipt_handle)
+        return await self._answer(context, spb.ChangeInvisibleDurationResponse, body)
+
+    async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,
+                                              context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
+        async def body(caller: clients.Caller) -> spb.ForwardMessageToDeadLetterQueueResponse:
+            group, topic, handle, addr = await self._target(caller, request)
+            if handle.commit_log_offset is None:
+                raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "receipt handle has no commit log offset")
+            await self.backend.pops.forward_to_dlq(addr, group, handle.as_popped(topic, group, request.message_id),
+                                                   max(0, request.max_delivery_attempts - 1))
+            return spb.ForwardMessageToDeadLetterQueueResponse(status=status.ok())
+        return await self._answer(context, spb.ForwardMessageToDeadLetterQueueResponse, body)
+
+    # --- telemetry ----------------------------------------------------------------------------
+
+    def _on_command(self, caller: clients.Caller, command: spb.TelemetryCommand,
+                    stream: clients.Outgoing) -> spb.TelemetryCommand | None:
+        """The reply to one client command (None: the command needs none)."""
+        which = command.WhichOneof("command")
+        if which == "settings":
+            try:
+                merged = clients.merged_settings(
+                    command.settings, max_body_size=self.settings.max_message_size,
+                    validate_type=self.settings.enable_topic_message_type_check)
+            except ProxyError as exc:
+                return spb.TelemetryCommand(status=status.of(exc.code, exc.message))
+            self.clients.register(caller.client_id, command.settings, stream)
+            return spb.TelemetryCommand(status=status.ok(), settings=merged)
+        # thread stack traces and verify results answer commands this proxy has not sent
+        self._warnings.log(logging.DEBUG, caller.client_id, "telemetry %s from %s ignored", which, caller.client_id)
+        return None
+
+    async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand],
+                        context: Any) -> AsyncIterator[spb.TelemetryCommand]:
+        """Replies to the client's commands and the commands the proxy queues for it, on one stream."""
+        try:
+            caller = self._identify(context)
+        except ProxyError as exc:
+            yield spb.TelemetryCommand(status=status.of(exc.code, exc.message))
+            return
+        stream: clients.Outgoing = asyncio.Queue(clients.MAX_OUTGOING_COMMANDS)
+
+        async def read() -> None:
+            try:
+                async for command in request_iterator:
+                    reply = self._on_command(caller, command, stream)
+                    if reply is not None:
+                        await stream.put(reply)
+            finally:
+                with contextlib.suppress(asyncio.QueueFull):  # a full stream's reader is gone anyway
+                    stream.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (item := await stream.get()) is not None:
+                yield item
+        finally:
+            reader.cancel()
+            self.clients.detach(caller.client_id, stream)
+
+
+def _authorize_consume(caller: clients.Caller, topic: str, group: str) -> None:
+    auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
+
+
+SEND_STATUS_CODES: Final = {
+    "FLUSH_DISK_TIMEOUT": Code.MASTER_PERSISTENCE_TIMEOUT,
+    "FLUSH_SLAVE_TIMEOUT": Code.SLAVE_PERSISTENCE_TIMEOUT,
+    "SLAVE_NOT_AVAILABLE": Code.HA_NOT_AVAILABLE,
+}

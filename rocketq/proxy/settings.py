@@ -1,0 +1,110 @@
+"""The gRPC proxy's settings: RocketMQ proxy's key names, read from rmq-proxy.json.
+
+RocketMQ's proxy reads ``conf/rmq-proxy.json``, a JSON object of ProxyConfig fields (the shipped
+one is ``{"rocketMQClusterName": "DefaultCluster"}``). rocketq reads the same file: every value
+may be a JSON string, number or boolean, and is checked as the broker's settings are (a bad
+value stops the process at start-up naming the key). Keys RocketMQ's proxy knows but rocketq
+does not use are reported as ignored, not rejected, so a RocketMQ file works unchanged.
+
+``proxyMode`` CLUSTER talks remoting to the brokers the name server (``namesrvAddr``) lists;
+LOCAL is the endpoint a broker starts inside itself when its broker.conf sets ``grpcServerPort``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from rocketq import settings
+from rocketq.acl.settings import AclSettings
+from rocketq.settings import SettingsError, setting
+from rocketq.store.settings import parse_delay_levels
+
+DEFAULT_GRPC_PORT: Final = 8081
+DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+MIN_INVISIBLE_MS_FOR_RECEIVE: Final = 10_000
+MAX_INVISIBLE_MS: Final = 12 * 3600 * 1000
+MAX_DELAY_MS: Final = 24 * 3600 * 1000
+DEFAULT_DELAY_LEVELS: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+class ProxyMode(enum.Enum):
+    CLUSTER = "CLUSTER"
+    LOCAL = "LOCAL"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    proxy_mode: ProxyMode = setting(  # noqa: RUF009 - setting() returns a dataclass field
+        "proxyMode", ProxyMode.CLUSTER,
+        "CLUSTER: remoting to the brokers the name server lists; LOCAL: inside a broker.")
+    rocketmq_cluster_name: str = setting("rocketMQClusterName", "DefaultCluster",
+                                         "The broker cluster this proxy fronts (reported in routes and logs).")
+    namesrv_addr: str = setting("namesrvAddr", "", "Name servers, host:port;host:port.", env="NAMESRV_ADDR")
+    grpc_server_port: int = setting("grpcServerPort", DEFAULT_GRPC_PORT,
+                                    "Port of the apache.rocketmq.v2 gRPC endpoint; 0 picks a free one.")
+    bind_address: str = setting("grpcBindAddress", "0.0.0.0", "Address the gRPC listener binds to (rocketq's key).")
+    advertised_host: str = setting(
+        "grpcAdvertisedHost", "",
+        "Host put in routes in LOCAL mode (rocketq's key); empty: the broker's own address host.")
+    max_message_size: int = setting("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE,
+                                    "Largest message body accepted (MESSAGE_BODY_TOO_LARGE above).")
+    enable_topic_message_type_check: bool = setting(
+        "enableTopicMessageTypeCheck", True, "Told to producers: check a message's type against the queue's.")
+    min_invisible_time_mills_for_recv: int = setting(
+        "minInvisibleTimeMillsForRecv", MIN_INVISIBLE_MS_FOR_RECEIVE, "Shortest invisible time a receive may ask.")
+    max_invisible_time_mills: int = setting("maxInvisibleTimeMills", MAX_INVISIBLE_MS,
+                                            "Longest invisible time a receive or change may ask.")
+    max_delay_time_mills: int = setting("maxDelayTimeMills", MAX_DELAY_MS,
+                                        "How far ahead a delivery timestamp may be (ILLEGAL_DELIVERY_TIME).")
+    message_delay_level: str = setting(
+        "messageDelayLevel", DEFAULT_DELAY_LEVELS,
+        "The brokers' delay levels (rocketq: a delivery timestamp is sent as the first level that is not earlier).")
+
+    def __post_init__(self) -> None:
+        settings.check_port("grpcServerPort", self.grpc_server_port)
+        if self.proxy_mode is ProxyMode.CLUSTER:
+            if not self.namesrv_addr:
+                raise SettingsError("namesrvAddr is required in CLUSTER mode")
+            settings.check_addresses("namesrvAddr", self.namesrv_addr)
+        if self.max_message_size <= 0:
+            raise SettingsError(f"maxMessageSize={self.max_message_size}: expected a positive size")
+        if not 0 < self.min_invisible_time_mills_for_recv <= self.max_invisible_time_mills:
+            raise SettingsError("minInvisibleTimeMillsForRecv must be positive and at most maxInvisibleTimeMills")
+        if self.max_delay_time_mills <= 0:
+            raise SettingsError(f"maxDelayTimeMills={self.max_delay_time_mills}: expected a positive time")
+        parse_delay_levels(self.message_delay_level)
+
+
+def read_json(path: str | Path) -> dict[str, str]:
+    """rmq-proxy.json as key → text (what ``settings.build`` takes); SettingsError if unreadable."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise SettingsError(f"cannot parse config file {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"config file {path}: expected a JSON object of ProxyConfig keys")
+    return {str(k): _text(str(k), v) for k, v in data.items()}
+
+
+def _text(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    # RocketMQ's proxy has list/object keys too; rocketq uses none of them, so they pass unread
+    return json.dumps(value)
+
+
+def load(values: Mapping[str, str],
+         overrides: Mapping[str, str] | None = None) -> tuple[ProxySettings, AclSettings, list[str]]:
+    """Settings (the proxy's and its ACL's) from the file's values plus overrides, and the keys nothing uses."""
+    merged = {**values, **(overrides or {})}
+    return (settings.build(ProxySettings, merged), settings.build(AclSettings, merged),
+            settings.unknown_keys(merged, [ProxySettings, AclSettings]))

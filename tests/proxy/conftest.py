@@ -1,0 +1,101 @@
+"""gRPC proxy tests: real `rocketq namesrv`, `rocketq broker` and `rocketq proxy` processes on
+127.0.0.1 (tests/integration's launcher), driven by the official Python client in a child process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+_SHARED = pathlib.Path(__file__).resolve().parents[1] / "integration"
+if str(_SHARED) not in sys.path:
+    sys.path.insert(0, str(_SHARED))
+
+from clusterprocs import Proc, Processes  # noqa: E402 - importable once the path above is set
+from pyclient import PyClient  # noqa: E402
+
+from rocketq.admin.client import AdminClient  # noqa: E402
+from rocketq.local.ports import free_port  # noqa: E402
+from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
+
+TOPICS = ("GrpcNormal", "GrpcFifo", "GrpcDelay", "GrpcTx", "GrpcShared")
+FAST_BROKER = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s", "transactionTimeOut": "2000",
+               "transactionCheckInterval": "1000"}
+ROUTE_WAIT_S = 30.0
+
+
+@dataclass
+class ProxyCluster:
+    namesrv: Proc
+    broker: Proc
+    proxy: Proc
+    tmp: pathlib.Path
+    _clients: list[PyClient]
+
+    @property
+    def endpoint(self) -> str:
+        return self.proxy.address
+
+    def client(self) -> PyClient:
+        c = PyClient(self.endpoint, self.tmp / f"pyclient-{len(self._clients)}")
+        self._clients.append(c)
+        return c
+
+
+async def create_topics(namesrv: str, broker: str) -> None:
+    async with AdminClient(namesrv) as admin:
+        for topic in TOPICS:
+            await admin.create_topic(broker, TopicConfig(topic, 4, 4))
+        deadline = time.monotonic() + ROUTE_WAIT_S
+        for topic in TOPICS:
+            while True:
+                try:
+                    await admin.topic_route(topic)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
+
+
+def _proxy_json(tmp: pathlib.Path) -> pathlib.Path:
+    conf = tmp / "rmq-proxy.json"
+    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s"}))
+    return conf
+
+
+@pytest.fixture(scope="module")
+def proxy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyCluster]:
+    """One cluster per test module (each test uses its own topics or groups); clients are per cluster."""
+    tmp_path = tmp_path_factory.mktemp("proxy")
+    procs = Processes(tmp_path)
+    clients: list[PyClient] = []
+    try:
+        ns = procs.namesrv()
+        broker = procs.broker(ns.address, config=FAST_BROKER)
+        asyncio.run(create_topics(ns.address, broker.address))
+        proxy = procs.start(["proxy", "-n", ns.address, "--grpc-port", str(free_port()),
+                             "-c", str(_proxy_json(tmp_path))], "proxy")
+        proxy.address = proxy.address.replace("0.0.0.0", "127.0.0.1")
+        yield ProxyCluster(ns, broker, proxy, tmp_path, clients)
+    finally:
+        for c in clients:
+            c.close()
+        procs.stop_all()
+
+
+def wait_until(probe: Callable[[], object], timeout: float = 60.0, every: float = 0.5) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(every)
