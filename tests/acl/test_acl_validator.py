@@ -103,7 +103,8 @@ def test_white_addresses_skip_what_they_should() -> None:
      "Need admin permission for request code=1008, but accessKey=userAK1 is not"),
     (RequestCode.SEND_MESSAGE_V2, send_v2("RMQ_SYS_TRACE_TOPIC"), b"", None),
     (RequestCode.POP_MESSAGE, {"consumerGroup": "g1", "topic": "topicC"}, b"", None),
-    (RequestCode.POP_MESSAGE, {"consumerGroup": "g1", "topic": "topicA"}, b"", "No default permission for topic:topicA"),
+    (RequestCode.POP_MESSAGE, {"consumerGroup": "g1", "topic": "topicA"}, b"",
+     "No default permission for topic:topicA"),
     (RequestCode.ACK_MESSAGE, {"consumerGroup": "groupA", "topic": "topicC"}, b"",
      "No default permission for group:groupA"),
     (RequestCode.CHANGE_MESSAGE_INVISIBLETIME, {"consumerGroup": "g1", "topic": "topicA"}, b"",
@@ -114,7 +115,8 @@ def test_white_addresses_skip_what_they_should() -> None:
      "No default permission for topic:topicA"),
     (RequestCode.QUERY_ASSIGNMENT, {}, orjson.dumps({"topic": "topicC", "consumerGroup": "groupA", "clientId": "c"}),
      "No default permission for group:groupA"),
-    (RequestCode.QUERY_ASSIGNMENT, {}, orjson.dumps({"topic": "topicC", "consumerGroup": "g1", "clientId": "c"}), None),
+    (RequestCode.QUERY_ASSIGNMENT, {}, orjson.dumps({"topic": "topicC", "consumerGroup": "g1", "clientId": "c"}),
+     None),
 ])
 def test_permissions_by_request_code(code: int, ext: dict[str, str], body: bytes, refusal: str | None) -> None:
     assert validator.check(CONFIG, signed(code, ext, body), IP) == refusal
