@@ -14,7 +14,9 @@ registration is in flight share the next (``rocketq.groupcommit``), and whoever 
 registered (RocketMQ neither: the admin tool deletes it from every name server); nor does a name
 server that missed an increment (restarted, unreachable) lose it for long: the next periodic
 registration carries the whole table under the same DataVersion, which that name server has not
-seen, so it rebuilds everything.
+seen, so it rebuilds everything. Increments say so (``rocketqTopicIncrement``): a rocketq name
+server that heard only increments of a broker reads its next full table whatever its
+DataVersion. No increment goes out before the first full registration, which carries them.
 
 A table of more than ``COMPRESS_ABOVE_TOPICS`` topics is registered compressed (the
 ``compressed`` header and RocketMQ's deflated layout, ``RegisterBrokerBody.encode(true)``), and
@@ -104,6 +106,8 @@ class Registrar:
         self.ha_server_addr: str | None = None
         """A slave's master HA address (haServerAddr in the answers)."""
         self.registrations = 0
+        self._full_begun = False
+        """Set when the first full registration builds its body: changes before it are in it."""
 
     def reidentify(self, broker_id: int, ha_server_addr: str) -> None:
         """A role change: the next registrations carry the new brokerId (the name servers replace
@@ -137,12 +141,17 @@ class Registrar:
     async def _register_changed(self) -> None:
         names, self._changed = self._changed, set()
         everything, self._all_changed = self._all_changed, False
+        if not self._full_begun:
+            # No name server has this broker's table yet; the first full registration carries
+            # these changes. An increment first would leave a name server holding only the
+            # changed topics at the table's current DataVersion, and then skip the full table.
+            return
         if everything:
             await self.register_all()
         elif names:
             body = self._topic_body(names)
             if body.topic_configs:  # only deletions: nothing to register (see the module docstring)
-                await self._send(body, compress=False)
+                await self._send(body, compress=False, increment=True)
 
     async def _run(self) -> None:
         """Register every period, or soon after ``request_now``; the first one is ``start``'s caller's."""
@@ -154,11 +163,12 @@ class Registrar:
 
     async def register_all(self) -> None:
         """Register the whole topic table with every name server."""
+        self._full_begun = True
         body = self._topic_body(None)
         size = await self._send(body, compress=len(body.topic_configs) > COMPRESS_ABOVE_TOPICS)
         self.last_body_size = size
 
-    async def _send(self, body: RegisterBrokerBody, *, compress: bool) -> int:
+    async def _send(self, body: RegisterBrokerBody, *, compress: bool, increment: bool = False) -> int:
         """Encode ``body`` (off the loop when big) and register it with every name server; the
         bytes sent. The body is an immutable snapshot, so the table may change meanwhile."""
         async with self._lock:
@@ -174,6 +184,7 @@ class Registrar:
                 broker_id=self._identity.broker_id,
                 compressed=compress,
                 body_crc32=registerbodies.java_crc32(data),
+                topic_increment=increment or None,
             ).to_ext()
             results = await asyncio.gather(*(self._register_one(a, ext, data) for a in self._addrs))
             if any(results):

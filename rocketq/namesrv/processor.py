@@ -81,7 +81,8 @@ async def register_broker(ctx: Context, conn: Connection, request: RemotingComma
         wants_topics=lambda version: ctx.routes.wants_topics(
             header.broker_name, header.broker_addr, header.broker_id, version))
     registration = Registration(
-        header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body)
+        header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body,
+        increment=bool(header.topic_increment))
     timeout = header.heartbeat_timeout_millis
     result = ctx.routes.register_broker(
         registration, now=ctx.clock(), connection=conn,

@@ -53,6 +53,9 @@ class BrokerLive:
     connection: object | None
     timeout: float | None
     """Seconds of silence before expiry as the broker asked (RocketMQ 5), or None: the default."""
+    complete: bool = True
+    """False while this name server holds only topic increments of the broker's table (it has
+    not seen a full registration yet): the next registration is read whatever its DataVersion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,8 @@ class Registration:
     broker_id: int
     ha_server_addr: str
     body: RegisterBrokerBody
+    increment: bool = False
+    """The body holds only the changed topics (rocketq brokers say so; Java brokers never do)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +101,10 @@ class RouteTable:
             version = reg.body.data_version
             if first or self.is_topic_config_changed(reg.broker_addr, version):
                 self._rebuild_queues(reg.broker_name, reg.body.topic_configs)
+        previous = self.broker_live_table.get(reg.broker_addr)
+        complete = not reg.increment or (previous is not None and previous.complete)
         self.broker_live_table[reg.broker_addr] = BrokerLive(
-            reg.broker_addr, now, reg.body.data_version, reg.ha_server_addr, connection, timeout
+            reg.broker_addr, now, reg.body.data_version, reg.ha_server_addr, connection, timeout, complete
         )
         if reg.body.filter_servers:
             self.filter_server_table[reg.broker_addr] = list(reg.body.filter_servers)
@@ -146,7 +153,7 @@ class RouteTable:
 
     def is_topic_config_changed(self, broker_addr: str, version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)
-        return live is None or live.data_version != version
+        return live is None or not live.complete or live.data_version != version
 
     def data_version_of(self, broker_addr: str) -> DataVersion | None:
         live = self.broker_live_table.get(broker_addr)

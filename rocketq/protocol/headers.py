@@ -576,6 +576,8 @@ class RegisterBrokerRequestHeader(Header):
     compressed: bool = wire("compressed", False)
     body_crc32: int = wire("bodyCrc32", 0)
     heartbeat_timeout_millis: int | None = wire("heartbeatTimeoutMillis", None)
+    topic_increment: bool | None = wire("rocketqTopicIncrement", None)
+    """rocketq: true when the body holds only changed topics (Java name servers ignore it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

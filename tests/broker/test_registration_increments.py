@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,8 @@ from rocketq.namesrv import registerbodies
 from rocketq.namesrv.routes import RegisterResult, Registration
 from rocketq.namesrv.server import NamesrvServer
 from rocketq.namesrv.settings import NamesrvSettings
-from rocketq.protocol.sharedbodies import TopicConfig
+from rocketq.protocol.sharedbodies import DataVersion, TopicConfig
+from rocketq.remoting.client import RemotingClient
 from rocketq.store.settings import StoreSettings
 
 WAIT_DEADLINE = 30.0
@@ -140,3 +141,32 @@ async def test_a_big_table_registers_compressed_and_name_servers_read_it(
             assert server.routes.pick_route("Big39") is not None
     finally:
         await broker.close()
+
+
+async def test_topic_changes_before_the_first_full_registration_ride_in_it(
+        tmp_path: Path, two_namesrvs: list[NamesrvServer]) -> None:
+    """A topic created while the broker starts (e.g. POP's revive topic) is not sent ahead as an
+    increment: a name server holding only that increment at the table's DataVersion would then
+    skip the full table sent under the same version."""
+    seen = _recording(two_namesrvs[0])
+    tables = {"A": TopicConfig("A", 4, 4), "B": TopicConfig("B", 4, 4)}
+    version = DataVersion(timestamp=1, counter=1)
+
+    def topic_body(names: Collection[str] | None) -> registerbodies.RegisterBrokerBody:
+        chosen = tables.values() if names is None else [tables[n] for n in names]
+        return registerbodies.RegisterBrokerBody(tuple(chosen), version)
+
+    client = RemotingClient(name="registrar-test")
+    registrar = registration.Registrar(
+        client, [f"127.0.0.1:{two_namesrvs[0].port}"],
+        registration.BrokerRegistration("C", "broker-early", 0, "127.0.0.1:1", "127.0.0.1:2"), topic_body, 600_000)
+    try:
+        registrar.topics_changed(["B"])
+        await registrar.register_changes()
+        assert seen.bodies == []  # nothing sent ahead of the full table
+        await registrar.register_all()
+        assert seen.bodies == [2]
+        assert two_namesrvs[0].routes.pick_route("A") is not None
+    finally:
+        await registrar.close()
+        await client.close()

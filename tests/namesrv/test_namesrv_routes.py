@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -236,3 +237,19 @@ def test_wants_topics_only_when_register_broker_would_rebuild() -> None:
     rt.register_broker(reg(broker_id=1, addr="10.0.0.2:10911"), now=0)
     rt.unregister_broker("C", "10.0.0.1:10911", "broker-a", 0)
     assert rt.wants_topics("broker-a", "10.0.0.2:10911", 0, V1)  # the slave promoted: a new master
+
+
+def test_a_full_table_after_an_increment_seen_first_is_read_at_the_same_data_version() -> None:
+    """A name server that heard only an increment (it restarted, or the broker was starting)
+    holds the table's DataVersion but not its other topics: the full registration under that
+    same version must still be read, not skipped as the periodic unchanged table."""
+    rt = RouteTable()
+    increment = dataclasses.replace(reg(b=body("New", version=V2)), increment=True)
+    rt.register_broker(increment, now=0)
+    assert rt.wants_topics("broker-a", "10.0.0.1:10911", 0, V2)
+    assert rt.is_topic_config_changed("10.0.0.1:10911", V2)  # QUERY_DATA_VERSION asks for the table
+    rt.register_broker(reg(b=body("New", "T", "U", version=V2)), now=1)
+    assert rt.all_topics() == ["New", "T", "U"]
+    assert not rt.wants_topics("broker-a", "10.0.0.1:10911", 0, V2)  # now it holds the whole table
+    rt.register_broker(dataclasses.replace(reg(b=body("V", version=DataVersion(1000, 3))), increment=True), now=2)
+    assert not rt.wants_topics("broker-a", "10.0.0.1:10911", 0, DataVersion(1000, 3))  # increments on a full table
