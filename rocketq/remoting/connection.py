@@ -6,7 +6,8 @@ connection exactly like a client calls SEND_MESSAGE on the broker's. Responses a
 waiting futures by ``opaque``; requests are dispatched to ``handlers`` by ``code``.
 
 Writes are batched: frames queued during one event-loop turn leave in one ``writelines``, or
-every ``FLUSH_AFTER_FRAMES`` frames when a turn queues many (so the peer can start early).
+every ``FLUSH_AFTER_FRAMES`` frames when a turn queues many (so the peer can start early; a
+client coalesces up to ``COALESCE_FRAMES``).
 A handler runs *eagerly*: its first step runs inside ``data_received``, and only a handler
 that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a task. Most
 requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
@@ -29,12 +30,14 @@ Every buffer is capped:
 * a caller of ``invoke`` waits while the transport's buffer is over the high-water mark.
 
 The transport's buffer is the whole backlog: the outbox holds fewer than
-``FLUSH_AFTER_FRAMES`` frames and is handed over by the end of the loop turn.
+``FLUSH_AFTER_FRAMES`` frames (``COALESCE_FRAMES`` on a client's connection) and is handed
+over by the end of the loop turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
@@ -66,6 +69,10 @@ FLUSH_AFTER_FRAMES: Final = 4
 Answering a read of 30 requests in one write at the end made client and broker take turns
 (each idle while the other worked); slices of 4 let them overlap, for two syscalls more per
 ten requests (docs/benchmarks.md)."""
+COALESCE_FRAMES: Final = 64
+"""A client's ``FLUSH_AFTER_FRAMES``: its requests of one loop turn (``send_async`` calls, the
+tasks a read of answers woke) leave in one write, up to this many frames per write. Writing
+them in slices of 4 made the syscalls most of a pipelined producer's CPU."""
 WRITE_HIGH_WATER: Final = 4 * 1024 * 1024
 """Bytes buffered for a peer past which a server's connection stops reading its requests
 (Netty's writeBufferHighWaterMark in RocketMQ)."""
@@ -87,10 +94,13 @@ class Connection(asyncio.Protocol):
         guard_backlog: bool = False,
         stats: RemotingStats | None = None,
         admit: Callable[[asyncio.BaseTransport], bool] | None = None,
+        flush_after_frames: int = FLUSH_AFTER_FRAMES,
     ) -> None:
         """``guard_backlog``: stop reading while the peer does not read (a server's side).
         ``stats``: where rare events are counted. ``admit``: asked once the socket exists;
-        False closes it at once (a server over its connection cap)."""
+        False closes it at once (a server over its connection cap). ``flush_after_frames``:
+        frames queued in one loop turn before they are written (``FLUSH_AFTER_FRAMES``)."""
+        self._flush_after = flush_after_frames
         self._handlers = handlers
         self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
@@ -205,7 +215,7 @@ class Connection(asyncio.Protocol):
             self._check_backlog()
         outbox = self._outbox
         outbox.append(data)
-        if len(outbox) >= FLUSH_AFTER_FRAMES:
+        if len(outbox) >= self._flush_after:
             # A long burst (a read full of requests) is answered in slices: the peer starts on
             # the first answers while the rest are still being worked out here.
             self._transport.writelines(outbox)
@@ -251,23 +261,46 @@ class Connection(asyncio.Protocol):
         """Send a request and wait for its response; RemotingTimeoutError after ``timeout`` s."""
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
-        if len(self._pending) >= MAX_PENDING_INVOKES:
-            raise RemotingTooMuchRequestError(f"{len(self._pending)} requests pending on {self.remote_addr}")
         if not self._writable.is_set():
             await self._writable.wait()
+        return await self.request(cmd, timeout)
+
+    @property
+    def writable(self) -> bool:
+        """Open, and its transport's buffer under the high-water mark: ``request`` may be
+        called without waiting first."""
+        return not self.closed and self._writable.is_set()
+
+    def request(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
+        """Send a request now and return the future of its response, without a coroutine.
+
+        The future ends with the response, RemotingTimeoutError after ``timeout`` s, or
+        RemotingSendError when the connection is lost; cancelling it forgets the request.
+        Unlike ``invoke`` it does not wait while the peer is slow to read: check ``writable``.
+        """
+        if self.closed:
+            raise RemotingSendError(f"connection to {self.remote_addr} is closed")
+        if len(self._pending) >= MAX_PENDING_INVOKES:
+            raise RemotingTooMuchRequestError(f"{len(self._pending)} requests pending on {self.remote_addr}")
         cmd.opaque = opaque = next(self._opaques) & 0x7FFFFFFF
         cmd.flag &= ~ONEWAY_FLAG
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[opaque] = fut
         # A timer on the future itself, not asyncio.wait_for: that wraps every call in a
         # second future and callbacks, which costs more than the rest of a send.
         timer = self._loop.call_later(timeout, _time_out, fut, self.remote_addr, cmd.code, timeout)
         try:
             self._write(cmd.encode())
-            return await fut
-        finally:
+        except BaseException:
             timer.cancel()
-            self._pending.pop(opaque, None)
+            raise
+        self._pending[opaque] = fut
+        fut.add_done_callback(functools.partial(self._settled, opaque, timer))
+        return fut
+
+    def _settled(self, opaque: int, timer: asyncio.TimerHandle, _fut: asyncio.Future[RemotingCommand]) -> None:
+        """A request's future ended (answered, timed out, lost or cancelled): forget it."""
+        timer.cancel()
+        self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, cmd: RemotingCommand) -> None:
         if self.closed:
