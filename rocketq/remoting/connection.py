@@ -13,6 +13,8 @@ that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a ta
 requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
 neither a task nor an extra loop turn; see ``_Resumed`` for how the rest keep a task's
 semantics (exceptions, cancellation on connection loss).
+Consecutive requests of one read for a ``GroupedHandler`` (the broker's sends) are handed to it
+together and answered in one write (``grouping``).
 Every buffer is capped:
 
 * a frame larger than ``max_frame_size`` or any undecodable byte closes the connection (with a
@@ -40,7 +42,7 @@ import asyncio
 import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, Final
 
 from rocketq import ratelimit
@@ -48,7 +50,9 @@ from rocketq.protocol import frames
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
+from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
+from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
 
 log = logging.getLogger(__name__)
@@ -113,6 +117,8 @@ class Connection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting_in_groups = 0
+        """Requests in waiting groups beyond one per group's task (``_in_flight``)."""
         self._deferred: set[int] = set()
         """Opaques of requests whose handler returned None: answered later by ``send_response``."""
         self._guard_backlog = guard_backlog
@@ -147,20 +153,44 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.active = True
         feed = self._decoder.feed(data)
+        handlers = self._handlers
+        group: list[RemotingCommand] = []
+        grouped: GroupedHandler | None = None
+        """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
         try:
             for cmd in feed:
                 if cmd.flag & RESPONSE_FLAG:
                     self._complete(cmd)
+                    continue
+                handler = handlers.get(cmd.code)
+                if type(handler) is GroupedHandler:
+                    if handler is not grouped and group:
+                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                        group = []
+                    grouped = handler
+                    group.append(cmd)
+                    if len(group) < MAX_GROUP:
+                        continue
+                    self._dispatch_group(handler, group)
+                    group = []
                 else:
+                    if group:
+                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                        group = []
                     self._dispatch(cmd)
-                    if self.reading_paused:
-                        feed.close()  # the decoder keeps the rest of the read for later
-                        break
+                if self.reading_paused:
+                    feed.close()  # the decoder keeps the rest of the read for later
+                    break
         except FrameError as exc:
+            if group:
+                self._dispatch_group(grouped, group)  # type: ignore[arg-type]
             self._stats.bad_frames += 1
             _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
                               self._name, self.remote_addr, exc)
             self.abort()
+            return
+        if group:
+            self._dispatch_group(grouped, group)  # type: ignore[arg-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -223,6 +253,18 @@ class Connection(asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
+
+    def _write_group(self, frames_out: list[bytes | memoryview]) -> None:
+        """Queue a group's answers and write them in one go, with what the outbox held."""
+        if self._transport is None:
+            return
+        self.active = True
+        if self.reading_paused:
+            self._check_backlog()
+        self._outbox.extend(frames_out)
+        if self._transport is not None:  # the backlog check may have aborted it
+            self._transport.writelines(self._outbox)
+        self._outbox = []
 
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
@@ -326,11 +368,27 @@ class Connection(asyncio.Protocol):
             self._reply(request, request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        if len(self._tasks) + len(self._deferred) >= MAX_REQUESTS_IN_FLIGHT:
-            self._reply(request, request.response(
-                ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
+        if self._in_flight() >= MAX_REQUESTS_IN_FLIGHT:
+            self._refuse_busy(request)
             return
-        run = self._run(handler, request)
+        self._start(self._run(handler, request), 1)
+
+    def _dispatch_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
+        if self._in_flight() + len(requests) > MAX_REQUESTS_IN_FLIGHT:
+            for request in requests:
+                self._refuse_busy(request)
+            return
+        self._start(self._run_group(handler, requests), len(requests))
+
+    def _in_flight(self) -> int:
+        return len(self._tasks) + len(self._deferred) + self._waiting_in_groups
+
+    def _refuse_busy(self, request: RemotingCommand) -> None:
+        self._reply(request, request.response(
+            ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
+
+    def _start(self, run: Coroutine[Any, Any, None], requests: int) -> None:
+        """Run a handler's first step now; a task for the rest only if it waits."""
         try:
             yielded = run.send(None)
         except StopIteration:
@@ -340,6 +398,39 @@ class Connection(asyncio.Protocol):
         task = self._loop.create_task(_finish(_Resumed(run, yielded)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if requests > 1:  # a waiting group holds all its requests in flight, not one
+            self._waiting_in_groups += requests - 1
+            task.add_done_callback(functools.partial(self._group_done, requests - 1))
+
+    def _group_done(self, extra: int, _task: asyncio.Task[None]) -> None:
+        self._waiting_in_groups -= extra
+
+    async def _run_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
+        answers: Sequence[grouping.Answer]
+        try:
+            answers = await handler.group(self, requests)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
+                          self.remote_addr)
+            answers = [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+        frames_out: list[bytes | memoryview] = []
+        for request, answer in zip(requests, answers, strict=True):
+            if request.flag & ONEWAY_FLAG:
+                continue
+            if answer is None:
+                if not self.closed:
+                    self._deferred.add(request.opaque)
+            elif isinstance(answer, bytes):
+                frames_out.append(answer)
+            else:
+                try:
+                    frames_out.extend(answer.encode_buffers())
+                except FrameError as exc:
+                    log.error("%s: response to %s not encodable: %s", self._name, self.remote_addr, exc)
+        if frames_out:
+            self._write_group(frames_out)
 
     async def _run(self, handler: Handler, request: RemotingCommand) -> None:
         try:
