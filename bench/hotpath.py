@@ -125,7 +125,7 @@ def _producer_frame(settings: ProducerSettings, batch: bool, queue_id: int) -> b
         out = sending.prepare_batch([Message(TOPIC, body) for _ in range(BATCH)], settings)
     else:
         out = sending.prepare(Message(TOPIC, body, properties={"TAGS": "TagA", "KEYS": "k1"}), settings)
-    request = wire._send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
+    request = wire.send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
     request.opaque = queue_id
     return _framed(request)
 
@@ -243,7 +243,7 @@ def producer_path(messages: int, batch: bool) -> float:
     for _ in range(calls):
         msgs = [Message(TOPIC, body) for _ in range(per_call)]
         out = sending.prepare_batch(msgs, settings) if batch else sending.prepare(msgs[0], settings)
-        request = wire._send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
+        request = wire.send_request(sending.header(out, "hotpath_producer", mq, settings), out.body, batch=batch)
         request.encode()
         response = frames.decode_frame(memoryview(answer)[4:])
         reply = wire.SendReply(0, headers.SendMessageResponseHeader.from_ext(response.ext_fields))  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import itertools
 import multiprocessing
 import struct
@@ -183,6 +184,38 @@ class ProducerBench:
         if delay > 0:
             await asyncio.sleep(delay)
 
+    async def _pipelined(self, producer: Producer, deadline: float) -> None:
+        """``send_async`` with up to ``concurrency`` sends in flight from one loop: each answer
+        is counted by its callback, and a new send starts as soon as one ends."""
+        in_flight = 0
+        room: asyncio.Future[None] | None = None
+        loop = asyncio.get_running_loop()
+
+        def done(started: float, result: object, error: BaseException | None) -> None:
+            nonlocal in_flight, room
+            in_flight -= 1
+            self._record(1, started, ok=error is None)
+            if room is not None and not room.done():
+                room.set_result(None)
+
+        while time.monotonic() < deadline:
+            seqs = self._claim(1)
+            if not seqs:
+                break
+            await self._pace(1)
+            while in_flight >= self.concurrency:
+                room = loop.create_future()
+                await room
+            in_flight += 1
+            try:
+                producer.send_async(Message(self.topic, make_body(seqs[0], self.size)),
+                                    functools.partial(done, time.perf_counter()))
+            except Exception:  # refused before it was sent: a data point like any failure
+                done(time.perf_counter(), None, RuntimeError("send refused"))
+        while in_flight:
+            room = loop.create_future()
+            await room
+
     async def _worker(self, producer: Producer, deadline: float) -> None:
         per_call = self.batch_size if self.mode is SendMode.BATCH else 1
         while time.monotonic() < deadline:
@@ -197,8 +230,6 @@ class ProducerBench:
                     await producer.send_batch(msgs)
                 elif self.mode is SendMode.ONEWAY:
                     await producer.send_oneway(msgs[0])
-                elif self.mode is SendMode.ASYNC:
-                    await producer.send_async(msgs[0])
                 else:
                     await producer.send(msgs[0])
             except Exception:  # a failed send is a data point, not the end of the benchmark
@@ -220,7 +251,10 @@ class ProducerBench:
             self._pace_start = time.monotonic()
             started = time.perf_counter()
             try:
-                await asyncio.gather(*(self._worker(producer, deadline) for _ in range(self.concurrency)))
+                if self.mode is SendMode.ASYNC:
+                    await self._pipelined(producer, deadline)
+                else:
+                    await asyncio.gather(*(self._worker(producer, deadline) for _ in range(self.concurrency)))
             finally:
                 ticker.cancel()
             self._result.elapsed = time.perf_counter() - started

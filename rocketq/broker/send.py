@@ -14,10 +14,16 @@ address per interval (``rocketq.ratelimit``), so an operator can see why a produ
 Each message's properties are decoded once (that is their validation, and it answers the
 TRAN_MSG/DELAY/TAGS/UNIQ_KEY/KEYS questions) and, when they are in canonical form, stored as
 the text the producer sent with CLUSTER appended, instead of being encoded again.
+
+The sends of one socket read arrive together (``send_group``, via ``rocketq.remoting.grouping``):
+each is checked and encoded alone, then all are stored in one ``MessageStore.put_group`` (one
+flush wait), and a SUCCESS is answered from a template (``sendanswers``). ``_replicated`` is the
+one hook between storing and answering, for a single send and for every send of a group.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -25,11 +31,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from rocketq.broker import schedule, transactions
+from rocketq.broker import schedule, sendanswers, transactions
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import codes, message
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
     HeaderError,
@@ -39,6 +45,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.grouping import Answer, GroupedHandler
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.results import BatchPutRequest
 
@@ -92,6 +99,10 @@ RetryRouter = Callable[[RemotingCommand, SendMessageRequestHeader],
                        Awaitable[SendMessageRequestHeader | RemotingCommand]]
 
 
+_Admitted = tuple[int, RemotingCommand, SendMessageRequestHeader, int, "list[PutRequest] | BatchPutRequest"]
+"""A send of a group that passed the checks: (index in the group, request, header, queue id, records)."""
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerAddress:
     cluster: str
@@ -134,27 +145,92 @@ class SendHandlers:
         """Routes sends into %RETRY%group past the group's maximum to its DLQ (broker.sendback)."""
 
     def handlers(self) -> dict[int, Handler]:
+        grouped = GroupedHandler(self.send, self.send_group)
         return {
-            RequestCode.SEND_MESSAGE: self.send,
-            RequestCode.SEND_MESSAGE_V2: self.send,
-            RequestCode.SEND_BATCH_MESSAGE: self.send,
+            RequestCode.SEND_MESSAGE: grouped,
+            RequestCode.SEND_MESSAGE_V2: grouped,
+            RequestCode.SEND_BATCH_MESSAGE: grouped,
         }
 
     async def send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = self._header(conn, request)  # HeaderError: the dispatcher answers SYSTEM_ERROR
+        answer = await self._send(conn, request, header)
+        self._note_refusal(conn, header, answer)
+        return answer
+
+    async def send_group(self, conn: Connection, requests: list[RemotingCommand]) -> list[Answer]:
+        """The sends of one read (``rocketq.remoting.grouping``): each checked and encoded as
+        ``send`` does, then stored together (``MessageStore.put_group``), answered in order.
+
+        A send that must wait before it can be stored (its topic is created now, or a retry
+        topic's send is routed) runs through ``send`` after those before it are stored, so a
+        connection's messages are stored in the order they came.
+        """
+        answers: list[Answer] = [None] * len(requests)
+        admitted: list[_Admitted] = []
+        for i, request in enumerate(requests):
+            try:
+                header = self._header(conn, request)
+            except HeaderError as exc:
+                answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+                continue
+            if header.topic not in self._topics.table or (
+                    self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
+                if admitted:
+                    await self._store_group(conn, admitted, answers)
+                    admitted = []
+                answers[i] = answer = await self._send(conn, request, header)
+            else:
+                checked = self._checked_records(conn, request, header)
+                if not isinstance(checked, RemotingCommand):
+                    admitted.append((i, request, header, checked[0], checked[1]))
+                    continue
+                answers[i] = answer = checked
+            self._note_refusal(conn, header, answer)
+        if admitted:
+            await self._store_group(conn, admitted, answers)
+        return answers
+
+    async def _store_group(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
+        """Store the admitted sends as one group and put each one's answer in ``answers``."""
+        count = len(admitted)
+        self._in_flight += count
+        try:
+            stored = await self._store.put_group([records for *_, records in admitted])
+            results = await self._replicated_group(admitted, stored)
+        finally:
+            self._in_flight -= count
+        for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
+            if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
+                answers[i] = sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
+                                                result.queue_offsets[0])
+            else:
+                answers[i] = answer = self._answer(request, queue_id, result)
+                self._note_refusal(conn, header, answer)
+
+    async def _replicated_group(self, admitted: list[_Admitted], results: list[PutResult]) -> list[PutResult]:
+        """``_replicated`` for every put of a group, all waiting at once: one after another, a
+        slave that stopped answering would hold the group for a timeout per put."""
+        if self._replication is None:  # nothing waits after the store: no coroutine per put
+            return results
+        return list(await asyncio.gather(*(self._replicated(records, result)
+                                           for (*_, records), result in zip(admitted, results, strict=True))))
+
+    def _header(self, conn: Connection, request: RemotingCommand) -> SendMessageRequestHeader:
         try:
             if request.code == RequestCode.SEND_MESSAGE:
-                header = SendMessageRequestHeader.from_ext(request.ext_fields)
-            else:
-                header = send_header_from_v2(request.ext_fields)
+                return SendMessageRequestHeader.from_ext(request.ext_fields)
+            return send_header_from_v2(request.ext_fields)
         except HeaderError as exc:
             self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
-            raise  # the dispatcher answers SYSTEM_ERROR, as for every malformed header
-        answer = await self._send(conn, request, header)
-        if answer.code and answer.code not in NOT_REFUSALS:  # SUCCESS is 0: one int test per good send
+            raise
+
+    def _note_refusal(self, conn: Connection, header: SendMessageRequestHeader, answer: Answer) -> None:
+        if isinstance(answer, RemotingCommand) and answer.code and answer.code not in NOT_REFUSALS:
+            # SUCCESS is 0 (and a template answer is bytes): one test per good send
             self._refusals.warning(conn.remote_addr, "send from %s (producer group %s) to topic %s refused, %s: %s",
                                    conn.remote_addr, header.producer_group, header.topic,
                                    _code_name(answer.code), answer.remark)
-        return answer
 
     def check(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         """RocketMQ's ``msgCheck`` alone: the refusal a send would get, or None (the reply
@@ -179,6 +255,49 @@ class SendHandlers:
             # as RocketMQ: register the new topic before answering, so the producer's next
             # route lookup (and any consumer's) finds it
             await self._on_topic_created()
+        queue_id = self._queue_id(conn, request, header, topic_config)
+        if isinstance(queue_id, RemotingCommand):
+            return queue_id
+        if self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
+            routed = await self.retry_router(request, header)
+            if isinstance(routed, RemotingCommand):
+                return routed
+            if routed is not header:
+                header, queue_id = routed, routed.queue_id
+        records = self._encoded(request, header, queue_id, conn)
+        if isinstance(records, RemotingCommand):
+            return records
+        self._in_flight += 1
+        try:
+            result = await (
+                self._store.put_batch(records) if isinstance(records, BatchPutRequest) else self._store.put(records[0])
+            )
+            result = await self._replicated(records, result)
+        finally:
+            self._in_flight -= 1
+        return self._answer(request, queue_id, result)
+
+    def _checked_records(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader
+                         ) -> tuple[int, list[PutRequest] | BatchPutRequest] | RemotingCommand:
+        """``_send`` up to the store for a send that need not wait (its topic exists and it is
+        not routed): (queue id, records), or the refusal."""
+        refusal = self._refusal(request, header)
+        if refusal is not None:
+            return refusal
+        topic_config, refusal = self._topic_for(request, header)
+        if topic_config is None:
+            return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
+        queue_id = self._queue_id(conn, request, header, topic_config)
+        if isinstance(queue_id, RemotingCommand):
+            return queue_id
+        records = self._encoded(request, header, queue_id, conn)
+        if isinstance(records, RemotingCommand):
+            return records
+        return queue_id, records
+
+    @staticmethod
+    def _queue_id(conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
+                  topic_config: TopicConfig) -> int | RemotingCommand:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))
@@ -188,31 +307,26 @@ class SendHandlers:
                 f"request queueId[{queue_id}] is illegal, {topic_config.topic_name} has "
                 f"{topic_config.queue_count} queues, producer: {conn.remote_addr}",
             )
-        if self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
-            routed = await self.retry_router(request, header)
-            if isinstance(routed, RemotingCommand):
-                return routed
-            if routed is not header:
-                header, queue_id = routed, routed.queue_id
+        return queue_id
+
+    def _encoded(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
+                 conn: Connection) -> list[PutRequest] | BatchPutRequest | RemotingCommand:
+        """The records to store (a transactional message as its half), or the refusal."""
         try:
             records = self._records(request, header, queue_id, conn)
         except (message.MessageFormatError, message.MessageIllegalError) as exc:
             # e.g. \x01 inside a property value: stored as it is, it would corrupt the record's properties
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        if isinstance(records, RemotingCommand):
-            return records
         if isinstance(records, list) and transactions.is_transactional(records[0]):
             records = [transactions.to_half(records[0], self._topics)]  # hidden until END_TRANSACTION
-        self._in_flight += 1
-        try:
-            result = await (
-                self._store.put_batch(records) if isinstance(records, BatchPutRequest) else self._store.put(records[0])
-            )
-            if self._replication is not None:
-                result = await self._replication.wait_for_slave(records, result)
-        finally:
-            self._in_flight -= 1
-        return self._answer(request, queue_id, result)
+        return records
+
+    async def _replicated(self, records: list[PutRequest] | BatchPutRequest, result: PutResult) -> PutResult:
+        """What a stored send waits for after the store: a slave under SYNC_MASTER (the one
+        hook between storing and answering)."""
+        if self._replication is None:
+            return result
+        return await self._replication.wait_for_slave(records, result)
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         accept_from = self._behaviour.start_accept_send_request_time_stamp

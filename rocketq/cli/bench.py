@@ -27,7 +27,7 @@ def command() -> None:
 @click.option("-s", "--size", default=1024, show_default=True, type=click.IntRange(16, 4 * 1024 * 1024),
               help="message body bytes")
 @click.option("-w", "--concurrency", default=32, show_default=True, type=click.IntRange(1, 4096),
-              help="sends in flight at once")
+              help="sends in flight at once (mode async: send_async calls kept in flight by one loop)")
 @click.option("-m", "--mode", type=click.Choice([m.value for m in SendMode]), default="sync", show_default=True)
 @click.option("-b", "--batch-size", default=32, show_default=True, type=click.IntRange(1, 1024),
               help="messages per batch send (mode batch)")

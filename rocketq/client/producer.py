@@ -13,8 +13,12 @@ Four ways to send:
   error is retried only for the codes RocketMQ retries (``sending.RETRY_CODES``).
 - ``send(msg, selector=...)``: the application picks the queue (ordered messages); one attempt,
   never moved elsewhere.
-- ``send_async``: the same as ``send`` in a task owned by the producer; returns a future and
-  optionally calls ``callback(result, error)``. ``close`` waits for these to finish.
+- ``send_async``: the same as ``send`` without waiting; returns a future and optionally calls
+  ``callback(result, error)``. ``close`` waits for these to finish. When the topic's route, its
+  broker's address and an open connection are known (every send after the first), the request
+  is written at once and its answer handled by callbacks from the connection's read loop: no
+  task per send (``_InFlight``). Retries, route fetches and traced sends continue in a task
+  owned by the producer.
 - ``send_oneway``: write and forget, one attempt, no answer.
 
 ``send_batch`` sends several messages of one topic in one SEND_BATCH_MESSAGE frame.
@@ -29,6 +33,7 @@ attempt to ``RMQ_SYS_TRACE_TOPIC`` or ``custom_trace_topic`` (``rocketq.client.t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +50,7 @@ from rocketq.client.selectors import QueueSelector, RoundRobin
 from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
 from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
+from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.connection import Handler
@@ -71,7 +77,7 @@ class Producer:
         self._round_robin = RoundRobin(self._faults)
         self._instance: ClientInstance | None = None
         self._state = ServiceState.CREATE_JUST
-        self._async_sends: set[asyncio.Task[SendResult]] = set()
+        self._async_sends: set[asyncio.Future[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
         self._handlers: dict[int, Handler] = {}
         """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
@@ -150,16 +156,40 @@ class Producer:
         instance = self._running()
         out = sending.prepare(msg, self.settings)
         timeout = self._timeout(timeout_ms)
-        if selector is not None:
-            coro = self._send_selected(instance, out, selector, timeout)
-        else:
-            coro = self._send_default(instance, out, 1 + self.settings.retry_times_when_send_async_failed, timeout)
-        task = asyncio.get_running_loop().create_task(coro, name=f"send {out.msg_id}")
-        self._async_sends.add(task)
-        task.add_done_callback(self._async_sends.discard)
+        attempts = 1 + self.settings.retry_times_when_send_async_failed
+        future = None if selector is not None else self._send_now(instance, out, attempts, timeout)
+        if future is None:
+            if selector is not None:
+                coro = self._send_selected(instance, out, selector, timeout)
+            else:
+                coro = self._send_default(instance, out, attempts, timeout)
+            future = asyncio.get_running_loop().create_task(coro, name=f"send {out.msg_id}")
+            future.add_done_callback(self._async_sends.discard)
+        self._async_sends.add(future)
         if callback is not None:
-            task.add_done_callback(lambda t: _run_callback(callback, t))
-        return task
+            future.add_done_callback(functools.partial(_run_callback, callback))
+        return future
+
+    def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int,
+                  timeout: float) -> asyncio.Future[SendResult] | None:
+        """Write the first attempt at once and return the send's future, or None when that
+        needs a wait or a trace (the caller then sends in a task)."""
+        known = self._publish_cache.get(out.topic)
+        if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
+            return None
+        mq = self._round_robin.choose(known[1])
+        addr = instance.master_addr(mq.broker_name)
+        if addr is None:
+            return None
+        request = wire.send_request(sending.header(out, self.group, mq, self.settings), out.body, batch=False)
+        try:
+            answer = instance.remoting.request_now(addr, request, timeout)
+        except RemotingError:
+            return None  # too many requests pending: the task's attempt meets it and retries
+        if answer is None:
+            return None
+        assert self._loop is not None
+        return _InFlight(self, instance, out, mq, addr, attempts, timeout, answer).result
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -204,11 +234,14 @@ class Producer:
         return ms / 1000
 
     async def _publish_queues(self, instance: ClientInstance, topic: str) -> tuple[MessageQueue, ...]:
+        # Routes are immutable and replaced when they change: the queues of the same route
+        # object are the same queues, so they are worked out once per route, not per send
+        # (publish_route would check the cached route's queues again).
+        known = self._publish_cache.get(topic)
+        if known is not None and instance.cached_route(topic) is known[0]:
+            return known[1]
         route = await instance.publish_route(topic, self.settings.create_topic_key,
                                              self.settings.default_topic_queue_nums)
-        # Routes are immutable and replaced when they change: the queues of the same route
-        # object are the same queues, so they are worked out once per route, not per send.
-        known = self._publish_cache.get(topic)
         if known is not None and known[0] is route:
             return known[1]
         queues = route.publish_queues(topic)
@@ -258,14 +291,15 @@ class Producer:
         queues = await self._publish_queues(instance, out.topic)
         return await self._attempt(instance, out, self._select(selector, queues), timeout)
 
-    async def _send_default(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float) -> SendResult:
+    async def _send_default(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
+                            tried: list[str] | None = None, last_error: Exception | None = None) -> SendResult:
+        """``tried``, ``last_error``: the attempts already made (an ``_InFlight`` send's first)."""
         loop = self._loop or asyncio.get_running_loop()
         deadline = loop.time() + timeout
         queues = await self._publish_queues(instance, out.topic)
-        last_broker: str | None = None
-        last_error: Exception | None = None
-        tried: list[str] = []
-        for attempt in range(attempts):
+        tried = tried or []
+        last_broker = tried[-1] if tried else None
+        for attempt in range(len(tried), attempts):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
@@ -295,7 +329,87 @@ class Producer:
         raise last_error
 
 
-def _run_callback(callback: SendCallback, task: asyncio.Task[SendResult]) -> None:
+class _InFlight:
+    """One ``send_async`` whose first attempt was written at once (``Producer._send_now``).
+
+    The connection's read loop resolves ``answer``; ``_answered`` then does what
+    ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
+    either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
+    in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
+    whatever is under way: the request (the connection forgets it) or that task.
+    """
+
+    __slots__ = ("_addr", "_attempts", "_current", "_instance", "_mq", "_out", "_producer", "_started",
+                 "_timeout", "result")
+
+    def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
+                 attempts: int, timeout: float, answer: asyncio.Future[RemotingCommand]) -> None:
+        loop = producer._loop
+        assert loop is not None
+        self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
+        self._attempts, self._timeout, self._started = attempts, timeout, loop.time()
+        self._current: asyncio.Future[Any] = answer
+        self.result: asyncio.Future[SendResult] = loop.create_future()
+        answer.add_done_callback(self._answered)
+        self.result.add_done_callback(self._settled)
+
+    def _answered(self, answer: asyncio.Future[RemotingCommand]) -> None:
+        if self.result.done():
+            return  # cancelled by its caller
+        if answer.cancelled():
+            self.result.cancel()
+            return
+        producer, mq = self._producer, self._mq
+        try:
+            reply = wire.send_reply(answer.result(), self._addr)
+        except BrokerError as exc:
+            producer._record(mq.broker_name, self._started, isolation=False)
+            if exc.code not in sending.RETRY_CODES:
+                self.result.set_exception(exc)
+            else:
+                self._retry(exc)
+            return
+        except (RemotingError, ClientError) as exc:
+            producer._record(mq.broker_name, self._started, isolation=True)
+            self._retry(exc)
+            return
+        producer._record(mq.broker_name, self._started, isolation=False)
+        result = sending.to_result(reply, self._out, mq)
+        if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
+                and self._attempts > 1):
+            self._retry(None)
+        else:
+            self.result.set_result(result)
+
+    def _retry(self, error: Exception | None) -> None:
+        """The remaining attempts (or the final error, if none remain) in a task."""
+        if error is not None:
+            log.info("send of %s to %s failed (attempt 1/%d): %s", self._out.msg_id, self._mq, self._attempts, error)
+        producer = self._producer
+        assert producer._loop is not None
+        remaining = self._started + self._timeout - producer._loop.time()
+        task = producer._loop.create_task(producer._send_default(
+            self._instance, self._out, self._attempts, remaining, [self._mq.broker_name], error))
+        task.add_done_callback(self._continued)
+        self._current = task
+
+    def _continued(self, task: asyncio.Task[SendResult]) -> None:
+        if self.result.done():
+            return
+        if task.cancelled():
+            self.result.cancel()
+        elif task.exception() is not None:
+            self.result.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            self.result.set_result(task.result())
+
+    def _settled(self, result: asyncio.Future[SendResult]) -> None:
+        self._producer._async_sends.discard(result)
+        if result.cancelled():
+            self._current.cancel()
+
+
+def _run_callback(callback: SendCallback, task: asyncio.Future[SendResult]) -> None:
     try:
         if task.cancelled():
             callback(None, asyncio.CancelledError())

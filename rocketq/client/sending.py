@@ -191,11 +191,7 @@ def header(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettin
 
 
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
-    return SendResult(
-        status=SEND_STATUS_BY_CODE[reply.code],
-        msg_id=out.msg_id,
-        offset_msg_id=reply.header.msg_id,
-        message_queue=MessageQueue(mq.topic, mq.broker_name, reply.header.queue_id),
-        queue_offset=reply.header.queue_offset,
-        region_id=reply.region_id,
-    )
+    answer = reply.header
+    queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
+    return SendResult(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
+                      reply.region_id)

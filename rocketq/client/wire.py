@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import orjson
 
@@ -82,11 +82,25 @@ async def get_route(rc: RemotingClient, addr: str, topic: str, timeout: float) -
 # --- sending ----------------------------------------------------------------------------------
 
 
-def _send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batch: bool) -> RemotingCommand:
+_SEND_OK: Final = {int(code): code for code in SEND_OK_CODES}
+"""The answers that mean stored, by plain int: ``ResponseCode(code)`` runs enum code per send."""
+
+
+def send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batch: bool) -> RemotingCommand:
+    """The SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) request for ``header``."""
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
     if not batch and replies.is_reply(header.properties):
         code = RequestCode.SEND_REPLY_MESSAGE_V2  # a request-reply answer: the broker pushes it on
     return command(code, headers.send_header_to_v2(header), body)
+
+
+def send_reply(response: RemotingCommand, addr: str) -> SendReply:
+    """A send's answer as a value; BrokerError unless the broker stored the message."""
+    code = _SEND_OK.get(response.code)
+    if code is None:
+        raise _fail(response, addr)
+    reply_header = _response_header(headers.SendMessageResponseHeader, response, addr)
+    return SendReply(code, reply_header, response.ext_fields.get("MSG_REGION"))
 
 
 async def send(
@@ -94,15 +108,11 @@ async def send(
     *, batch: bool = False,
 ) -> SendReply:
     """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); BrokerError unless the broker stored it."""
-    response = await rc.invoke(addr, _send_request(header, body, batch=batch), timeout)
-    if response.code not in SEND_OK_CODES:
-        raise _fail(response, addr)
-    reply_header = _response_header(headers.SendMessageResponseHeader, response, addr)
-    return SendReply(ResponseCode(response.code), reply_header, response.ext_fields.get("MSG_REGION"))
+    return send_reply(await rc.invoke(addr, send_request(header, body, batch=batch), timeout), addr)
 
 
 async def send_oneway(rc: RemotingClient, addr: str, header: headers.SendMessageRequestHeader, body: bytes) -> None:
-    await rc.invoke_oneway(addr, _send_request(header, body, batch=False))
+    await rc.invoke_oneway(addr, send_request(header, body, batch=False))
 
 
 async def consumer_send_back(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from rocketq.protocol import addresses, frames
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import idle, limits
-from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.connection import COALESCE_FRAMES, Connection, Handler
 from rocketq.remoting.errors import RemotingConnectError
 
 RpcHook = Callable[[RemotingCommand], None]
@@ -73,7 +73,8 @@ class RemotingClient:
         try:
             _transport, conn = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name),
+                    lambda: Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name,
+                                       flush_after_frames=COALESCE_FRAMES),
                     host,
                     port,
                 ),
@@ -100,6 +101,17 @@ class RemotingClient:
         if self._rpc_hook is not None:
             self._rpc_hook(cmd)
         return await conn.invoke(cmd, timeout)
+
+    def request_now(self, addr: str, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand] | None:
+        """Send ``cmd`` at once on the open connection to ``addr`` and return the future of its
+        answer (``Connection.request``), or None, having sent nothing, when that would need a
+        wait first (no connection yet, or one whose peer is slow to read): ``invoke`` then."""
+        conn = self._connections.get(addr)
+        if conn is None or not conn.writable:
+            return None
+        if self._rpc_hook is not None:
+            self._rpc_hook(cmd)
+        return conn.request(cmd, timeout)
 
     def invoke_async(
         self,

@@ -6,12 +6,15 @@ connection exactly like a client calls SEND_MESSAGE on the broker's. Responses a
 waiting futures by ``opaque``; requests are dispatched to ``handlers`` by ``code``.
 
 Writes are batched: frames queued during one event-loop turn leave in one ``writelines``, or
-every ``FLUSH_AFTER_FRAMES`` frames when a turn queues many (so the peer can start early).
+every ``FLUSH_AFTER_FRAMES`` frames when a turn queues many (so the peer can start early; a
+client coalesces up to ``COALESCE_FRAMES``).
 A handler runs *eagerly*: its first step runs inside ``data_received``, and only a handler
 that actually waits (a SYNC_FLUSH group commit, a name-server call) becomes a task. Most
 requests (an ASYNC_FLUSH send, a pull, a heartbeat) finish in that first step, so they cost
 neither a task nor an extra loop turn; see ``_Resumed`` for how the rest keep a task's
 semantics (exceptions, cancellation on connection loss).
+Consecutive requests of one read for a ``GroupedHandler`` (the broker's sends) are handed to it
+together and answered in one write (``grouping``).
 Every buffer is capped:
 
 * a frame larger than ``max_frame_size`` or any undecodable byte closes the connection (with a
@@ -29,15 +32,17 @@ Every buffer is capped:
 * a caller of ``invoke`` waits while the transport's buffer is over the high-water mark.
 
 The transport's buffer is the whole backlog: the outbox holds fewer than
-``FLUSH_AFTER_FRAMES`` frames and is handed over by the end of the loop turn.
+``FLUSH_AFTER_FRAMES`` frames (``COALESCE_FRAMES`` on a client's connection) and is handed
+over by the end of the loop turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, Final
 
 from rocketq import ratelimit
@@ -45,7 +50,9 @@ from rocketq.protocol import frames
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
+from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
+from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
 
 log = logging.getLogger(__name__)
@@ -66,6 +73,10 @@ FLUSH_AFTER_FRAMES: Final = 4
 Answering a read of 30 requests in one write at the end made client and broker take turns
 (each idle while the other worked); slices of 4 let them overlap, for two syscalls more per
 ten requests (docs/benchmarks.md)."""
+COALESCE_FRAMES: Final = 64
+"""A client's ``FLUSH_AFTER_FRAMES``: its requests of one loop turn (``send_async`` calls, the
+tasks a read of answers woke) leave in one write, up to this many frames per write. Writing
+them in slices of 4 made the syscalls most of a pipelined producer's CPU."""
 WRITE_HIGH_WATER: Final = 4 * 1024 * 1024
 """Bytes buffered for a peer past which a server's connection stops reading its requests
 (Netty's writeBufferHighWaterMark in RocketMQ)."""
@@ -87,10 +98,13 @@ class Connection(asyncio.Protocol):
         guard_backlog: bool = False,
         stats: RemotingStats | None = None,
         admit: Callable[[asyncio.BaseTransport], bool] | None = None,
+        flush_after_frames: int = FLUSH_AFTER_FRAMES,
     ) -> None:
         """``guard_backlog``: stop reading while the peer does not read (a server's side).
         ``stats``: where rare events are counted. ``admit``: asked once the socket exists;
-        False closes it at once (a server over its connection cap)."""
+        False closes it at once (a server over its connection cap). ``flush_after_frames``:
+        frames queued in one loop turn before they are written (``FLUSH_AFTER_FRAMES``)."""
+        self._flush_after = flush_after_frames
         self._handlers = handlers
         self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
@@ -103,6 +117,8 @@ class Connection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting_in_groups = 0
+        """Requests in waiting groups beyond one per group's task (``_in_flight``)."""
         self._deferred: set[int] = set()
         """Opaques of requests whose handler returned None: answered later by ``send_response``."""
         self._guard_backlog = guard_backlog
@@ -137,20 +153,44 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.active = True
         feed = self._decoder.feed(data)
+        handlers = self._handlers
+        group: list[RemotingCommand] = []
+        grouped: GroupedHandler | None = None
+        """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
         try:
             for cmd in feed:
                 if cmd.flag & RESPONSE_FLAG:
                     self._complete(cmd)
+                    continue
+                handler = handlers.get(cmd.code)
+                if type(handler) is GroupedHandler:
+                    if handler is not grouped and group:
+                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                        group = []
+                    grouped = handler
+                    group.append(cmd)
+                    if len(group) < MAX_GROUP:
+                        continue
+                    self._dispatch_group(handler, group)
+                    group = []
                 else:
+                    if group:
+                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                        group = []
                     self._dispatch(cmd)
-                    if self.reading_paused:
-                        feed.close()  # the decoder keeps the rest of the read for later
-                        break
+                if self.reading_paused:
+                    feed.close()  # the decoder keeps the rest of the read for later
+                    break
         except FrameError as exc:
+            if group:
+                self._dispatch_group(grouped, group)  # type: ignore[arg-type]
             self._stats.bad_frames += 1
             _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
                               self._name, self.remote_addr, exc)
             self.abort()
+            return
+        if group:
+            self._dispatch_group(grouped, group)  # type: ignore[arg-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -205,7 +245,7 @@ class Connection(asyncio.Protocol):
             self._check_backlog()
         outbox = self._outbox
         outbox.append(data)
-        if len(outbox) >= FLUSH_AFTER_FRAMES:
+        if len(outbox) >= self._flush_after:
             # A long burst (a read full of requests) is answered in slices: the peer starts on
             # the first answers while the rest are still being worked out here.
             self._transport.writelines(outbox)
@@ -213,6 +253,18 @@ class Connection(asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
+
+    def _write_group(self, frames_out: list[bytes | memoryview]) -> None:
+        """Queue a group's answers and write them in one go, with what the outbox held."""
+        if self._transport is None:
+            return
+        self.active = True
+        if self.reading_paused:
+            self._check_backlog()
+        self._outbox.extend(frames_out)
+        if self._transport is not None:  # the backlog check may have aborted it
+            self._transport.writelines(self._outbox)
+        self._outbox = []
 
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
@@ -251,23 +303,46 @@ class Connection(asyncio.Protocol):
         """Send a request and wait for its response; RemotingTimeoutError after ``timeout`` s."""
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
-        if len(self._pending) >= MAX_PENDING_INVOKES:
-            raise RemotingTooMuchRequestError(f"{len(self._pending)} requests pending on {self.remote_addr}")
         if not self._writable.is_set():
             await self._writable.wait()
+        return await self.request(cmd, timeout)
+
+    @property
+    def writable(self) -> bool:
+        """Open, and its transport's buffer under the high-water mark: ``request`` may be
+        called without waiting first."""
+        return not self.closed and self._writable.is_set()
+
+    def request(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
+        """Send a request now and return the future of its response, without a coroutine.
+
+        The future ends with the response, RemotingTimeoutError after ``timeout`` s, or
+        RemotingSendError when the connection is lost; cancelling it forgets the request.
+        Unlike ``invoke`` it does not wait while the peer is slow to read: check ``writable``.
+        """
+        if self.closed:
+            raise RemotingSendError(f"connection to {self.remote_addr} is closed")
+        if len(self._pending) >= MAX_PENDING_INVOKES:
+            raise RemotingTooMuchRequestError(f"{len(self._pending)} requests pending on {self.remote_addr}")
         cmd.opaque = opaque = next(self._opaques) & 0x7FFFFFFF
         cmd.flag &= ~ONEWAY_FLAG
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[opaque] = fut
         # A timer on the future itself, not asyncio.wait_for: that wraps every call in a
         # second future and callbacks, which costs more than the rest of a send.
         timer = self._loop.call_later(timeout, _time_out, fut, self.remote_addr, cmd.code, timeout)
         try:
             self._write(cmd.encode())
-            return await fut
-        finally:
+        except BaseException:
             timer.cancel()
-            self._pending.pop(opaque, None)
+            raise
+        self._pending[opaque] = fut
+        fut.add_done_callback(functools.partial(self._settled, opaque, timer))
+        return fut
+
+    def _settled(self, opaque: int, timer: asyncio.TimerHandle, _fut: asyncio.Future[RemotingCommand]) -> None:
+        """A request's future ended (answered, timed out, lost or cancelled): forget it."""
+        timer.cancel()
+        self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, cmd: RemotingCommand) -> None:
         if self.closed:
@@ -293,11 +368,27 @@ class Connection(asyncio.Protocol):
             self._reply(request, request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        if len(self._tasks) + len(self._deferred) >= MAX_REQUESTS_IN_FLIGHT:
-            self._reply(request, request.response(
-                ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
+        if self._in_flight() >= MAX_REQUESTS_IN_FLIGHT:
+            self._refuse_busy(request)
             return
-        run = self._run(handler, request)
+        self._start(self._run(handler, request), 1)
+
+    def _dispatch_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
+        if self._in_flight() + len(requests) > MAX_REQUESTS_IN_FLIGHT:
+            for request in requests:
+                self._refuse_busy(request)
+            return
+        self._start(self._run_group(handler, requests), len(requests))
+
+    def _in_flight(self) -> int:
+        return len(self._tasks) + len(self._deferred) + self._waiting_in_groups
+
+    def _refuse_busy(self, request: RemotingCommand) -> None:
+        self._reply(request, request.response(
+            ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight"))
+
+    def _start(self, run: Coroutine[Any, Any, None], requests: int) -> None:
+        """Run a handler's first step now; a task for the rest only if it waits."""
         try:
             yielded = run.send(None)
         except StopIteration:
@@ -307,6 +398,39 @@ class Connection(asyncio.Protocol):
         task = self._loop.create_task(_finish(_Resumed(run, yielded)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if requests > 1:  # a waiting group holds all its requests in flight, not one
+            self._waiting_in_groups += requests - 1
+            task.add_done_callback(functools.partial(self._group_done, requests - 1))
+
+    def _group_done(self, extra: int, _task: asyncio.Task[None]) -> None:
+        self._waiting_in_groups -= extra
+
+    async def _run_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
+        answers: Sequence[grouping.Answer]
+        try:
+            answers = await handler.group(self, requests)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
+                          self.remote_addr)
+            answers = [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+        frames_out: list[bytes | memoryview] = []
+        for request, answer in zip(requests, answers, strict=True):
+            if request.flag & ONEWAY_FLAG:
+                continue
+            if answer is None:
+                if not self.closed:
+                    self._deferred.add(request.opaque)
+            elif isinstance(answer, bytes):
+                frames_out.append(answer)
+            else:
+                try:
+                    frames_out.extend(answer.encode_buffers())
+                except FrameError as exc:
+                    log.error("%s: response to %s not encodable: %s", self._name, self.remote_addr, exc)
+        if frames_out:
+            self._write_group(frames_out)
 
     async def _run(self, handler: Handler, request: RemotingCommand) -> None:
         try:

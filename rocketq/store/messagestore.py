@@ -277,27 +277,55 @@ class MessageStore:
     async def put_batch(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
         """Store messages back to back under one append: consecutive offsets per queue, one
         store timestamp, one flush wait. All or none are stored."""
-        if not len(requests):
-            return PutResult(PutStatus.MESSAGE_ILLEGAL, error="empty batch")
         return await self._put(requests)
 
+    async def put_group(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
+        """Store several independent puts (one connection's sends of one read) as one append.
+
+        Each put is what ``put_batch`` takes and gets its own result, exactly as if it had been
+        put alone, in order: one that fails (illegal, too large) changes nothing of the others.
+        What they share is the work around the records: one refusal check, one store
+        timestamp, one index commit, one arrival notice per queue and, under SYNC_FLUSH, one
+        wait for the group commit (to the end of the last put that waits).
+        """
+        return await self._put_many(puts)
+
     async def _put(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
+        return (await self._put_many([requests]))[0]
+
+    async def _put_many(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
         started = self._monotonic()
-        result = self._append(requests)
-        if result.ok and self._sync_flush:
-            last = requests.messages[-1][2] if isinstance(requests, BatchPutRequest) else requests[-1].properties
-            if putting.wants_flush_wait(last):
-                end = result.wrote_offsets[-1] + result.wrote_sizes[-1]
-                if not await self.flusher.wait_flushed(end, self._sync_timeout):
-                    self.stats.flush_timeouts += 1
-                    result = replace(result, status=PutStatus.FLUSH_DISK_TIMEOUT)
+        results = self._append_many(puts)
+        if self._sync_flush:
+            await self._wait_flushed(puts, results)
+        elapsed_ms = (self._monotonic() - started) * 1000
+        for result in results:
+            if result.appended:
+                self.stats.record_put(result.message_count, result.wrote_bytes, elapsed_ms)
             else:
-                self.flusher.wakeup()
-        if result.appended:
-            self.stats.record_put(result.message_count, result.wrote_bytes, (self._monotonic() - started) * 1000)
-        else:
-            self.stats.put_failures += 1
-        return result
+                self.stats.put_failures += 1
+        return results
+
+    async def _wait_flushed(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest],
+                            results: list[PutResult]) -> None:
+        """SYNC_FLUSH: hold the puts that want it (WAIT, the default) until they are on disk;
+        one wait for all of them, to the end of the last one."""
+        waiting: list[int] = []
+        for i, (requests, result) in enumerate(zip(puts, results, strict=True)):
+            if result.ok:
+                last = requests.messages[-1][2] if isinstance(requests, BatchPutRequest) else requests[-1].properties
+                if putting.wants_flush_wait(last):
+                    waiting.append(i)
+                else:
+                    self.flusher.wakeup()
+        if not waiting:
+            return
+        last_result = results[waiting[-1]]
+        end = last_result.wrote_offsets[-1] + last_result.wrote_sizes[-1]
+        if not await self.flusher.wait_flushed(end, self._sync_timeout):
+            for i in waiting:
+                self.stats.flush_timeouts += 1
+                results[i] = replace(results[i], status=PutStatus.FLUSH_DISK_TIMEOUT)
 
     def _refusal(self) -> PutResult | None:
         if self.state is not StoreState.RUNNING:
@@ -311,18 +339,39 @@ class MessageStore:
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
         return None
 
-    def _append(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
-        refusal = self._refusal()
-        if refusal is not None:
-            return refusal
+    def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[putting.PreparedMessage] | PutResult:
+        if not len(requests):
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, error="empty batch")
         try:
-            prepared = self._preparer.prepare(requests)
+            return self._preparer.prepare(requests)
         except PropertiesSizeExceededError as exc:
             return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
         except MessageIllegalError as exc:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, error=str(exc))
+
+    def _append_many(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
+        """Append each put whole or not at all; one result per put, in order."""
+        refusal = self._refusal()
+        if refusal is not None:
+            return [refusal] * len(puts)
+        prepared = [self._prepare(requests) for requests in puts]
         began = self._monotonic()
         now = _now_ms()
+        touched: dict[int, ConsumeQueue] = {}
+        """Every queue the group adds units to, notified once at the end."""
+        try:
+            results = [p if isinstance(p, PutResult) else self._append_prepared(p, now, touched) for p in prepared]
+        finally:
+            if self.index is not None:
+                self.index.commit()
+            self._note_hold_time(began)
+        for cq in touched.values():
+            self._notify(cq)
+        return results
+
+    def _append_prepared(self, prepared: list[putting.PreparedMessage], now: int,
+                         notify: dict[int, ConsumeQueue]) -> PutResult:
+        """Append one put's records, units and index entries; roll back all of them on failure."""
         commitlog, index, prefix = self.commitlog, self.index, self._msg_id_prefix
         offsets: list[int] = []
         sizes: list[int] = []
@@ -354,12 +403,8 @@ class MessageStore:
             # acknowledged, so none of it stays (a batch is stored whole or not at all).
             self._roll_back(start, touched.values())
             return self._append_failed(exc)
-        finally:
-            if index is not None:
-                index.commit()
-            self._note_hold_time(began)
-        for cq, _first in touched.values():
-            self._notify(cq)
+        for key, (cq, _first) in touched.items():
+            notify[key] = cq
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
 
     def _roll_back(self, start: int, touched: Iterable[tuple[ConsumeQueue, int]]) -> None:

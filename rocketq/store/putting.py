@@ -4,7 +4,7 @@ A put is all or nothing, so every request is checked and encoded into its stored
 (``storedrecords.RecordEncoder``) before the CommitLog moves: a message that is illegal, too
 large for a segment, or names a bad topic or queue fails the whole put with no store state
 changed. What comes out is one ``PreparedMessage`` per message: the record and what dispatch
-needs after the append (``MessageStore._append``: CommitLog, ConsumeQueue unit, index entries).
+needs after the append (``MessageStore._append_prepared``: CommitLog, ConsumeQueue unit, index entries).
 
 ``PreparedMessage`` is a plain tuple, not a class: the put path builds one per message and
 unpacks it in the append loop, and a tuple costs no Python-level constructor call.

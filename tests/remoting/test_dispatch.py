@@ -15,6 +15,7 @@ from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, FrameDecoder, RemotingCommand
 from rocketq.protocol.headers import TopicHeader
 from rocketq.remoting import connection as connection_mod
+from rocketq.remoting import grouping
 from rocketq.remoting.connection import Connection
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError
 
@@ -86,6 +87,12 @@ def _open(handlers: Handlers) -> tuple[Connection, MemoryTransport]:
     transport = MemoryTransport()
     conn.connection_made(transport)  # type: ignore[arg-type]
     return conn, transport
+
+
+def _capped(monkeypatch: pytest.MonkeyPatch, limit: int, handlers: Handlers) -> tuple[Connection, MemoryTransport]:
+    """A connection that holds at most ``limit`` requests in flight."""
+    monkeypatch.setattr(connection_mod, "MAX_REQUESTS_IN_FLIGHT", limit)
+    return _open(handlers)
 
 
 def _request(code: int, opaque: int, **kwargs: Any) -> bytes:
@@ -173,9 +180,8 @@ async def test_oneway_requests_are_never_answered() -> None:
 async def test_waiting_handlers_and_answers_given_later_count_against_the_in_flight_cap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(connection_mod, "MAX_REQUESTS_IN_FLIGHT", 3)
     handlers = Handlers()
-    conn, transport = _open(handlers)
+    conn, transport = _capped(monkeypatch, 3, handlers)
     conn.data_received(b"".join(_request(SYNC, i) for i in range(1, 6)))  # answered at once: never in flight
     # 10 waits (a task); 11 is held, to be answered later (as a long-poll pull); 12 waits
     conn.data_received(_request(WAITS, 10) + _request(LATER, 11) + _request(WAITS, 12))
@@ -225,3 +231,64 @@ async def test_invoke_fails_when_the_connection_is_lost() -> None:
     conn.connection_lost(None)
     with pytest.raises(RemotingSendError):
         await call
+
+
+GROUPED = 20
+
+
+class GroupHandlers(Handlers):
+    """A ``GroupedHandler`` for code GROUPED: each group waits on ``gate`` (or fails, when a
+    request's remark says so) and notes the opaques it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.groups: list[list[int]] = []
+
+    async def group(self, conn: Connection, reqs: list[RemotingCommand]) -> list[grouping.Answer]:
+        self.groups.append([r.opaque for r in reqs])
+        if any(r.remark == "fail" for r in reqs):
+            raise RuntimeError("group broke")
+        remark = await self.gate
+        return [r.response(ResponseCode.SUCCESS, remark) for r in reqs]
+
+    def table(self) -> dict[int, Any]:
+        return {**super().table(), GROUPED: grouping.GroupedHandler(self.sync, self.group)}
+
+
+async def test_a_waiting_group_holds_a_place_per_request_and_frees_them_when_answered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handlers = GroupHandlers()
+    conn, transport = _capped(monkeypatch, 4, handlers)
+    conn.data_received(b"".join(_request(GROUPED, i) for i in range(1, 4)) + _request(SYNC, 4))
+    conn.data_received(_request(GROUPED, 5) + _request(GROUPED, 6))  # 3 + 2 > 4: refused
+    conn.data_received(_request(GROUPED, 7))  # 3 + 1 fits
+    await _turns()
+    answers = _answers(transport)
+    assert handlers.groups == [[1, 2, 3], [7]]
+    assert answers[4].code == ResponseCode.SUCCESS
+    assert answers[5].code == answers[6].code == ResponseCode.SYSTEM_BUSY
+    handlers.gate.set_result("stored")
+    await _turns()
+    answers = _answers(transport)
+    assert [answers[i].remark for i in (1, 2, 3, 7)] == ["stored"] * 4
+    assert conn._in_flight() == 0
+    conn.data_received(b"".join(_request(GROUPED, i) for i in range(8, 12)))  # all four places are free again
+    await _turns()
+    assert {_answers(transport)[i].code for i in range(8, 12)} == {ResponseCode.SUCCESS}
+
+
+async def test_a_failing_group_answers_each_request_and_a_lost_connection_ends_a_waiting_one() -> None:
+    handlers = GroupHandlers()
+    conn, transport = _open(handlers)
+    conn.data_received(_request(GROUPED, 1) + _request(GROUPED, 2, remark="fail"))
+    await _turns()
+    answers = _answers(transport)
+    assert {answers[i].remark for i in (1, 2)} == {"RuntimeError: group broke"}
+    conn.data_received(_request(GROUPED, 3) + _request(GROUPED, 4))
+    await _turns()
+    assert conn._in_flight() == 2
+    conn.connection_lost(None)
+    await _turns()
+    assert conn._in_flight() == 0 and not conn._tasks
+    assert sorted(_answers(transport)) == [1, 2]

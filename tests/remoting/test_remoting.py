@@ -15,7 +15,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError, TopicHeader
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.connection import Connection
-from rocketq.remoting.errors import RemotingConnectError, RemotingTimeoutError
+from rocketq.remoting.errors import RemotingConnectError, RemotingSendError, RemotingTimeoutError
 from rocketq.remoting.server import RemotingServer
 
 ECHO, SLOW, STRICT, ONEWAY_SINK, CALL_BACK = 1, 2, 3, 4, 5
@@ -95,6 +95,28 @@ async def test_async_rpc_with_callback(served, client) -> None:
     failing = client.invoke_async(addr, RemotingCommand(code=SLOW), 0.05)
     with pytest.raises(RemotingTimeoutError):
         await failing
+
+
+async def test_request_now_needs_an_open_connection_and_ends_every_way(served, client) -> None:
+    _fx, _server, addr = served
+    assert client.request_now(addr, RemotingCommand(code=ECHO), 2) is None  # not connected yet: nothing sent
+    conn = await client.connection(addr)
+    answers = [client.request_now(addr, RemotingCommand(code=ECHO, body=str(i).encode()), 2) for i in range(50)]
+    assert [(await a).body for a in answers if a is not None] == [str(i).encode() for i in range(50)]
+    timed_out = client.request_now(addr, RemotingCommand(code=SLOW), 0.05)
+    cancelled = client.request_now(addr, RemotingCommand(code=SLOW), 5)
+    assert timed_out is not None and cancelled is not None and len(conn._pending) == 2
+    cancelled.cancel()
+    with pytest.raises(RemotingTimeoutError):
+        await timed_out
+    await asyncio.sleep(0)
+    assert not conn._pending  # neither the timed-out nor the cancelled request stays behind
+    lost = client.request_now(addr, RemotingCommand(code=SLOW), 5)
+    assert lost is not None
+    conn.abort()
+    with pytest.raises(RemotingSendError):
+        await lost
+    assert not conn._pending
 
 
 async def test_unknown_code_is_not_supported(served, client) -> None:
