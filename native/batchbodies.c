@@ -69,7 +69,7 @@ error:
     return NULL;
 }
 
-PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
     PyObject *out;

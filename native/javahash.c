@@ -40,7 +40,7 @@ int rq_java_hash(PyObject *text, uint32_t *hash_out, uint32_t *power_out)
     return 0;
 }
 
-PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     uint32_t h;
     if (nargs != 1 || !PyUnicode_CheckExact(args[0]) || rq_java_hash(args[0], &h, NULL) < 0)
@@ -48,7 +48,7 @@ PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *const *args, Py
     return PyLong_FromUnsignedLong(h);
 }
 
-PyObject *rq_py_java_hash(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_java_hash(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     uint32_t h;
     if (nargs != 1 || !PyUnicode_CheckExact(args[0]) || rq_java_hash(args[0], &h, NULL) < 0)
@@ -56,7 +56,7 @@ PyObject *rq_py_java_hash(PyObject *fallback, PyObject *const *args, Py_ssize_t 
     return PyLong_FromLong((long)(int32_t)h);
 }
 
-PyObject *rq_py_java_hash_after(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_java_hash_after(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     uint32_t h, power, prefix;
     if (nargs != 2 || !PyLong_CheckExact(args[0]) || !PyUnicode_CheckExact(args[1])

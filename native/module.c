@@ -10,7 +10,7 @@
 
 #include <structmember.h>
 
-typedef PyObject *(*AccelImpl)(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
+typedef PyObject *(*AccelImpl)(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 
 static const struct {
     const char *name;
@@ -21,7 +21,9 @@ static const struct {
     {"java_string_hash_after", rq_py_java_hash_after},
     {"decode_properties", rq_py_decode_properties},
     {"encode_properties", rq_py_encode_properties},
+    {"is_canonical", rq_py_is_canonical},
     {"batch_entries", rq_py_batch_entries},
+    {"_decode_view", rq_py_decode_frame_view},
     {NULL, NULL},
 };
 
@@ -30,6 +32,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     AccelImpl impl;
     PyObject *fallback;
+    PyObject *context;  /* a tuple of what the routine needs from Python (classes, functions) */
 } AcceleratedObject;
 
 static PyObject *accelerated_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -37,7 +40,7 @@ static PyObject *accelerated_call(PyObject *op, PyObject *const *args, size_t na
     AcceleratedObject *self = (AcceleratedObject *)op;
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    return self->impl(self->fallback, args, PyVectorcall_NARGS(nargsf));
+    return self->impl(self->fallback, self->context, args, PyVectorcall_NARGS(nargsf));
 }
 
 static PyObject *accelerated_getattro(PyObject *op, PyObject *name)
@@ -58,13 +61,23 @@ static PyObject *accelerated_repr(AcceleratedObject *self)
 static int accelerated_traverse(AcceleratedObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
+    Py_VISIT(self->context);
     return 0;
 }
 
 static int accelerated_clear(AcceleratedObject *self)
 {
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->context);
     return 0;
+}
+
+static PyObject *accelerated_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    /* a method, as the pure function would be in a class body */
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
 }
 
 static void accelerated_dealloc(AcceleratedObject *self)
@@ -93,14 +106,15 @@ static PyTypeObject AcceleratedType = {
     .tp_clear = (inquiry)accelerated_clear,
     .tp_dealloc = (destructor)accelerated_dealloc,
     .tp_members = accelerated_members,
+    .tp_descr_get = accelerated_get,
 };
 
 static PyObject *accelerate(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     const char *name;
     AcceleratedObject *self;
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "accelerate(name: str, pure: callable)");
+    if (nargs < 2 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "accelerate(name: str, pure: callable, *context)");
         return NULL;
     }
     name = PyUnicode_AsUTF8(args[0]);
@@ -109,12 +123,20 @@ static PyObject *accelerate(PyObject *module, PyObject *const *args, Py_ssize_t 
     for (int i = 0; ACCELERATED[i].name != NULL; i++) {
         if (strcmp(ACCELERATED[i].name, name) != 0)
             continue;
-        self = PyObject_GC_New(AcceleratedObject, &AcceleratedType);
-        if (self == NULL)
+        PyObject *context = PyTuple_New(nargs - 2);
+        if (context == NULL)
             return NULL;
+        for (Py_ssize_t j = 2; j < nargs; j++)
+            PyTuple_SET_ITEM(context, j - 2, Py_NewRef(args[j]));
+        self = PyObject_GC_New(AcceleratedObject, &AcceleratedType);
+        if (self == NULL) {
+            Py_DECREF(context);
+            return NULL;
+        }
         self->vectorcall = accelerated_call;
         self->impl = ACCELERATED[i].impl;
         self->fallback = Py_NewRef(args[1]);
+        self->context = context;
         PyObject_GC_Track(self);
         return (PyObject *)self;
     }
@@ -157,7 +179,7 @@ static PyObject *crc32_py(PyObject *module, PyObject *arg)
 
 static PyMethodDef module_methods[] = {
     {"accelerate", (PyCFunction)(void (*)(void))accelerate, METH_FASTCALL,
-     "accelerate(name, pure): the C codec ``name``, calling ``pure`` for input it does not handle."},
+     "accelerate(name, pure, *context): the C codec ``name``, calling ``pure`` for input it does not handle."},
     {"names", names, METH_NOARGS, "The names accelerate() knows."},
     {"crc32", crc32_py, METH_O, "zlib.crc32 of a buffer (the table code the record encoders use)."},
     {"sender_encoder", (PyCFunction)(void (*)(void))rq_sender_encoder, METH_FASTCALL,

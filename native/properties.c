@@ -114,7 +114,7 @@ error:
     return NULL;
 }
 
-PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *out;
     if (nargs != 1 || !PyUnicode_CheckExact(args[0]))
@@ -125,7 +125,7 @@ PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *const *args, Py_
     return out;
 }
 
-PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *out;
     if (nargs != 1 || !PyDict_CheckExact(args[0]))
@@ -134,4 +134,26 @@ PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *const *args, Py_
     if (out == NULL && !PyErr_Occurred())
         return rq_fallback(fallback, args, nargs);
     return out;
+}
+
+/* is_canonical(encoded, properties): every entry ends with \x02, and each separator occurs once
+ * per entry, so the text is what encode_properties(properties) gives. */
+PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t n, count, entries = 0, names = 0;
+    int kind;
+    const void *data;
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyDict_CheckExact(args[1]))
+        return rq_fallback(fallback, args, nargs);
+    n = PyUnicode_GET_LENGTH(args[0]);
+    count = PyDict_GET_SIZE(args[1]);
+    kind = PyUnicode_KIND(args[0]);
+    data = PyUnicode_DATA(args[0]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        entries += ch == ENTRY_SEP;
+        names += ch == NAME_VALUE_SEP;
+    }
+    return PyBool_FromLong(entries == count && names == count
+                           && (n == 0 || PyUnicode_READ(kind, data, n - 1) == ENTRY_SEP));
 }

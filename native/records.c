@@ -21,6 +21,7 @@
 #define MAGIC_V2 (-626843477)
 #define HEAD_SIZE 48          /* TOTALSIZE .. BORNTIMESTAMP */
 #define BORN_HOST_POS 48
+#define FIXED_SIZE 74         /* all but the hosts, body, topic and properties */
 #define MIN_RECORD_SIZE 91    /* V1, IPv4 hosts, everything empty */
 #define MAX_PROPERTIES_LENGTH 32767
 #define SYSFLAG_COMPRESSED 0x1
@@ -39,6 +40,13 @@ typedef struct {
     Py_ssize_t born_len, store_len, topic_part_len, body_len, props_len;
 } RecordFields;
 
+/* The record's size from the lengths write_record copies: the one number it must agree with. */
+static Py_ssize_t record_size(const RecordFields *f)
+{
+    return FIXED_SIZE + f->born_len + f->store_len + f->body_len + f->topic_part_len + f->props_len;
+}
+
+/* ``f`` as a record of ``total`` bytes; ``total`` must be record_size(f) (callers check). */
 static PyObject *write_record(const RecordFields *f, Py_ssize_t total)
 {
     PyObject *out = PyBytes_FromStringAndSize(NULL, total);
@@ -123,7 +131,6 @@ typedef struct {
     PyObject *last_host;   /* the born host tuple seen last, and its packed form */
     PyObject *last_born;
     int64_t magic;
-    Py_ssize_t fixed;      /* the record's size apart from born host, body, topic, properties */
     Py_ssize_t limit;      /* max message size */
 } RecordEncoderObject;
 
@@ -226,8 +233,9 @@ static PyObject *record_encoder_call(PyObject *op, PyObject *const *args, size_t
     f.queue_offset = extra[2];
     f.physical_offset = extra[3];
     f.store_timestamp = extra[4];
-    total = self->fixed + f.born_len + f.body_len + f.topic_part_len + f.props_len;
-    if (total > self->limit)
+    total = record_size(&f);
+    /* over the limit, or a size TOTALSIZE cannot hold: the pure code raises */
+    if (total > self->limit || total > RQ_INT32_MAX)
         goto fallback;
     record = write_record(&f, total);
     Py_DECREF(topic_part);
@@ -266,6 +274,11 @@ static PyObject *record_encoder_new(PyTypeObject *type, PyObject *args, PyObject
         PyErr_SetString(PyExc_ValueError, "a packed store host is 8 or 20 bytes");
         return NULL;
     }
+    /* the pure code's fixed part must be this layout's, or the two would size records apart */
+    if (fixed != FIXED_SIZE + PyBytes_GET_SIZE(store)) {
+        PyErr_SetString(PyExc_ValueError, "the fixed size is not the record layout's");
+        return NULL;
+    }
     self = (RecordEncoderObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -276,7 +289,6 @@ static PyObject *record_encoder_new(PyTypeObject *type, PyObject *args, PyObject
     self->topic_part = Py_NewRef(topic_part);
     self->pack_host = Py_NewRef(pack_host);
     self->magic = magic;
-    self->fixed = fixed;
     self->limit = limit;
     return (PyObject *)self;
 }
@@ -338,7 +350,6 @@ typedef struct {
     PyObject *fallback;    /* the pure closure */
     PyObject *born, *store, *topic_part;
     RecordFields shared;   /* everything but body, flag and properties */
-    Py_ssize_t fixed;      /* size apart from body and properties */
     Py_ssize_t limit;
 } SenderEncoderObject;
 
@@ -356,8 +367,8 @@ static PyObject *sender_encoder_call(PyObject *op, PyObject *const *args, size_t
     f.body = PyBytes_AS_STRING(args[0]);
     f.body_len = PyBytes_GET_SIZE(args[0]);
     f.flag = flag;
-    total = self->fixed + f.body_len + f.props_len;
-    if (total > self->limit)
+    total = record_size(&f);
+    if (total > self->limit || total > RQ_INT32_MAX)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     return write_record(&f, total);
 }
@@ -419,7 +430,8 @@ PyObject *rq_sender_encoder(PyObject *module, PyObject *const *args, Py_ssize_t 
             || !rq_int_in(args[4], RQ_INT64_MIN, RQ_INT64_MAX, &born_ts)
             || !rq_int_in(args[7], RQ_INT32_MIN, RQ_INT32_MAX, &reconsume)
             || !rq_int_in(args[9], 0, RQ_INT64_MAX, &fixed) || !rq_int_in(args[10], 0, RQ_INT64_MAX, &limit)
-            || !PyBytes_CheckExact(args[5]) || !PyBytes_CheckExact(args[6]) || !PyBytes_CheckExact(args[8]))
+            || !PyBytes_CheckExact(args[5]) || !PyBytes_CheckExact(args[6]) || !PyBytes_CheckExact(args[8])
+            || fixed != FIXED_SIZE + PyBytes_GET_SIZE(args[5]) + PyBytes_GET_SIZE(args[6]) + PyBytes_GET_SIZE(args[8]))
         return Py_NewRef(args[0]);
     self = PyObject_GC_New(SenderEncoderObject, &RqSenderEncoderType);
     if (self == NULL)
@@ -441,7 +453,6 @@ PyObject *rq_sender_encoder(PyObject *module, PyObject *const *args, Py_ssize_t 
     self->shared.store_len = PyBytes_GET_SIZE(self->store);
     self->shared.topic_part = PyBytes_AS_STRING(self->topic_part);
     self->shared.topic_part_len = PyBytes_GET_SIZE(self->topic_part);
-    self->fixed = (Py_ssize_t)fixed;
     self->limit = (Py_ssize_t)limit;
     PyObject_GC_Track(self);
     return (PyObject *)self;
@@ -575,6 +586,10 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
         Py_DECREF(fields[9]);
         return NULL;
     }
+    /* take what the store slot gives now: allocating a dict below may run the garbage
+     * collector, whose finalizers may decode records and refill the slot */
+    fields[11] = Py_NewRef(store->host);
+    fields[17] = offset_msg_id(store, rq_get_i64(p + 28));
     fields[14] = PyBytes_FromStringAndSize((const char *)body, body_len);
     fields[15] = PyUnicode_DecodeUTF8((const char *)topic, topic_len, NULL);
     fields[16] = NULL;
@@ -584,7 +599,6 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
     } else {
         fields[16] = rq_decode_properties_utf8((const char *)p + total - props_len, props_len, NULL);
     }
-    fields[17] = offset_msg_id(store, rq_get_i64(p + 28));
     fields[0] = PyLong_FromLong(total);
     fields[1] = PyLong_FromLong(magic);
     fields[2] = PyLong_FromLong(crc);
@@ -595,7 +609,6 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
     fields[7] = PyLong_FromLong(sys_flag);
     fields[8] = PyLong_FromLongLong(rq_get_i64(p + 40));
     fields[10] = PyLong_FromLongLong(rq_get_i64(p + HEAD_SIZE + born_len));
-    fields[11] = Py_NewRef(store->host);
     fields[12] = PyLong_FromLong(rq_get_i32(p + HEAD_SIZE + born_len + 8 + store_len));
     fields[13] = PyLong_FromLongLong(rq_get_i64(p + HEAD_SIZE + born_len + 8 + store_len + 4));
     made = 1;
@@ -627,6 +640,7 @@ PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_buffer view;
     Py_ssize_t pos, end;
     PyObject *record;
+    int decompress, check_crc;
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "decode_record takes 5 arguments");
         return NULL;
@@ -636,9 +650,13 @@ PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t n
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    decompress = PyObject_IsTrue(args[2]);
+    check_crc = PyObject_IsTrue(args[3]);
+    if (decompress < 0 || check_crc < 0)
+        return NULL;
     if (!buffer_of(args[0], &view))
         Py_RETURN_NONE;
-    record = decode_at(view.buf, view.len, pos, PyObject_IsTrue(args[2]), PyObject_IsTrue(args[3]), args[4], &end);
+    record = decode_at(view.buf, view.len, pos, decompress, check_crc, args[4], &end);
     PyBuffer_Release(&view);
     if (record == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
@@ -662,6 +680,8 @@ PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
     if (pos == -1 && PyErr_Occurred())
         return NULL;
     decompress = PyObject_IsTrue(args[2]);
+    if (decompress < 0)
+        return NULL;
     records = PyList_New(0);
     if (records == NULL)
         return NULL;

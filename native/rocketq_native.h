@@ -30,12 +30,14 @@ PyObject *rq_encode_properties(PyObject *mapping);       /* exact dict of exact 
 
 /* Python-facing entry points, wrapped by module.c's accelerated-function type: each gets the
  * pure function as ``fallback`` and the positional arguments of a call. */
-PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
-PyObject *rq_py_java_hash(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
-PyObject *rq_py_java_hash_after(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
-PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
-PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
-PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_java_hash(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_java_hash_after(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 
 /* records.c: stored-record encoders (types) and decoders (module functions). */
 extern PyTypeObject RqRecordEncoderType;

@@ -95,6 +95,7 @@ def decode_properties(text: str) -> dict[str, str]:
     return out
 
 
+@nativecodecs.accelerated
 def is_canonical(encoded: str, properties: Mapping[str, str]) -> bool:
     """True when ``properties`` (``decode_properties(encoded)``) encodes back to ``encoded``.
 

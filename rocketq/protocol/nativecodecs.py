@@ -15,7 +15,8 @@ by ``pip install``). This module decides, once at import, which one runs:
 The C code gives the same results as the pure code, byte for byte, and never raises an error
 of its own: for any input it does not handle (malformed, an unusual type, a value out of
 range) it calls the pure function, which raises what it always raised. ``accelerated``
-decorates a pure function with its C twin; ``pure`` gives back the reference, for tests.
+decorates a pure function with its C twin (``accelerated_with`` when the C code needs Python
+objects, such as the class it builds); ``pure`` gives back the reference, for tests.
 """
 
 from __future__ import annotations
@@ -55,6 +56,17 @@ def accelerated(pure: F) -> F:
     if native is None:
         return pure
     return native.accelerate(pure.__name__, pure)
+
+
+def accelerated_with(*context: object) -> Callable[[F], F]:
+    """``accelerated`` for a C twin that needs Python objects (a class to build, a parser)."""
+
+    def decorate(pure: F) -> F:
+        if native is None:
+            return pure
+        return native.accelerate(pure.__name__, pure, *context)
+
+    return decorate
 
 
 def pure(function: F) -> F:

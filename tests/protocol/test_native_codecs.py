@@ -14,16 +14,19 @@ import contextlib
 import os
 import subprocess
 import sys
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_message_fuzz import BATCH_SEED, FIXTURES, SEEDS, mutated
 
-from rocketq.protocol import batchbodies, javahash, messageproperties, nativecodecs, requests, storedrecords
+from rocketq.protocol import batchbodies, frames, javahash, messageproperties, nativecodecs, requests, storedrecords
+from rocketq.protocol.codes import SerializeType
 from rocketq.protocol.messageerrors import MessageIllegalError
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
 
@@ -131,6 +134,17 @@ def test_decode_properties_matches(text: str) -> None:
 def test_encode_properties_matches(props: dict[str, str]) -> None:
     same(messageproperties.encode_properties, props)
     same(messageproperties.encode_properties, OrderedDict(props))
+
+
+@needs_native
+@FUZZ
+@given(texts)
+def test_is_canonical_matches(text: str) -> None:
+    decoded = outcome(messageproperties.decode_properties, text)
+    props = decoded[1] if decoded[0] == "ok" else {"A": "1"}
+    same(messageproperties.is_canonical, text, props)
+    same(messageproperties.is_canonical, text, {})
+    same(messageproperties.is_canonical, text, OrderedDict(props))
 
 
 @needs_native
@@ -244,6 +258,29 @@ def test_record_encoder_odd_arguments_go_to_pure() -> None:
     same(encoder.encode, *args[:7])
 
 
+@needs_native
+def test_record_encoders_refuse_a_layout_they_do_not_know() -> None:
+    """The C encoders size records from their own layout; a fixed part that disagrees (a layout
+    changed on one side only) must not reach the C writer, whose buffer would then be misjudged."""
+    assert nativecodecs.native is not None
+    store, pure_encode = storedrecords.pack_host(("127.0.0.1", 10911)), storedrecords.RecordEncoder.encode
+    fixed = 74 + len(store)
+    for wrong in (fixed - 1, fixed + 1, 0):
+        with pytest.raises(ValueError, match="layout"):
+            nativecodecs.native.RecordEncoder(pure_encode, storedrecords.MAGIC_V1, store, wrong, 4096, {},
+                                              len, storedrecords.pack_host)
+    born, topic_part = storedrecords.pack_host(("10.0.0.1", 5)), b"\x01T"
+
+    def sender(fixed_part: int) -> Any:
+        assert nativecodecs.native is not None
+        return nativecodecs.native.sender_encoder(pure_encode, storedrecords.MAGIC_V1, 0, 0, 0, born, store, 0,
+                                                  topic_part, fixed_part, 4096)
+
+    right = fixed + len(born) + len(topic_part)
+    assert sender(right) is not pure_encode
+    assert sender(right - 1) is pure_encode and sender(right + 1) is pure_encode
+
+
 @st.composite
 def sender_calls(draw: st.DrawFn) -> tuple[Any, ...]:
     encoder = storedrecords.RecordEncoder(draw(good_hosts), draw(st.sampled_from([200, 4096])),
@@ -353,10 +390,53 @@ def test_record_encoder_reproduces_real_broker_records() -> None:
 
 @needs_native
 def test_native_crc32_is_zlibs() -> None:
-    import zlib
-
     assert nativecodecs.native is not None
     for size in (0, 1, 7, 8, 9, 1024, 4099):
         data = os.urandom(size)
         assert nativecodecs.native.crc32(data) == zlib.crc32(data)
 
+
+
+# --- remoting frames ---------------------------------------------------------------------------
+
+json_scalars = st.one_of(st.none(), st.booleans(), int32s, st.integers(-(2**40), 2**40), texts.filter(
+    lambda t: not any(0xD800 <= ord(c) <= 0xDFFF for c in t)), st.floats(allow_nan=False, allow_infinity=False))
+header_fields = st.fixed_dictionaries({"code": int32s}, optional={
+    "opaque": int32s | json_scalars, "flag": st.sampled_from([0, 1, 2, 3]) | json_scalars,
+    "language": st.sampled_from(["JAVA", "PYTHON", "GO"]) | json_scalars, "version": int32s | json_scalars,
+    "remark": json_scalars, "serializeTypeCurrentRPC": st.just("JSON"),
+    "extFields": st.none() | st.dictionaries(st.text(max_size=8), st.text(max_size=12) | json_scalars, max_size=5),
+})
+
+
+def frame_view(header: bytes, body: bytes, serialize_type: int = 0) -> memoryview:
+    """A frame without its length prefix, as the decoder's loop hands it over."""
+    return memoryview(((serialize_type << 24) | len(header)).to_bytes(4, "big") + header + body)
+
+
+@needs_native
+@FUZZ
+@given(header_fields | st.dictionaries(st.text(max_size=6), json_scalars, max_size=4), st.binary(max_size=40))
+def test_frame_decoder_matches_on_json_headers(fields: dict[str, Any], body: bytes) -> None:
+    same(frames._decode_view, frame_view(orjson.dumps(fields), body))
+
+
+@needs_native
+@FUZZ
+@given(st.binary(max_size=120)
+       | header_fields.map(lambda f: bytes(frame_view(orjson.dumps(f), b"body"))).flatmap(mutated))
+def test_frame_decoder_matches_on_garbage(data: bytes) -> None:
+    same(frames._decode_view, memoryview(data))
+
+
+@needs_native
+def test_frame_decoder_odd_frames_go_to_pure() -> None:
+    request = frames.RemotingCommand(code=10, opaque=3, remark="r", ext_fields={"k": "v"}, body=b"b")
+    encoded = memoryview(request.encode())[4:]
+    assert same(frames._decode_view, encoded)[1].ext_fields == {"k": "v"}
+    binary = frames.RemotingCommand(code=10, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ).encode()
+    same(frames._decode_view, memoryview(binary)[4:])
+    same(frames._decode_view, frame_view(b"[1]", b""))
+    same(frames._decode_view, frame_view(b'{"code": 1}', b"", serialize_type=7))
+    same(frames._decode_view, memoryview(b"\x00\x00"))
+    same(frames._decode_view, b"not a view")
