@@ -440,3 +440,36 @@ def test_frame_decoder_odd_frames_go_to_pure() -> None:
     same(frames._decode_view, frame_view(b'{"code": 1}', b"", serialize_type=7))
     same(frames._decode_view, memoryview(b"\x00\x00"))
     same(frames._decode_view, b"not a view")
+
+
+@needs_native
+def test_common_input_is_handled_in_c() -> None:
+    """Identical results would also come from a C routine that hands everything to the pure
+    code; the speed would be gone without a failing test. So: the usual shapes never reach it."""
+    assert nativecodecs.native is not None
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError(f"handed to the pure code: {args!r}")
+
+    def in_c(function: Any, *args: Any) -> Any:
+        assert nativecodecs.native is not None
+        return nativecodecs.native.accelerate(function.__name__, refuse)(*args)
+
+    request = frames.RemotingCommand(code=310, opaque=9, remark="hi", ext_fields={"a": "T", "b": "1"}, body=b"xyz")
+    context = (frames.RemotingCommand, SerializeType.JSON, orjson.loads, frames.PROTOCOL_VERSION)
+    decoded = nativecodecs.native.accelerate("_decode_view", refuse, *context)(memoryview(request.encode())[4:])
+    assert (decoded.code, decoded.opaque, decoded.remark, decoded.ext_fields, decoded.body) == (
+        310, 9, "hi", {"a": "T", "b": "1"}, b"xyz")
+    with pytest.raises(AssertionError, match="handed to the pure code"):  # malformed: the pure code's
+        in_c(messageproperties.decode_properties, "no separator")
+    props = "TAGS\x01a\x02KEYS\x01k\x02"
+    assert in_c(messageproperties.decode_properties, props) == {"TAGS": "a", "KEYS": "k"}
+    assert in_c(messageproperties.encode_properties, {"TAGS": "a", "KEYS": "k"}) == props
+    assert in_c(messageproperties.is_canonical, props, {"TAGS": "a", "KEYS": "k"}) is True
+    assert in_c(javahash.java_string_hash, "TopicTest") == javahash.java_string_hash("TopicTest")
+    body = batchbodies.encode_batch_entries([(b"one", 0, props), (b"two", 1, "")])
+    assert in_c(batchbodies.batch_entries, body) == batchbodies.batch_entries(body)
+    batch = bytes(storedrecords.encode_stored_record(topic="T", queue_id=0, body=b"b", properties=props))
+    assert nativecodecs.native.decode_record(batch, 0, True, True, storedrecords.MessageExt) is not None
+    records, end = nativecodecs.native.decode_records(batch * 3, 0, True, storedrecords.MessageExt)
+    assert (len(records), end) == (3, 3 * len(batch))
