@@ -4,11 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-fast lint bench bench-matrix chaos clean proto
+.PHONY: venv run test test-pure test-fast lint bench bench-matrix chaos clean proto
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the C codecs (native/) are compiled by this install too: a changed source reinstalls
+$(STAMP): pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics,bench]'
 	touch $(STAMP)
@@ -17,9 +18,15 @@ $(STAMP): pyproject.toml
 run: venv
 	$(VENV)/bin/rocketq --log-level WARNING local demo --messages 100000
 
-## test: static checks (ruff, mypy), then the whole suite, slow scenarios included
+## test: static checks (ruff, mypy), the whole suite (native codecs, slow scenarios included), then test-pure
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+	$(MAKE) test-pure
+
+## test-pure: the codec-facing tests again with the pure-Python codecs (ROCKETQ_NATIVE=0, docs/operations.md)
+PURE_TESTS ?= tests/protocol tests/store tests/client tests/broker
+test-pure: venv
+	ROCKETQ_NATIVE=0 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $(PURE_TESTS)
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
@@ -52,4 +59,4 @@ proto: venv
 	$(PY) -m rocketq.proxy.protogen
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache rocketq/_native*.so

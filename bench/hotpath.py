@@ -14,6 +14,8 @@ case drives the real code with real bytes, in one process, without sockets:
 * ``broker-pull``: PULL_MESSAGE frames of 32 messages against that store.
 * ``store-sync-flush``: ``MessageStore.put`` under SYNC_FLUSH from 32 concurrent writers, the
   group commit's fsync replaced by a no-op: what waiting for the flush costs apart from the disk.
+* ``consumer-decode``: a consumer decoding pull answers of 32 stored records (1 KiB bodies,
+  four properties) into ``MessageExt``s.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
 
@@ -42,7 +44,7 @@ from rocketq.broker.topics import TopicConfig, TopicConfigManager
 from rocketq.client import sending, wire
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
-from rocketq.protocol import frames, headers
+from rocketq.protocol import frames, headers, requests, storedrecords
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.connection import Connection
@@ -227,6 +229,24 @@ async def store_sync_flush(root: Path, messages: int) -> float:
         await store.close()
 
 
+def consumer_decode(root: Path, messages: int) -> float:
+    """Decode pull answer bodies of 32 stored records into ``MessageExt``s, as a consumer does."""
+    props = ("TAGS\x01TagA\x02KEYS\x01k1\x02UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02"
+             "CLUSTER\x01DefaultCluster\x02")
+    record = storedrecords.encode_stored_record(topic=TOPIC, queue_id=0, body=b"x" * BODY_SIZE, properties=props,
+                                                born_host=("127.0.0.1", 50000), store_host=("127.0.0.1", 10911))
+    body = record * BATCH
+    pulls = max(1, messages // BATCH)
+    started = time.process_time()
+    if PROFILER is not None:
+        PROFILER.enable()
+    for _ in range(pulls):
+        requests.decode_records(body)
+    if PROFILER is not None:
+        PROFILER.disable()
+    return (time.process_time() - started) / (pulls * BATCH) * 1e6
+
+
 def producer_path(messages: int, batch: bool) -> float:
     """Prepare, encode and decode the answer, as the producer does around each send."""
     settings = ProducerSettings()
@@ -258,6 +278,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
     "broker-pull": broker_pull,
     "store-sync-flush": store_sync_flush,
+    "consumer-decode": consumer_decode,
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
 }

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.messageerrors import MessageFormatError, PropertiesSizeExceededError
 from rocketq.protocol.messageproperties import MAX_PROPERTIES_LENGTH, decode_properties, encode_properties
 from rocketq.protocol.messagetypes import Message
@@ -41,6 +42,7 @@ def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchItem]:
     return [BatchItem(flag, item_body, props, encoded) for item_body, flag, props, encoded in batch_entries(body)]
 
 
+@nativecodecs.accelerated
 def batch_entries(body: bytes | bytearray | memoryview) -> list[tuple[bytes, int, dict[str, str], str]]:
     """``decode_batch_body`` as plain tuples (body, flag, properties, encoded properties): the
     broker's per-message path, which has no use for an object per message."""

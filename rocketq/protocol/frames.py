@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import orjson
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import LanguageCode, SerializeType
 
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
@@ -252,6 +253,7 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
         return _decode_view(view)
 
 
+@nativecodecs.accelerated_with(RemotingCommand, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION)
 def _decode_view(view: memoryview) -> RemotingCommand:
     if len(view) < 4:
         raise FrameError("frame shorter than its header-length field")

@@ -14,6 +14,8 @@ import operator
 import struct
 from typing import Final
 
+from rocketq.protocol import nativecodecs
+
 _INT32_MASK: Final = 0xFFFFFFFF
 
 
@@ -31,6 +33,7 @@ _LOW_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c % 31] for c in range(128)
 _HIGH_DIGIT: Final = str.maketrans({c: _BASE31_DIGITS[c // 31] for c in range(128)})
 
 
+@nativecodecs.accelerated
 def java_string_hash_unsigned(text: str) -> int:
     """Java's ``String.hashCode()`` over the UTF-16 code units of ``text``, as 0 .. 2**32-1.
 
@@ -49,12 +52,14 @@ def java_string_hash_unsigned(text: str) -> int:
     return sum(map(operator.mul, units, _powers_of_31(length))) & _INT32_MASK
 
 
+@nativecodecs.accelerated
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode()`` (signed 32-bit) over the UTF-16 code units of ``text``."""
     value = java_string_hash_unsigned(text)
     return value - 0x100000000 if value & 0x80000000 else value
 
 
+@nativecodecs.accelerated
 def java_string_hash_after(prefix_hash: int, text: str) -> int:
     """``java_string_hash_unsigned(prefix + text)`` from the prefix's unsigned hash.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.messageerrors import MessageFormatError, MessageIllegalError
 
 MAX_PROPERTIES_LENGTH: Final = 32767
@@ -60,6 +61,7 @@ NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"
 
 
+@nativecodecs.accelerated
 def encode_properties(properties: Mapping[str, str]) -> str:
     """``k\\x01v\\x02k\\x01v\\x02``; refuses names or values that would break the framing."""
     parts = []
@@ -72,6 +74,7 @@ def encode_properties(properties: Mapping[str, str]) -> str:
     return "".join(parts)
 
 
+@nativecodecs.accelerated
 def decode_properties(text: str) -> dict[str, str]:
     """Parse ``k\\x01v\\x02...``; the final ``\\x02`` may be missing.
 
@@ -92,6 +95,7 @@ def decode_properties(text: str) -> dict[str, str]:
     return out
 
 
+@nativecodecs.accelerated
 def is_canonical(encoded: str, properties: Mapping[str, str]) -> bool:
     """True when ``properties`` (``decode_properties(encoded)``) encodes back to ``encoded``.
 

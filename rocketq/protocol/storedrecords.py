@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
-from rocketq.protocol import msgid
+from rocketq.protocol import msgid, nativecodecs
 from rocketq.protocol.messageerrors import MessageFormatError, MessageIllegalError, PropertiesSizeExceededError
 from rocketq.protocol.messageproperties import MAX_PROPERTIES_LENGTH, decode_properties, encode_properties
 from rocketq.protocol.messagetypes import CompressionType, Host, MessageExt, MessageSysFlag, compression_type
@@ -156,6 +156,11 @@ class RecordEncoder:
         self._max = max_message_size
         self._topics: dict[str, bytes] = {}
         self._layouts = {8: _FIXED_FIELDS[8, len(self._store)], 20: _FIXED_FIELDS[20, len(self._store)]}
+        if nativecodecs.native is not None:
+            # the same method in C; it calls the method below for anything it does not handle itself
+            self.encode = nativecodecs.native.RecordEncoder(  # type: ignore[method-assign]
+                self.encode, self._magic, self._store, self._fixed, self._max, self._topics, self._topic_part,
+                pack_host)
 
     def _topic_part(self, topic: str) -> bytes:
         raw = topic.encode()
@@ -199,6 +204,9 @@ class RecordEncoder:
             except struct.error as exc:
                 raise MessageIllegalError(f"a numeric field is out of range: {exc}") from None
 
+        if nativecodecs.native is not None:
+            encode = nativecodecs.native.sender_encoder(encode, magic, queue_id, sys_flag, born_timestamp, born, store,
+                                                        reconsume_times, topic_part, fixed, limit)
         return encode, BORN_HOST_POS + len(born)
 
     def encode(
@@ -275,6 +283,10 @@ def decode_stored_record(
     ``check_crc`` verifies BODYCRC over the stored body (what recovery does). Raises
     MessageFormatError for anything that is not a well-formed record.
     """
+    if _native is not None:
+        record = _native.decode_record(buf, pos, decompress, check_crc, MessageExt)
+        if record is not None:
+            return record
     return _decode(memoryview(buf), pos, decompress, check_crc)[0]  # type: ignore[arg-type]
 
 
@@ -337,6 +349,9 @@ def _decode(view: memoryview, pos: int, decompress: bool, check_crc: bool) -> tu
     return record, at
 
 
+_native = nativecodecs.native
+"""The C record decoders when in use: each decodes what it can and leaves the rest to ``_decode``."""
+
 _unpack_host = functools.lru_cache(maxsize=4096)(msgid.unpack_host)
 """Hosts repeat (a consumer sees a few producers and brokers): decode each packed form once."""
 
@@ -378,6 +393,12 @@ def iter_stored_records(
     view = memoryview(buf)  # type: ignore[arg-type]
     pos = 0
     while len(view) - pos >= 8:
+        if _native is not None:
+            # decodes a run of records, up to the end or to one the code below must judge
+            records, pos = _native.decode_records(view, pos, decompress, MessageExt)
+            yield from records
+            if len(view) - pos < 8:
+                return
         total, magic = _PREFIX.unpack_from(view, pos)
         if total <= 0 or magic not in (MAGIC_V1, MAGIC_V2):
             return

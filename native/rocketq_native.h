@@ -1,0 +1,101 @@
+/* Shared declarations of rocketq._native, the C versions of rocketq's per-message codecs.
+ *
+ * Every function here has a pure-Python reference in rocketq/protocol/ and must give the same
+ * result for the same input. The contract that keeps error behaviour identical: a native
+ * routine that meets anything unusual (malformed input, an unexpected type, a value out of
+ * range) does not raise an error of its own; it returns NULL *without* an exception set, and
+ * its caller hands the original arguments to the pure function, which raises exactly what it
+ * always raised. NULL *with* an exception set is a real failure (MemoryError) and propagates.
+ */
+#ifndef ROCKETQ_NATIVE_H
+#define ROCKETQ_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* crc32.c: zlib's CRC-32 (reflected polynomial 0xEDB88320), table-driven 8 bytes at a time. */
+void rq_crc32_init(void);
+uint32_t rq_crc32(const unsigned char *data, Py_ssize_t length);
+
+/* javahash.c: Java's String.hashCode over UTF-16 code units; -1 when the text holds a lone
+ * surrogate (the pure code cannot encode it to UTF-16 and raises), else 0. ``units`` gets the
+ * number of UTF-16 code units and ``power`` 31**units mod 2**32 (either may be NULL). */
+int rq_java_hash(PyObject *text, uint32_t *hash, uint32_t *power);
+
+/* properties.c */
+PyObject *rq_decode_properties(PyObject *text);          /* str -> dict, NULL (no error) if malformed */
+PyObject *rq_decode_properties_utf8(const char *raw, Py_ssize_t length, PyObject **text_out);
+PyObject *rq_encode_properties(PyObject *mapping);       /* exact dict of exact str -> str */
+
+/* Python-facing entry points, wrapped by module.c's accelerated-function type: each gets the
+ * pure function as ``fallback`` and the positional arguments of a call. */
+PyObject *rq_py_java_hash_unsigned(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_java_hash(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_java_hash_after(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+
+/* records.c: stored-record encoders (types) and decoders (module functions). */
+extern PyTypeObject RqRecordEncoderType;
+extern PyTypeObject RqSenderEncoderType;
+PyObject *rq_sender_encoder(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* Helpers shared by the codecs. */
+static inline void rq_put_i16(unsigned char *p, int32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
+static inline void rq_put_i32(unsigned char *p, int64_t v)
+{
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)(u >> 24); p[1] = (unsigned char)(u >> 16); p[2] = (unsigned char)(u >> 8); p[3] = (unsigned char)u;
+}
+static inline void rq_put_i64(unsigned char *p, int64_t v)
+{
+    rq_put_i32(p, (int64_t)(int32_t)((uint64_t)v >> 32));
+    rq_put_i32(p + 4, (int64_t)(int32_t)((uint64_t)v & 0xFFFFFFFFu));
+}
+static inline int32_t rq_get_i32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+static inline int16_t rq_get_i16(const unsigned char *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+static inline int64_t rq_get_i64(const unsigned char *p)
+{
+    return (int64_t)(((uint64_t)(uint32_t)rq_get_i32(p) << 32) | (uint64_t)(uint32_t)rq_get_i32(p + 4));
+}
+
+/* An exact int within [low, high] into *out: 1; anything else (another type, out of range): 0.
+ * Never leaves an exception set. */
+static inline int rq_int_in(PyObject *obj, long long low, long long high, long long *out)
+{
+    int overflow = 0;
+    long long v;
+    if (!PyLong_Check(obj))
+        return 0;
+    v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (v < low || v > high)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+#define RQ_INT32_MIN (-2147483647LL - 1)
+#define RQ_INT32_MAX 2147483647LL
+#define RQ_INT64_MIN (-9223372036854775807LL - 1)
+#define RQ_INT64_MAX 9223372036854775807LL
+
+/* Call the pure function with the same positional arguments. */
+static inline PyObject *rq_fallback(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs)
+{
+    return PyObject_Vectorcall(fallback, args, (size_t)nargs, NULL);
+}
+
+#endif
