@@ -51,6 +51,10 @@ def _nothing() -> None:
     return None
 
 
+def _ignore(_index: int) -> None:
+    return None
+
+
 class StoreLog:
     """``contract.RaftLog`` over a ``MessageStore``, and that store's ``AppendHook``."""
 
@@ -63,6 +67,8 @@ class StoreLog:
         """The term to stamp this member's own puts with; None refuses them (not the writing leader)."""
         self.on_append: Callable[[], None] = _nothing
         """Called after each own put (the member's ``appended``: replicate it now)."""
+        self.on_commit: Callable[[int], None] = _ignore
+        """Called with the new commit index once its records are dispatched (sends waiting for it)."""
         self.refusal_remark = "this broker is not the leader of its DLedger group"
         try:
             self._reconcile(fresh)
@@ -177,6 +183,7 @@ class StoreLog:
         self._store.dispatch_to(self._end_of(index))
         self.commit_index = index
         self._entries.set_committed(index)
+        self.on_commit(index)
 
     # --- the store's AppendHook -----------------------------------------------------------------
 

@@ -80,6 +80,7 @@ class RequestCode(enum.IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
     NOTIFY_BROKER_ROLE_CHANGED = 1008  # RocketMQ 5's controller code; rocketq's header (ha/role.py)
+    DLEDGER_LEADERSHIP_TRANSFER = 51005  # DLedger's own code, on rocketq's broker port (dledger/brokerservice.py)
 
 
 class ResponseCode(enum.IntEnum):
