@@ -5,7 +5,9 @@ dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``
 ``rocketmq_consumer_tps`` (from ``traffic``), a group's backlog ``rocketmq_group_diff`` (also as
 ``rocketmq_consumer_lag_messages``) with its retry and DLQ parts, put latency percentiles from the
 store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
-rocketq's own ``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
+rocketq's own ``rocketq_dledger_*`` families show a DLedger member's Raft state (term, role,
+commit index, each follower's lag in entries on the leader, elections started), and its
+``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
 backlog and how many failed messages went to retry topics and DLQs.
 """
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rocketq.dledger.contract import Role
 from rocketq.protocol import codes
 from rocketq.store.stats import PUT_LATENCY_BOUNDS_MS
 
@@ -91,6 +94,7 @@ class BrokerCollector(Collector):
         yield from self._topics(ident)
         yield from self._groups(ident)
         yield from self._replication(ident)
+        yield from self._dledger(ident)
         yield from self._delays(ident)
 
     def _replication(self, ident: list[str]) -> Iterator[Metric]:
@@ -105,6 +109,30 @@ class BrokerCollector(Collector):
                      labels, ident, s.behind_seconds)
         yield _gauge("rocketmq_replication_in_sync", "1 when a slave is connected and within haMaxGapNotInSync",
                      labels, ident, 1.0 if s.in_sync else 0.0)
+
+    def _dledger(self, ident: list[str]) -> Iterator[Metric]:
+        """A DLedger member's Raft state (rocketq.dledger.brokerservice); nothing on other brokers."""
+        service = self._broker.dledger
+        if service is None:
+            return
+        labels = BROKER_LABELS
+        state = service.state()
+        yield _gauge("rocketq_dledger_term", "the member's current Raft term", labels, ident, state.term)
+        role = GaugeMetricFamily("rocketq_dledger_role", "1 for the member's Raft role, 0 for the others",
+                                 labels=[*labels, "role"])
+        for each in Role:
+            role.add_metric([*ident, each.value], 1.0 if state.role is each else 0.0)
+        yield role
+        yield _gauge("rocketq_dledger_commit_index", "highest entry index known committed", labels, ident,
+                     state.commit_index)
+        lag = GaugeMetricFamily("rocketq_dledger_peer_lag_entries", "entries a follower lacks (on the leader)",
+                                labels=[*labels, "peer"])
+        for peer, match in sorted(state.match_index.items()):
+            lag.add_metric([*ident, peer], max(0, state.last_index - match))
+        yield lag
+        elections = CounterMetricFamily("rocketq_dledger_elections", "elections this member started", labels=labels)
+        elections.add_metric(ident, service.elections)
+        yield elections
 
     def _topics(self, ident: list[str]) -> Iterator[Metric]:
         tps = GaugeMetricFamily("rocketmq_producer_tps", "messages put per second into a topic",

@@ -119,6 +119,11 @@ class StoreLog:
         last = self._entries.last
         return last.term if last is not None else 0
 
+    @property
+    def committed_index(self) -> int:
+        """What this log knows committed (at open: the entry index's persisted hint)."""
+        return self.commit_index
+
     def term_at(self, index: int) -> int | None:
         if index == 0:
             return 0
