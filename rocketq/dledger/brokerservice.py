@@ -240,7 +240,10 @@ class DLedgerService:
         if transferee == self.self_id:
             return request.response(ResponseCode.SYSTEM_ERROR, f"{transferee} already leads group {self.group}")
         log.warning("DLedger: transferring leadership of group %s from %s to %s", self.group, self.self_id, transferee)
-        if not await self._member.transfer_leadership(transferee, TRANSFER_TIMEOUT_S):
+        # a task of its own: the remoting layer runs a handler's first step outside any task,
+        # and the member times its wait with asyncio.timeout, which needs one
+        moved = asyncio.get_running_loop().create_task(self._member.transfer_leadership(transferee, TRANSFER_TIMEOUT_S))
+        if not await moved:
             return request.response(ResponseCode.SYSTEM_ERROR, f"leadership of group {self.group} did not move to "
                                     f"{transferee} within {TRANSFER_TIMEOUT_S:.0f} s")
         return request.response(ResponseCode.SUCCESS)

@@ -14,11 +14,15 @@ import pytest
 from clusterprocs import Processes
 from haprocs import FIXTURES, Broker, admin_cli, read_keys, restart, runtime, start_broker
 
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError
 from rocketq.client.errors import ClientError
 from rocketq.client.producer import Producer
 from rocketq.client.sending import SendStatus
 from rocketq.local.ports import free_port
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.messagetypes import Message
+from rocketq.protocol.queues import MessageQueue
 from rocketq.remoting.errors import RemotingError
 
 TOPIC = "DLedgerIT"
@@ -91,6 +95,20 @@ async def send(namesrv: str, keys: list[str], *, deadline_s: float = SEND_DEADLI
     return acked
 
 
+async def wait_raft_leader(brokers: list[Broker], timeout: float) -> None:
+    """Until a member reports itself Raft's leader (before it registers as master)."""
+    deadline = time.monotonic() + timeout
+    while not any(i.get("dLegerRole") == "LEADER" for i in (await roles(brokers)).values()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no election within {timeout} s: {await roles(brokers)}")
+        await asyncio.sleep(0.05)
+
+
+async def admin_send(broker: Broker, body: bytes) -> None:
+    async with AdminClient("127.0.0.1:1") as admin:
+        await admin.send_message(broker.address, MessageQueue(TOPIC, "RaftNode00", 0), Message(TOPIC, body))
+
+
 def commitlog_bytes(store: Path) -> bytes:
     """The written part of a member's CommitLog (segments are preallocated with zeros)."""
     return b"".join(p.read_bytes() for p in sorted((store / "commitlog").iterdir())).rstrip(b"\0")
@@ -106,9 +124,8 @@ def scrape(broker: Broker) -> str:
 async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_tail(procs: Processes) -> None:
     ns = procs.namesrv()
     brokers = start_group(procs, ns.address)
-    started = time.monotonic()
-    leader = await wait_leader(brokers, timeout=5 + 5)  # 5 s to elect, a loaded machine's slack to register
-    assert time.monotonic() - started < 10
+    await wait_raft_leader(brokers, timeout=5)
+    leader = await wait_leader(brokers, timeout=10)  # then it registers as the group's master
     followers = [b for b in brokers if b is not leader]
 
     # replication: every acknowledged message is in every member's CommitLog, at the same offsets
@@ -124,6 +141,12 @@ async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_t
     assert 'rocketq_dledger_role{broker="RaftNode00",cluster="RaftCluster",role="LEADER"} 1.0' in metrics
     assert 'rocketq_dledger_peer_lag_entries{broker="RaftNode00",cluster="RaftCluster",peer="n' in metrics
     assert "rocketq_dledger_commit_index{" in metrics and "rocketq_dledger_elections_total{" in metrics
+
+    # a follower refuses sends, naming the leader; the SDK's retry moves on
+    with pytest.raises(AdminError) as refused:
+        await admin_send(followers[0], b"to a follower")
+    assert refused.value.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert "slave" in (refused.value.remark or "") and leader.address in (refused.value.remark or "")
 
     # a minority (the leader alone) acknowledges nothing
     for follower in followers:
@@ -150,6 +173,11 @@ async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_t
     assert (await runtime(leader.address))["dLegerRole"] == "FOLLOWER"
     assert commitlog_bytes(leader.store) == commitlog_bytes(new_leader.store)
     assert "uncommitted entries" in leader.proc.log.read_text()
+
+    # leadership moves on request (what the operator does before restarting a leader)
+    old_id = (await runtime(leader.address))["dLegerSelfId"]
+    admin_cli(ns.address, "transferLeadership", "-b", new_leader.address, "-t", old_id)
+    assert await wait_leader(brokers, timeout=20) is leader
 
     keys = await read_keys(ns.address, TOPIC, "dledger-check")
     missing = set(acked + later) - set(keys)
