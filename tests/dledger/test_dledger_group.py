@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from raftgroup import RaftGroup, until, write
+from raftgroup import FAST, RaftGroup, until, write
 
 from rocketq.dledger import transport, wire
 from rocketq.dledger.contract import Role
+from rocketq.dledger.settings import DLedgerSettings
 from rocketq.dledger.termstore import TermStore, TermVote
 
 
@@ -158,3 +159,20 @@ async def test_a_restarted_member_never_votes_twice_in_one_term(group: RaftGroup
         assert TermStore(tmp_dir).load() == TermVote(5, "n0")
     finally:
         await client.close()
+
+
+async def test_default_timing_elects_within_5s_and_replaces_a_lost_leader_within_10s(tmp_path: Path) -> None:
+    defaults = DLedgerSettings()
+    group = RaftGroup(tmp_path, **{name: getattr(defaults, name) for name in FAST})
+    try:
+        started = time.monotonic()
+        await group.start()
+        old = await group.wait_leader(timeout=5)
+        assert time.monotonic() - started < 5
+        lost = time.monotonic()
+        await group.stop(old.self_id)
+        new = await group.wait_leader(timeout=10)
+        assert new.self_id != old.self_id
+        assert time.monotonic() - lost < 10
+    finally:
+        await group.close()
