@@ -231,6 +231,7 @@ class RaftNode:
             return
         # Deposed by a newer term: its leader is probably speaking soon, give it the full timeout.
         self._contact(self._clock())
+        self._changed.set()  # a transfer waiting on this leadership gives up now
         lead.waiters.release_all()
         for task in self._leader_tasks:
             task.cancel()
