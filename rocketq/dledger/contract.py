@@ -91,7 +91,8 @@ class RaftMember(Protocol):
 
     def leader_term(self) -> int | None:
         """The current term while this member is a leader ready for writes, else None. The
-        broker stamps entries it appends with it."""
+        broker stamps entries it appends with it, and appends in the same synchronous step as
+        it asked (no await in between): leadership can change at any await."""
 
     def appended(self) -> None:
         """The broker appended entries as leader: start replicating them."""

@@ -231,6 +231,7 @@ class RaftNode:
             return
         # Deposed by a newer term: its leader is probably speaking soon, give it the full timeout.
         self._contact(self._clock())
+        self._changed.set()  # a transfer waiting on this leadership gives up now
         lead.waiters.release_all()
         for task in self._leader_tasks:
             task.cancel()
@@ -344,7 +345,12 @@ class RaftNode:
             elif now < self._election_due:
                 await wait_event(self._wake, self._election_due - now)
             else:
-                await self._campaign()
+                try:
+                    await self._campaign()
+                except Exception:  # e.g. the log refused the no-op: stay a follower and try again later
+                    log.exception("DLedger %s: election attempt failed", self.self_id)
+                    self._become_follower(leader_id=None)
+                    self._election_due = self._clock() + election.vote_delay(self.settings, self._rng)
             self._wake.clear()
 
     def _majority_heard(self, lead: _Leadership, now: float) -> bool:
@@ -418,7 +424,15 @@ class RaftNode:
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._leader_tasks.add(task)
-        task.add_done_callback(self._leader_tasks.discard)
+        task.add_done_callback(self._leader_task_done)
+
+    def _leader_task_done(self, task: asyncio.Task[None]) -> None:
+        self._leader_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Replication to this follower stopped: better to let another member lead.
+            log.error("DLedger %s: %s died; stepping down", self.self_id, task.get_name(), exc_info=task.exception())
+            if self._role is Role.LEADER:
+                self._become_follower(leader_id=None)
 
     async def _heartbeats(self, lead: _Leadership, peer_id: str, client: transport.PeerClient) -> None:
         interval = self.settings.heartbeat_interval

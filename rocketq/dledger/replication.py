@@ -39,6 +39,10 @@ from rocketq.tasks import wait_event
 log = logging.getLogger(__name__)
 limited = LogLimiter(log)
 
+RETRY_DELAY: Final = 0.2
+"""Seconds before a dispatcher tries a follower again after no answer (capped by the heartbeat
+interval): short enough that a restarted follower is caught up at once, long enough not to spin
+on a dead one."""
 PUSH_BATCH_BYTES: Final = 1024 * 1024
 """Payload bytes per APPEND push: large enough to amortise a round trip, small enough to keep
 one push well inside maxPushTimeOutMs on a slow link."""
@@ -111,7 +115,7 @@ class Dispatcher:
                     await self._append_or_wait()
             except transport.PeerUnavailable:
                 self.state = State.COMPARE
-                await asyncio.sleep(self._idle)
+                await asyncio.sleep(min(RETRY_DELAY, self._idle))
             except _LogGap as gap:
                 limited.warning(self.peer_id, "DLedger follower %s needs entry %d, which this leader no "
                                 "longer holds; it cannot catch up", self.peer_id, gap.index)

@@ -65,7 +65,8 @@ class PeerServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = writer
-        peer = str(writer.get_extra_info("peername"))
+        peername = writer.get_extra_info("peername")
+        peer = str(peername[0]) if isinstance(peername, tuple) else str(peername)  # one log key per host
         try:
             while True:
                 request_id, msg = wire.decode(await wire.read_frame(reader))
@@ -113,11 +114,13 @@ class PeerClient:
             raise PeerUnavailable("closed")
         self._next_id = (self._next_id + 1) & wire.MAX_REQUEST_ID
         request_id = self._next_id
-        future: asyncio.Future[wire.Answer] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
+        writer: asyncio.StreamWriter | None = None
         try:
             async with asyncio.timeout(timeout):
                 writer = await self._connected()
+                # Registered only once connected: a lost connection fails exactly the calls sent on it.
+                future: asyncio.Future[wire.Answer] = asyncio.get_running_loop().create_future()
+                self._pending[request_id] = future
                 writer.write(wire.encode(request_id, request))
                 await writer.drain()
                 return await future
@@ -126,7 +129,8 @@ class PeerClient:
         except PeerUnavailable:
             raise
         except OSError as exc:  # connect refused, reset while writing
-            self._drop(exc)
+            if writer is not None:
+                self._drop(exc, writer)
             raise PeerUnavailable(f"{self.host}:{self.port}: {exc}") from None
         finally:
             self._pending.pop(request_id, None)
@@ -156,20 +160,22 @@ class PeerClient:
                             self.host, self.port, exc)
             self._drop(exc, writer)
 
-    def _drop(self, exc: BaseException, writer: asyncio.StreamWriter | None = None) -> None:
-        """Forget the connection (if it is still ``writer``) and fail every call waiting on it."""
+    def _drop(self, exc: BaseException, writer: asyncio.StreamWriter | None) -> None:
+        """Forget the connection (if it is still ``writer``; None: whichever is open) and fail
+        every call waiting on it."""
         if writer is not None and writer is not self._writer:
             return
         if self._writer is not None:
             self._writer.close()
         self._writer = None
-        for future in self._pending.values():
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
             if not future.done():
                 future.set_exception(PeerUnavailable(f"{self.host}:{self.port}: {exc or 'connection lost'}"))
 
     async def close(self) -> None:
         self._closed = True
-        self._drop(PeerUnavailable("closed"))
+        self._drop(PeerUnavailable("closed"), None)
         task, self._reader_task = self._reader_task, None
         if task is not None:
             task.cancel()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
-from raftgroup import RaftGroup, until, write
+from memlog import MemLog
+from raftgroup import FAST, RaftGroup, until, write
 
 from rocketq.dledger import transport, wire
-from rocketq.dledger.contract import Role
+from rocketq.dledger.contract import Entry, Role
+from rocketq.dledger.settings import DLedgerSettings
 from rocketq.dledger.termstore import TermStore, TermVote
 
 
@@ -158,3 +160,41 @@ async def test_a_restarted_member_never_votes_twice_in_one_term(group: RaftGroup
         assert TermStore(tmp_dir).load() == TermVote(5, "n0")
     finally:
         await client.close()
+
+
+async def test_default_timing_elects_within_5s_and_replaces_a_lost_leader_within_10s(tmp_path: Path) -> None:
+    defaults = DLedgerSettings()
+    group = RaftGroup(tmp_path, **{name: getattr(defaults, name) for name in FAST})
+    try:
+        started = time.monotonic()
+        await group.start()
+        old = await group.wait_leader(timeout=5)
+        assert time.monotonic() - started < 5
+        lost = time.monotonic()
+        await group.stop(old.self_id)
+        new = await group.wait_leader(timeout=10)
+        assert new.self_id != old.self_id
+        assert time.monotonic() - lost < 10
+    finally:
+        await group.close()
+
+
+async def test_a_failed_election_step_does_not_end_elections(tmp_path: Path) -> None:
+    class FailingOnce(MemLog):
+        failed = False
+
+        def append(self, entries: Sequence[Entry]) -> None:
+            if not self.failed:
+                self.failed = True
+                raise OSError("disk full")
+            super().append(entries)
+
+    group = RaftGroup(tmp_path, size=1)
+    group.logs["n0"] = FailingOnce()
+    try:
+        await group.start()
+        leader = await group.wait_leader()
+        assert group.logs["n0"].failed  # type: ignore[attr-defined]
+        assert await leader.wait_committed(await write(leader, [b"x"]), timeout=10)
+    finally:
+        await group.close()
