@@ -6,6 +6,11 @@ step per message, with no other message in between. A frame that does not decode
 connection (one rate-limited warning); the handler refusing a request (another group, an
 unknown sender) does the same.
 
+Requests from one member are handled in the order it sent them, even across reconnects: once a
+member's request arrives on a new connection, whatever is still unread on its older ones is
+dropped unanswered. (A stale TRUNCATE from before a reconnect, handled after the newer pushes,
+would otherwise drop entries the leader already counts as replicated.)
+
 :class:`PeerClient` is a member's line to one peer: ``call`` sends a request and waits for its
 answer. Several calls may be in flight at once (a vote and a push); answers find their caller
 by request id. A broken connection fails every pending call with :class:`PeerUnavailable` and
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import itertools
 import logging
 from collections.abc import Callable
 
@@ -45,6 +51,9 @@ class PeerServer:
         self._handler = handler
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._connection_ids = itertools.count(1)
+        self._newest: dict[str, int] = {}
+        """Each member's newest connection: requests still arriving on an older one are dropped."""
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self._host, self._port, reuse_address=True)
@@ -65,6 +74,8 @@ class PeerServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = writer
+        connection = next(self._connection_ids)
+        sender: str | None = None
         peername = writer.get_extra_info("peername")
         peer = str(peername[0]) if isinstance(peername, tuple) else str(peername)  # one log key per host
         try:
@@ -72,7 +83,15 @@ class PeerServer:
                 request_id, msg = wire.decode(await wire.read_frame(reader))
                 if isinstance(msg, wire.Answer):
                     raise wire.WireError("an answer where a request was expected")
+                if sender is not None and msg.sender != sender:
+                    raise wire.WireError(f"{msg.sender!r} on a connection of {sender!r}")
+                if sender is not None and self._newest.get(sender) != connection:
+                    log.debug("DLedger %s reconnected; dropping its older connection", sender)
+                    return
                 writer.write(wire.encode(request_id, self._handler(msg)))
+                if sender is None:  # registered only once the handler accepted the sender
+                    sender = msg.sender
+                    self._newest[sender] = connection
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             log.debug("DLedger peer %s disconnected: %s", peer, exc or type(exc).__name__)
@@ -82,6 +101,8 @@ class PeerServer:
             log.exception("DLedger request from %s failed; closing its connection", peer)
         finally:
             self._connections.pop(task, None)
+            if sender is not None and self._newest.get(sender) == connection:
+                del self._newest[sender]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

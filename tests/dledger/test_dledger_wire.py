@@ -147,3 +147,25 @@ async def test_a_bad_frame_closes_only_that_connection(tmp_path: Path) -> None:
         assert answer.ok and answer.term == 0
     finally:
         await group.close()
+
+
+async def test_a_members_older_connection_is_dropped_once_it_reconnects(tmp_path: Path) -> None:
+    group = RaftGroup(tmp_path)
+    try:
+        await group.start("n0")
+        me = group.nodes["n0"].group.me
+        probe = wire.VoteRequest(1, "g", "n1", 0, 0, pre_vote=True)
+        old_reader, old_writer = await asyncio.open_connection(me.host, me.port)
+        old_writer.write(wire.encode(1, probe))
+        assert wire.decode(await wire.read_frame(old_reader))[0] == 1
+        new_reader, new_writer = await asyncio.open_connection(me.host, me.port)
+        new_writer.write(wire.encode(2, probe))
+        assert wire.decode(await wire.read_frame(new_reader))[0] == 2
+        old_writer.write(wire.encode(3, probe))  # late: n1 has moved to a newer connection
+        assert await asyncio.wait_for(old_reader.read(), timeout=10) == b""
+        new_writer.write(wire.encode(4, probe))
+        assert wire.decode(await wire.read_frame(new_reader))[0] == 4
+        for writer in (old_writer, new_writer):
+            writer.close()
+    finally:
+        await group.close()
