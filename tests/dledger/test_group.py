@@ -5,6 +5,7 @@ writes, kill -9 of the leader, and the old leader rejoining with its uncommitted
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 import urllib.request
@@ -12,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from clusterprocs import Processes
-from haprocs import FIXTURES, Broker, admin_cli, read_keys, restart, runtime, start_broker
+from dledgerprocs import roles, start_group, wait_leader
+from haprocs import Broker, admin_cli, read_keys, restart, runtime
 
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
 from rocketq.client.errors import ClientError
 from rocketq.client.producer import Producer
 from rocketq.client.sending import SendStatus
-from rocketq.local.ports import free_port
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.messagetypes import Message
 from rocketq.protocol.queues import MessageQueue
@@ -28,40 +29,17 @@ from rocketq.remoting.errors import RemotingError
 TOPIC = "DLedgerIT"
 SEND_DEADLINE_S = 40.0
 """How long one message may take to be acknowledged while the group fails over."""
+ELECTION_BOUND_S = 5.0
+"""Issue #9: a group elects within 5 s of start."""
+REELECTION_BOUND_S = 10.0 + 2.0
+"""Issue #9: a new leader within 10 s of a kill -9 (+2 s to register with the name server)."""
 
 
-def start_group(procs: Processes, namesrv: str) -> list[Broker]:
-    """n0, n1, n2 from Apache's files; every port explicit (a port 0 could take a peer's port
-    before that peer binds it)."""
-    ports = [free_port() for _ in range(3)]
-    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
-    return [start_broker(procs, FIXTURES / "dledger" / f"broker-n{i}.conf", namesrv, procs.tmp / f"n{i}",
-                         f"dLegerPeers={peers}", metrics_port=free_port())
-            for i in range(3)]
-
-
-async def roles(brokers: list[Broker]) -> dict[str, dict[str, str]]:
-    """Runtime info of every member that answers, by address."""
-    out = {}
-    for broker in brokers:
-        if broker.proc.popen.poll() is not None:
-            continue
-        try:
-            out[broker.address] = await runtime(broker.address)
-        except (RemotingError, OSError, TimeoutError):
-            continue
-    return out
-
-
-async def wait_leader(brokers: list[Broker], timeout: float) -> Broker:
-    """The member that leads and has taken the master's role (brokerId 0, writes)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for addr, info in (await roles(brokers)).items():
-            if info.get("dLegerRole") == "LEADER" and info.get("brokerRole") == "SYNC_MASTER":
-                return next(b for b in brokers if b.address == addr)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no leader within {timeout} s: {await roles(brokers)}")
+def on_this_machine(bound_s: float) -> float:
+    """``bound_s`` stretched by how overloaded the machine is (1-minute load per core, at least 1):
+    the bounds are promises about the protocol's timers, and a member that gets a third of a core
+    runs them three times late. On an idle machine the bound is the issue's own."""
+    return bound_s * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 async def wait_in_step(brokers: list[Broker], timeout: float = 30) -> None:
@@ -124,8 +102,8 @@ def scrape(broker: Broker) -> str:
 async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_tail(procs: Processes) -> None:
     ns = procs.namesrv()
     brokers = start_group(procs, ns.address)
-    await wait_raft_leader(brokers, timeout=5)
-    leader = await wait_leader(brokers, timeout=10)  # then it registers as the group's master
+    await wait_raft_leader(brokers, timeout=on_this_machine(ELECTION_BOUND_S))
+    leader = await wait_leader(brokers, timeout=30)  # then it registers as the group's master
     followers = [b for b in brokers if b is not leader]
 
     # replication: every acknowledged message is in every member's CommitLog, at the same offsets
@@ -161,15 +139,15 @@ async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_t
 
     # kill -9 of the leader: a new leader within 10 s, the producer carries on after its retries
     killed_at = time.monotonic()
-    new_leader = await wait_leader(followers, timeout=20)
+    new_leader = await wait_leader(followers, timeout=60)
     took = time.monotonic() - killed_at
-    assert took < 10 + 2, f"re-election took {took:.1f} s"  # 2 s: registration and a loaded machine
+    assert took < on_this_machine(REELECTION_BOUND_S), f"re-election took {took:.1f} s, load {os.getloadavg()}"
     later = await send(ns.address, [f"b{i}" for i in range(30)])
     assert len(later) == 30
 
     # the old leader rejoins as a follower and drops the entries that never committed
     restart(procs, leader)
-    await wait_in_step(brokers, timeout=40)
+    await wait_in_step(brokers, timeout=60)
     assert (await runtime(leader.address))["dLegerRole"] == "FOLLOWER"
     assert commitlog_bytes(leader.store) == commitlog_bytes(new_leader.store)
     assert "uncommitted entries" in leader.proc.log.read_text()
@@ -177,7 +155,7 @@ async def test_a_group_elects_replicates_fails_over_and_cuts_a_deposed_leaders_t
     # leadership moves on request (what the operator does before restarting a leader)
     old_id = (await runtime(leader.address))["dLegerSelfId"]
     admin_cli(ns.address, "transferLeadership", "-b", new_leader.address, "-t", old_id)
-    assert await wait_leader(brokers, timeout=20) is leader
+    assert await wait_leader(brokers, timeout=60) is leader
 
     keys = await read_keys(ns.address, TOPIC, "dledger-check")
     missing = set(acked + later) - set(keys)
