@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-fast lint bench chaos clean
+.PHONY: venv run test test-fast lint bench chaos chaos-dledger clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,11 @@ CHAOS_DURATION ?= 3600
 CHAOS_SEED ?= 1
 chaos: venv
 	$(PY) -m e2e.chaos.runner --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
+	$(MAKE) chaos-dledger
+
+## chaos-dledger: the long DLedger chaos run (kill -9 / SIGSTOP of leader, member, majority; 0 acked lost)
+chaos-dledger: venv
+	$(PY) -m e2e.chaos.dledger --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
