@@ -9,7 +9,8 @@ both alike.
 
 Besides msg/s (which the machine's other work moves a lot) it reports the servers' CPU time
 per message: user + system time of the broker processes (all three members for the group)
-over the run, from /proc, divided by the messages sent.
+over the run, from /proc, divided by the messages sent (and each broker's share: the busiest
+member of a group is its leader).
 
     .venv/bin/python bench/run_dledger.py [--rounds 3] [--count 20000]
 """
@@ -61,8 +62,8 @@ def start_setup(setup: str, ns: str, base: Path) -> list[tuple[subprocess.Popen[
             for conf in MEMBERS]
 
 
-def run(setup: str, count: int) -> dict[str, tuple[float, float]]:
-    """mode -> (msg/s, broker CPU microseconds per message)."""
+def run(setup: str, count: int) -> dict[str, tuple[float, list[float]]]:
+    """mode -> (msg/s, each broker's CPU microseconds per message, highest first)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         procs: list[tuple[subprocess.Popen[bytes], str]] = []
@@ -78,15 +79,15 @@ def run(setup: str, count: int) -> dict[str, tuple[float, float]]:
                 time.sleep(0.2)
             results = {}
             for name, args in MODES.items():
-                before = sum(cpu_seconds(p.pid) for p, _ in brokers)
+                before = [cpu_seconds(p.pid) for p, _ in brokers]
                 out = subprocess.run([sys.executable, "-m", "rocketq", "bench", "producer", "-n", ns, "-t",
                                       f"Dl{setup[:1]}{len(results)}", "-c", str(count), *args],
                                      capture_output=True, text=True, check=True, env=os.environ).stdout
-                cpu = sum(cpu_seconds(p.pid) for p, _ in brokers) - before
+                cpu = [cpu_seconds(p.pid) - was for (p, _), was in zip(brokers, before, strict=True)]
                 found = SUMMARY.findall(out)
                 if not found or found[-1][2] != "0":
                     raise RuntimeError(f"{setup} {name}: no summary or failed sends:\n{out[-2000:]}")
-                results[name] = (float(found[-1][1]), cpu / count * 1e6)
+                results[name] = (float(found[-1][1]), sorted((c / count * 1e6 for c in cpu), reverse=True))
             return results
         finally:
             stop([p for p, _ in procs], base)
@@ -101,9 +102,9 @@ def main() -> None:
     for round_ in range(args.rounds):
         for setup in (SETUPS if round_ % 2 == 0 else reversed(SETUPS)):
             for mode, (tps, cpu_us) in run(setup, args.count).items():
-                print(f"round {round_ + 1} {setup:14} {mode:18} {tps:10.0f} msg/s {cpu_us:8.0f} us CPU/msg",
-                      flush=True)
-                runs.setdefault((setup, mode), []).append((tps, cpu_us))
+                print(f"round {round_ + 1} {setup:14} {mode:18} {tps:10.0f} msg/s {sum(cpu_us):8.0f} us CPU/msg "
+                      f"(by broker: {' + '.join(f'{c:.0f}' for c in cpu_us)})", flush=True)
+                runs.setdefault((setup, mode), []).append((tps, sum(cpu_us)))
     for (setup, mode), values in sorted(runs.items()):
         tps = [v[0] for v in values]
         cpu = [v[1] for v in values]
