@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import logging
 import random
 import sys
 import tempfile
@@ -51,6 +52,8 @@ if str(_DLEDGER_TESTS) not in sys.path:
 from clusterprocs import Processes  # noqa: E402 - importable once runner set the paths
 from dledgerprocs import start_group, wait_caught_up, wait_leader  # noqa: E402
 from haprocs import Broker, read_keys, restart  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 FAULTS = ("kill_leader", "kill_member", "stop_leader", "stop_member", "stop_majority")
 STOP_SECONDS = (1.0, 4.0)
@@ -196,6 +199,8 @@ async def run(tmp: Path, *, faults: int, duration: float, seed: int,
                 await getattr(members, fault)()
                 recoveries.append(await recovered(ledger, members.struck))
                 done.append(fault)
+                log.info("fault %d %s: recovered in %.2f s, %d acknowledged so far",
+                         len(done), fault, recoveries[-1], len(ledger.acked))
                 await members.settle()
                 await asyncio.sleep(rng.uniform(0.2, 1.0))
         finally:
@@ -221,6 +226,8 @@ def main() -> None:
     parser.add_argument("--route-refresh-ms", type=int, default=ROUTE_REFRESH_MS,
                         help="the producer's pollNameServerInterval (the client's default is 30000)")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("rocketq").setLevel(logging.ERROR)  # the producer's warnings while members are down
     with tempfile.TemporaryDirectory(prefix="rocketq-chaos-dledger-") as tmp:
         result = asyncio.run(run(Path(tmp), faults=args.faults, duration=args.duration, seed=args.seed,
                                  heartbeat_ms=args.heartbeat_ms, route_refresh_ms=args.route_refresh_ms))
