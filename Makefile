@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-pure test-fast lint bench bench-matrix chaos clean proto
+.PHONY: venv run test test-pure test-fast lint bench bench-matrix chaos chaos-dledger clean proto
 
 venv: $(STAMP)
 
@@ -53,6 +53,11 @@ CHAOS_DURATION ?= 3600
 CHAOS_SEED ?= 1
 chaos: venv
 	$(PY) -m e2e.chaos.runner --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
+	$(MAKE) chaos-dledger
+
+## chaos-dledger: the long DLedger chaos run (kill -9 / SIGSTOP of leader, member, majority; 0 acked lost)
+chaos-dledger: venv
+	$(PY) -m e2e.chaos.dledger --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)
 
 ## proto: regenerate rocketq/proxy/v2 (the apache.rocketmq.v2 gRPC stubs) from rocketq/proxy/proto
 proto: venv

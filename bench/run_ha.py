@@ -53,12 +53,15 @@ def start(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(log.read_text(errors="replace")[-2000:])
 
 
-def broker(conf: Path, ns: str, store: Path, log: Path) -> subprocess.Popen[bytes]:
-    proc, _ = start(["broker", "-c", str(conf), "-n", ns, "-p", str(free_port()), "--store-dir", str(store),
-                     "--metrics-port", "0", "--set", f"storePathCommitLog={store / 'commitlog'}",
-                     "--set", "brokerIP1=127.0.0.1", "--set", f"haListenPort={free_port()}",
-                     "--set", "registerNameServerPeriod=1000"], log)
-    return proc
+def broker(conf: Path, ns: str, store: Path, log: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A broker from ``conf`` (``extra``: more ``key=value`` settings); the process and its address."""
+    args = ["broker", "-c", str(conf), "-n", ns, "-p", str(free_port()), "--store-dir", str(store),
+            "--metrics-port", "0", "--set", f"storePathCommitLog={store / 'commitlog'}",
+            "--set", "brokerIP1=127.0.0.1", "--set", f"haListenPort={free_port()}",
+            "--set", "registerNameServerPeriod=1000"]
+    for item in extra:
+        args += ["--set", item]
+    return start(args, log)
 
 
 def run(role: str, count: int) -> dict[str, float]:
@@ -68,8 +71,8 @@ def run(role: str, count: int) -> dict[str, float]:
         try:
             ns_proc, ns = start(["namesrv", "-p", str(free_port()), "--metrics-port", "0"], base / "ns.log")
             procs.append(ns_proc)
-            procs.append(broker(MASTERS[role], ns, base / "m", base / "m.log"))
-            procs.append(broker(SLAVE, ns, base / "s", base / "s.log"))
+            procs.append(broker(MASTERS[role], ns, base / "m", base / "m.log")[0])
+            procs.append(broker(SLAVE, ns, base / "s", base / "s.log")[0])
             time.sleep(2)  # the slave connects to the master's HA port
             results = {}
             for name, args in MODES.items():

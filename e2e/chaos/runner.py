@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _TESTS = Path(__file__).resolve().parents[2] / "tests"
 for _sub in ("integration", "ha"):
@@ -70,6 +71,8 @@ SETTLE_LIMIT = 60.0
 class Ledger:
     acked: list[str] = field(default_factory=list)
     last_ok: float = 0.0
+    ack_times: list[tuple[float, float]] = field(default_factory=list)
+    """(sent, answered) of each acknowledged send, monotonic, ascending (one send at a time)."""
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -84,20 +87,26 @@ class Result:
     errors: dict[str, int]
 
     def summary(self) -> str:
-        rec = sorted(self.recoveries)
-        p50 = statistics.median(rec) if rec else 0.0
-        p99 = rec[min(len(rec) - 1, int(len(rec) * 0.99))] if rec else 0.0
         return (f"seed={self.seed} faults={len(self.faults)} {dict(Counter(self.faults))} "
                 f"acked={self.acked} lost={len(self.lost)} duplicates={self.duplicates} "
-                f"recovery p50={p50:.2f}s p99={p99:.2f}s max={max(rec, default=0):.2f}s "
-                f"send errors={self.errors}")
+                f"recovery {spread(self.recoveries)} send errors={self.errors}")
 
 
-async def produce(namesrv: str, ledger: Ledger, stop: asyncio.Event) -> None:
-    async with Producer("chaos-pg", namesrv_addr=namesrv) as producer:
+def spread(seconds: list[float]) -> str:
+    """p50, p99 and max of some durations, as a summary prints them."""
+    ordered = sorted(seconds)
+    p50 = statistics.median(ordered) if ordered else 0.0
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+    return f"p50={p50:.2f}s p99={p99:.2f}s max={max(ordered, default=0):.2f}s"
+
+
+async def produce(namesrv: str, ledger: Ledger, stop: asyncio.Event, **options: Any) -> None:
+    """Sends until ``stop``; ``options`` are the producer's settings (e.g. pollNameServerInterval)."""
+    async with Producer("chaos-pg", namesrv_addr=namesrv, **options) as producer:
         i = 0
         while not stop.is_set():
             key = f"k{i}"
+            sent = time.monotonic()
             i += 1
             try:
                 result = await asyncio.wait_for(
@@ -109,6 +118,7 @@ async def produce(namesrv: str, ledger: Ledger, stop: asyncio.Event) -> None:
             if result.status is SendStatus.SEND_OK:
                 ledger.acked.append(key)
                 ledger.last_ok = time.monotonic()
+                ledger.ack_times.append((sent, ledger.last_ok))
             else:
                 ledger.errors[result.status.name] += 1
                 await asyncio.sleep(0.05)

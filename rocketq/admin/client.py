@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from rocketq.acl import signing
-from rocketq.admin import adminbodies, routes, stats
+from rocketq.admin import adminbodies, dledger, routes, stats
 from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
@@ -63,6 +63,8 @@ UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
 """The group admin pulls run under (``MixAll.TOOLS_CONSUMER_GROUP``); it never commits offsets."""
 TOOLS_PRODUCER_GROUP: Final = "TOOLS_PRODUCER"
+TRANSFER_TIMEOUT: Final = 15.0
+"""A leadership transfer is answered once the transferee leads (the broker gives it 10 s)."""
 MAX_PULL_NUMS: Final = 1024
 MAX_QUERY_NUMS: Final = 64
 METADATA_PAGE_SIZE: Final = 2000
@@ -303,6 +305,20 @@ class AdminClient:
     async def acl_version(self, addr: str) -> aclheaders.GetBrokerAclConfigResponseHeader:
         response = await self.call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
         return _header(aclheaders.GetBrokerAclConfigResponseHeader, response)
+    async def dledger_status(self, addr: str) -> dledger.DLedgerStatus:
+        """A DLedger member's role, term, leader, indexes (its runtime info's dLeger* keys);
+        BodyError for a broker that is not a DLedger member."""
+        return dledger.DLedgerStatus.from_runtime(addr, await self.runtime_info(addr))
+
+    async def transfer_leadership(self, addr: str, transferee_id: str) -> None:
+        """Ask the leader at ``addr`` to hand leadership to ``transferee_id`` (code 51005);
+        returns once it has, AdminError (SYSTEM_ERROR and why) when it did not."""
+        if not transferee_id:
+            raise ArgumentError("no transferee member id given (e.g. n1)")
+        request = requests.command(RequestCode.DLEDGER_LEADERSHIP_TRANSFER, {"transfereeId": transferee_id})
+        response = await self._remoting.invoke(addr, request, max(self.timeout, TRANSFER_TIMEOUT))
+        if response.code != ResponseCode.SUCCESS:
+            raise AdminError(response.code, response.remark)
 
     async def broker_config(self, addr: str) -> dict[str, str]:
         response = await self.call(addr, RequestCode.GET_BROKER_CONFIG)

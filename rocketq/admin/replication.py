@@ -2,7 +2,8 @@
 
 A master reads ``2 slaves, 0 B behind`` (the best slave's lag) or ``no slave``; a slave reads
 ``in sync``, ``1.5 MiB behind`` or what its HA client is doing (``connecting``, ``no master
-address``). A broker that reports no HA keys (Apache RocketMQ, older rocketq) gets an empty cell.
+address``); a DLedger member reads ``dledger leader, term 3, commit 120``. A broker that reports
+no HA keys (Apache RocketMQ, older rocketq) gets an empty cell.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def size_text(count: int) -> str:
 
 
 def replication_text(runtime: Mapping[str, str]) -> str:
+    if "dLegerRole" in runtime:  # a DLedger member (rocketq.dledger.brokerservice)
+        return (f"dledger {runtime['dLegerRole'].lower()}, term {runtime.get('dLegerTerm', '?')}, "
+                f"commit {runtime.get('dLegerCommitIndex', '?')}")
     connections = runtime.get("haConnectionCount")
     if connections is None or not connections.isdigit():
         return ""

@@ -5,7 +5,9 @@ dashboard and alert rules use exactly these: per-topic ``rocketmq_producer_tps``
 ``rocketmq_consumer_tps`` (from ``traffic``), a group's backlog ``rocketmq_group_diff`` (also as
 ``rocketmq_consumer_lag_messages``) with its retry and DLQ parts, put latency percentiles from the
 store's histogram, disk use, and ``rocketmq_broker_is_master`` for "group has no master" alerts.
-rocketq's own ``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
+rocketq's own ``rocketq_dledger_*`` families show a DLedger member's Raft state (term, role,
+commit index, each follower's lag in entries on the leader, elections started), its
+``rocketq_delay_*`` and ``rocketq_sendback_*`` families show the delay levels'
 backlog and how many failed messages went to retry topics and DLQs; ``rocketq_pop_*`` POP
 consumption: messages popped, acked and revived (put back for redelivery after their invisible
 time), pops held by long polling and checkpoints still waiting for acks.
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rocketq.dledger.contract import Role
 from rocketq.protocol import codes
 from rocketq.store.stats import PUT_LATENCY_BOUNDS_MS
 
@@ -118,6 +121,7 @@ class BrokerCollector(Collector):
         yield from self._topics(ident)
         yield from self._groups(ident)
         yield from self._replication(ident)
+        yield from self._dledger(ident)
         yield from self._delays(ident)
         yield from self._pop(ident)
 
@@ -151,6 +155,29 @@ class BrokerCollector(Collector):
     @property
     def _cap(self) -> int:
         return self._broker.behaviour.metrics_max_topic_series
+    def _dledger(self, ident: list[str]) -> Iterator[Metric]:
+        """A DLedger member's Raft state (rocketq.dledger.brokerservice); nothing on other brokers."""
+        service = self._broker.dledger
+        if service is None:
+            return
+        labels = BROKER_LABELS
+        state = service.state()
+        yield _gauge("rocketq_dledger_term", "the member's current Raft term", labels, ident, state.term)
+        role = GaugeMetricFamily("rocketq_dledger_role", "1 for the member's Raft role, 0 for the others",
+                                 labels=[*labels, "role"])
+        for each in Role:
+            role.add_metric([*ident, each.value], 1.0 if state.role is each else 0.0)
+        yield role
+        yield _gauge("rocketq_dledger_commit_index", "highest entry index known committed", labels, ident,
+                     state.commit_index)
+        lag = GaugeMetricFamily("rocketq_dledger_peer_lag_entries", "entries a follower lacks (on the leader)",
+                                labels=[*labels, "peer"])
+        for peer, match in sorted(state.match_index.items()):
+            lag.add_metric([*ident, peer], max(0, state.last_index - match))
+        yield lag
+        elections = CounterMetricFamily("rocketq_dledger_elections", "elections this member started", labels=labels)
+        elections.add_metric(ident, service.elections)
+        yield elections
 
     def _topics(self, ident: list[str]) -> Iterator[Metric]:
         rates = self._broker.traffic.rates

@@ -122,10 +122,13 @@ class SendHandlers:
         on_topic_created: Callable[[], Awaitable[None]],
         replication: ReplicaWait | None = None,
         max_delay_level: int = schedule.DEFAULT_MAX_DELAY_LEVEL,
+        write_gate: Callable[[], str | None] | None = None,
     ) -> None:
         self._store = store
         self._replication = replication
         """SYNC_MASTER: holds each stored send until a slave has it (rocketq.ha)."""
+        self._write_gate = write_gate
+        """DLedger: why this member takes no sends now (SERVICE_NOT_AVAILABLE's remark), or None."""
         self._topics = topics
         self._behaviour = behaviour
         self._identity = identity
@@ -335,6 +338,10 @@ class SendHandlers:
                 ResponseCode.SYSTEM_ERROR,
                 f"broker unable to service, until {self._behaviour.start_accept_send_request_time_stamp}",
             )
+        if self._write_gate is not None:
+            why = self._write_gate()
+            if why is not None:  # as RocketMQ's slave store: retriable, the SDK moves to another group
+                return request.response(ResponseCode.SERVICE_NOT_AVAILABLE, why)
         if not self.broker_permission & _WRITE or not self._identity.writable:
             return request.response(
                 ResponseCode.NO_PERMISSION, f"the broker[{self._identity.broker_name}] sending message is forbidden"

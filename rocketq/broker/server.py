@@ -44,6 +44,10 @@ from rocketq.broker.sendback import SendBackHandlers
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole, default_host_ip
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.broker.traffic import TrafficSampler
+from rocketq.dledger import storelog
+from rocketq.dledger.brokerservice import DLedgerService, slave_broker_id
+from rocketq.dledger.node import RaftNode
+from rocketq.dledger.settings import DLedgerSettings
 from rocketq.ha import reads, role
 from rocketq.ha.metasync import SlaveSynchronizer
 from rocketq.ha.service import HAService
@@ -67,9 +71,21 @@ TRAFFIC_SAMPLE_INTERVAL_S = 10.0
 
 
 class BrokerServer:
+    ha: HAService | DLedgerService
+    """The replication: master/slave HA, or the broker's side of its DLedger group."""
+
     def __init__(self, identity: BrokerIdentity, behaviour: BrokerBehaviour, store_settings: StoreSettings,
-                 ha_settings: HASettings | None = None, acl_settings: AclSettings | None = None) -> None:
-        identity, saved_master = role.apply_saved(identity, store_settings.config_dir)  # config/role.json
+                 ha_settings: HASettings | None = None, acl_settings: AclSettings | None = None,
+                 dledger_settings: DLedgerSettings | None = None) -> None:
+        self.dledger_settings = dledger_settings
+        """enableDLegerCommitLog: the DLedger group this broker is a member of (else None)."""
+        self.dledger: DLedgerService | None = None
+        saved_master = ""
+        if dledger_settings is not None:  # Raft decides the role: a member starts as a slave
+            identity = dataclasses.replace(identity, broker_role=BrokerRole.SLAVE,
+                                           broker_id=slave_broker_id(dledger_settings.dleger_self_id))
+        else:
+            identity, saved_master = role.apply_saved(identity, store_settings.config_dir)  # config/role.json
         self.identity = identity
         self.acl_settings = acl_settings or AclSettings()
         self.acl: AclTable | None = None
@@ -117,6 +133,8 @@ class BrokerServer:
         config_dir = self.store_settings.config_dir
         self.store = MessageStore(self.store_settings, store_host=(self.host, self.port))
         await asyncio.to_thread(self.store.open)
+        if self.dledger_settings is not None:
+            await self._join_dledger(self.dledger_settings)
         await self.store.start()
         self.topics = TopicConfigManager(config_dir / "topics.json", on_change=self._topics_changed)
         self.groups = SubscriptionGroupManager(config_dir / "subscriptionGroup.json")
@@ -157,6 +175,9 @@ class BrokerServer:
         for task in self._tasks:
             task.start()
         self._start_role_services()
+        if self.dledger is not None:  # roles follow Raft from now on (change_role needs all of the above)
+            await self.raft_member.start()
+            await self.dledger.start()
         await self._start_metrics()
         log.info(
             "broker %s (%s, id %d) serving on %s, store %s, metrics %s",
@@ -168,16 +189,40 @@ class BrokerServer:
             "off" if self.metrics_port is None else f"on port {self.metrics_port}",
         )
 
+    async def _join_dledger(self, settings: DLedgerSettings) -> None:
+        """DLedger: the Raft log over the opened store (made to agree with its CommitLog), the
+        member and the broker's service; the member starts once the broker serves."""
+        directory = self.store_settings.root_dir / storelog.DIRECTORY
+        self.raft_log = await asyncio.to_thread(storelog.StoreLog, self.store, directory)
+        self.store.append_hook = self.raft_log
+        self.raft_member = RaftNode(settings, self.raft_log, directory)
+        self.dledger = DLedgerService(
+            self.store, self.raft_log, self.raft_member, group=settings.dleger_group,
+            self_id=settings.dleger_self_id, wait_timeout_ms=settings.max_wait_ack_time_ms,
+            change_role=self.change_role, leader_addr=self._dledger_leader_addr)
+
+    def _dledger_leader_addr(self) -> str:
+        """The DLedger leader's remoting address: ours, or the master the name servers name."""
+        assert self.dledger is not None
+        if self.dledger.state().leader_id == self.dledger.self_id:
+            return self.address
+        return self.registrar.master_addr or "" if hasattr(self, "registrar") else ""
+
     async def _start_ha(self) -> None:
-        """Replication: a master's HA port, or a slave's HA client and metadata sync."""
-        ha_port = self.identity.ha_listen_port or (self.identity.listen_port + 1 if self.identity.listen_port else 0)
-        self.ha = HAService(
-            self.store, self.ha_settings, is_master=self.is_master,
-            sync_master=self.identity.broker_role is BrokerRole.SYNC_MASTER,
-            listen_host=self.identity.listen_host, advertised_host=self.host, ha_port=ha_port,
-            sync_timeout_ms=self.store_settings.sync_flush_timeout,
-            master_ha_addr=lambda: self.registrar.ha_server_addr)
-        await self.ha.start()
+        """Replication: a master's HA port, or a slave's HA client, and a slave's metadata sync
+        (a DLedger member replicates through Raft; only its metadata sync changes with the role)."""
+        if self.dledger is not None:
+            self.ha = self.dledger
+        else:
+            ha_port = self.identity.ha_listen_port or (self.identity.listen_port + 1 if self.identity.listen_port
+                                                       else 0)
+            self.ha = HAService(
+                self.store, self.ha_settings, is_master=self.is_master,
+                sync_master=self.identity.broker_role is BrokerRole.SYNC_MASTER,
+                listen_host=self.identity.listen_host, advertised_host=self.host, ha_port=ha_port,
+                sync_timeout_ms=self.store_settings.sync_flush_timeout,
+                master_ha_addr=lambda: self.registrar.ha_server_addr)
+            await self.ha.start()
         self.metadata_sync = None if self.is_master else SlaveSynchronizer(
             self._client, lambda: self.registrar.master_addr, lambda: self.address,
             self.topics, self.groups, self.offsets, self._register_soon,
@@ -199,7 +244,9 @@ class BrokerServer:
         A demoted master refuses writes first (its handlers are a slave's before anything else
         stops); a promoted slave stops replicating, cuts a half-received record, and only then
         takes writes. The role is saved before the name servers hear of it, so a crash after
-        the answer restarts the broker in the role it announced.
+        the answer restarts the broker in the role it announced. A DLedger member's role follows
+        its Raft group (``DLedgerService`` calls this): its replication stays as it is and
+        nothing is saved, Raft decides again at the next start.
         """
         async with self._role_lock:
             if (change.role, change.broker_id) == (self.identity.broker_role, self.identity.broker_id):
@@ -211,20 +258,24 @@ class BrokerServer:
             if self.metadata_sync is not None:
                 self.store.remove_arrival_listener(self.metadata_sync.message_arrived)
                 await self.metadata_sync.close()
-            await self.ha.close()
+            ha = self.ha
+            if isinstance(ha, HAService):
+                await ha.close()
             await old_schedule.close()
             await old_checker.close()
             await self.pop.stop_revive()
-            if change.is_master:
+            if change.is_master and isinstance(ha, HAService):
                 cut = await self.store.end_replication()
                 if cut:
                     log.warning("promotion: dropped %d bytes of a record the old master never finished", cut)
             await self._start_ha()
             if change.is_master:
-                self.ha.epochs.begin(self.store.max_phy_offset)
+                if isinstance(self.ha, HAService):
+                    self.ha.epochs.begin(self.store.max_phy_offset)
                 self._reinstall_handlers()
             old_pull.close()
-            await asyncio.to_thread(role.save, self.store_settings.config_dir, change)
+            if self.dledger is None:
+                await asyncio.to_thread(role.save, self.store_settings.config_dir, change)
             self.registrar.reidentify(self.identity.broker_id, self.ha.ha_server_addr)
             await self.registrar.register_all()
             self._start_role_services()
@@ -290,6 +341,8 @@ class BrokerServer:
             await _step("stopping metadata sync", sync.close())
         if hasattr(self, "ha"):
             await _step("stopping replication", self.ha.close())
+        if self.dledger is not None:
+            await _step("leaving the DLedger group", self.raft_member.close())
         for task in self._tasks:
             await _step(f"stopping {task.name}", task.stop())
         if self.acl is not None:
@@ -315,6 +368,8 @@ class BrokerServer:
             await _step("persisting consumer offsets", _call(lambda: self.offsets.persist(force=True)))
         if hasattr(self, "store"):
             await _step("flushing and closing the store", self.store.close())
+        if hasattr(self, "raft_log"):
+            await _step("closing the DLedger entry index", _call(self.raft_log.close))
         log.info("broker %s stopped", self.identity.broker_name)
 
     # --- wiring ---------------------------------------------------------------------------
@@ -335,6 +390,7 @@ class BrokerServer:
             on_topic_created=self._register_now,
             replication=self.ha if self.ha.sync_master else None,
             max_delay_level=len(self.store_settings.delay_levels_ms),
+            write_gate=self.dledger.send_refusal if self.dledger is not None else None,
         )
         if not hasattr(self, "filters"):  # a role change keeps the consumers' registered filters
             self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
@@ -378,7 +434,11 @@ class BrokerServer:
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
         self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
         self._handlers.update(self.stats_windows.handlers())
-        self._handlers.update(role.handlers(self.change_role))
+        if self.dledger is not None:
+            self._handlers.update(role.handlers(_raft_decides))
+            self._handlers.update(self.dledger.handlers())  # leadership transfer
+        else:
+            self._handlers.update(role.handlers(self.change_role))
         self._handlers.update(self._acl_admin_handlers())
 
     def _install_pop(self) -> None:
@@ -509,6 +569,11 @@ class BrokerServer:
             "popRevivePending": str(self.pop.revive.pending_count),
             "pid": str(os.getpid()),
         }
+
+
+async def _raft_decides(_change: role.RoleChange) -> None:
+    raise role.RoleChangeError("this broker is a DLedger member: its group's Raft election decides its role "
+                               "(move leadership with transferLeadership)")
 
 
 async def _step(what: str, work: Awaitable[None]) -> None:

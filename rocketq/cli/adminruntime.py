@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import click
 
-from rocketq.admin import adminbodies, clientstatus, perms, statsall, tables, views
+from rocketq.admin import adminbodies, clientstatus, dledger, perms, statsall, tables, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import NotFoundError, UnavailableError
@@ -163,5 +163,43 @@ def stats_all(s: Session, topic: str | None, active: bool) -> None:
             [[r.topic, r.group, r.accumulation, f"{r.in_tps:.2f}", f"{r.out_tps:.2f}", r.in_msg_24h, r.out_msg_24h]
              for r in rows])
         return Output(table, [r.to_json() for r in rows])
+
+    s.run(work)
+
+
+# --- DLedger groups ---------------------------------------------------------------------------
+
+
+@mqadmin_command("getDLedgerStatus")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, help="one member, host:port (wins over -c)")
+@opt("-c", "--clusterName", "cluster", help="every member of this cluster (default: of every cluster)")
+def get_dledger_status(s: Session, broker_addr: str | None, cluster: str | None) -> None:
+    """Show DLedger members: role, term, leader, commit index, each follower's match index."""
+
+    async def work(admin: AdminClient) -> Output:
+        if broker_addr:
+            addrs = [broker_addr]
+        else:
+            info = await admin.cluster_info()
+            addrs = info.all_addrs(cluster)
+            if not addrs:
+                raise NotFoundError(f"no broker registered{f' in cluster {cluster}' if cluster else ''}")
+        members = [await admin.dledger_status(addr) for addr in addrs]
+        return Output(tables.table(dledger.HEADERS, [dledger.row(m) for m in members]),
+                      [m.to_json() for m in members])
+
+    s.run(work)
+
+
+@mqadmin_command("transferLeadership")
+@opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, required=True, help="the group's leader, host:port")
+@opt("-t", "--transfereeId", "transferee", required=True, help="the member to lead next (dLegerSelfId, e.g. n1)")
+def transfer_leadership(s: Session, broker_addr: str, transferee: str) -> None:
+    """Hand a DLedger group's leadership to another member (answered once it leads)."""
+
+    async def work(admin: AdminClient) -> Output:
+        await admin.transfer_leadership(broker_addr, transferee)
+        return Output(f"leadership transferred from {broker_addr} to {transferee}",
+                      {"from": broker_addr, "transfereeId": transferee})
 
     s.run(work)

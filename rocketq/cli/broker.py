@@ -6,7 +6,8 @@ NAMESRV_ADDR and BROKER_IP1 override the file (containers), and command-line fla
 both (tests, laptops). Every value, the store's included, is checked here, before anything
 binds or opens; a bad one is one line on stderr and exit code 2 (``serving`` lists the codes).
 ``--ordinal-from-hostname`` lets a StatefulSet pod derive its brokerId
-from its ordinal (``name-N``), with the master's ordinal read from ``masterOrdinal`` beside the config file.
+from its ordinal (``name-N``), with the master's ordinal read from ``masterOrdinal`` beside the config file;
+with ``enableDLegerCommitLog=true`` it derives ``dLegerSelfId`` (``nN``) instead, and Raft decides the role.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from rocketq.acl.plainacl import AclFileError
 from rocketq.acl.settings import AclSettings
 from rocketq.broker.settings import BrokerBehaviour, BrokerIdentity, BrokerRole
 from rocketq.cli import serving
-from rocketq.ha.settings import HASettings, refuse_unsupported
+from rocketq.dledger import brokerservice, peers
+from rocketq.dledger.settings import DLedgerSettings
+from rocketq.ha.settings import HASettings
 from rocketq.proxy.settings import ProxySettings
 from rocketq.settings import SettingsError
 from rocketq.store.configfiles import ConfigFileError
@@ -33,17 +36,21 @@ from rocketq.store.settings import StoreSettings
 
 log = logging.getLogger("rocketq.broker")
 
-SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings, AclSettings, ProxySettings)
+SETTINGS_GROUPS = (BrokerIdentity, BrokerBehaviour, StoreSettings, HASettings, AclSettings, DLedgerSettings,
+                   ProxySettings)
 ORDINAL = re.compile(r"-(\d+)$")
 MASTER_ORDINAL_FILE_NAME = "masterOrdinal"
 
 
-def ordinal_identity(hostname: str, master_ordinal: int) -> dict[str, str]:
-    """brokerId and brokerRole for a StatefulSet pod: the master gets 0, the others unique ids."""
+def ordinal_identity(hostname: str, master_ordinal: int, *, dledger: bool = False) -> dict[str, str]:
+    """brokerId and brokerRole for a StatefulSet pod: the master gets 0, the others unique ids;
+    a DLedger member's dLegerSelfId instead (pod N is nN; Raft decides the role)."""
     match = ORDINAL.search(hostname)
     if match is None:
         raise SettingsError(f"hostname {hostname!r} does not end in -<ordinal>")
     ordinal = int(match.group(1))
+    if dledger:
+        return {"dLegerSelfId": f"n{ordinal}"}
     if ordinal == master_ordinal:
         return {"brokerId": "0"}
     broker_id = ordinal + 1 if ordinal < master_ordinal else ordinal
@@ -83,11 +90,26 @@ plain_acl.yml (aclEnable=true) is missing or broken."""
 
 
 def load_ha(config: str | None, overrides: dict[str, str]) -> HASettings:
-    """The replication settings; a setting rocketq cannot honour yet (DLedger) is an error."""
+    """The master/slave replication settings (enableDLegerCommitLog among them)."""
     values = settings.read_properties(config) if config else {}
-    ha = settings.build(HASettings, values, overrides=overrides)
-    refuse_unsupported(ha)
-    return ha
+    return settings.build(HASettings, values, overrides=overrides)
+
+
+def load_dledger(config: str | None, overrides: dict[str, str]) -> DLedgerSettings:
+    """A DLedger member's group and timing settings, the membership checked (dLegerPeers must
+    name dLegerSelfId, whose number gives the member's brokerId as a follower)."""
+    values = settings.read_properties(config) if config else {}
+    dledger = settings.build(DLedgerSettings, values, overrides=overrides)
+    try:
+        dledger.group()
+        brokerservice.slave_broker_id(dledger.dleger_self_id)
+    except (peers.PeersError, ValueError) as exc:
+        raise SettingsError(str(exc)) from None
+    return dledger
+
+
+def _dledger_enabled(config: str | None, overrides: dict[str, str]) -> bool:
+    return load_ha(config, overrides).enable_dleger_commit_log
 
 
 @click.command("broker")
@@ -136,9 +158,11 @@ def command(
     try:
         if ordinal_from_hostname:
             ordinal_file = master_ordinal_file or _beside(config, MASTER_ORDINAL_FILE_NAME)
-            overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file)))
+            overrides.update(ordinal_identity(os.environ.get("HOSTNAME", ""), _master_ordinal(ordinal_file),
+                                              dledger=_dledger_enabled(config, overrides)))
         identity, behaviour, store, unknown = load(config, overrides)
         ha = load_ha(config, overrides)
+        dledger = load_dledger(config, overrides) if ha.enable_dleger_commit_log else None
         acl = settings.build(AclSettings, settings.read_properties(config) if config else {}, overrides=overrides)
         endpoint = local.local_settings(settings.read_properties(config) if config else {}, overrides)
     except SettingsError as exc:
@@ -146,7 +170,7 @@ def command(
     for line in ignored_key_warnings(unknown):
         log.warning(line)
     def make() -> BrokerServer | local.BrokerWithEndpoint:
-        broker = BrokerServer(identity, behaviour, store, ha, acl)
+        broker = BrokerServer(identity, behaviour, store, ha, acl, dledger)
         return broker if endpoint is None else local.BrokerWithEndpoint(broker, endpoint)
 
     code = serving.run(

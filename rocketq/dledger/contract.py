@@ -53,6 +53,11 @@ class RaftLog(Protocol):
     @property
     def last_term(self) -> int: ...
 
+    @property
+    def committed_index(self) -> int:
+        """The highest index this log knew committed when it was opened (0 if it does not know):
+        a restarted member starts from it, and never truncates below it."""
+
     def term_at(self, index: int) -> int | None:
         """The term of entry ``index``; 0 for index 0; None when the log does not hold it."""
 
@@ -81,11 +86,13 @@ class RaftMember(Protocol):
     def state(self) -> MemberState: ...
 
     def add_role_listener(self, listener: RoleListener) -> None:
-        """Called on every change of role, term or leader (on the event loop)."""
+        """Called on every change of role, term or leader, and when a leader becomes ready for
+        writes or stops being so (``leader_term()`` turns non-None or None), on the event loop."""
 
     def leader_term(self) -> int | None:
         """The current term while this member is a leader ready for writes, else None. The
-        broker stamps entries it appends with it."""
+        broker stamps entries it appends with it, and appends in the same synchronous step as
+        it asked (no await in between): leadership can change at any await."""
 
     def appended(self) -> None:
         """The broker appended entries as leader: start replicating them."""

@@ -43,7 +43,7 @@ class HASettings:
         "accessMessageInMemoryMaxRatio", 40, "percent of RAM a pull may lag before it counts as far behind"
     )
     enable_dleger_commit_log: bool = setting(
-        "enableDLegerCommitLog", False, "DLedger (Raft) groups; not implemented: a broker refuses to start"
+        "enableDLegerCommitLog", False, "the broker is a member of a DLedger (Raft) group (rocketq.dledger)"
     )
 
     def __post_init__(self) -> None:
@@ -61,11 +61,3 @@ class HASettings:
         if self.ha_master_address and not addresses.is_host_port(self.ha_master_address):
             raise SettingsError(f"haMasterAddress={self.ha_master_address!r}: expected host:port")
 
-
-def refuse_unsupported(settings: HASettings) -> None:
-    """A DLedger broker must not quietly run standalone: its operator expects a Raft group."""
-    if settings.enable_dleger_commit_log:
-        raise SettingsError("enableDLegerCommitLog=true: DLedger (Raft) groups are not implemented yet, and "
-                            "running this broker standalone would lose the replication its config asks for. "
-                            "Use master/slave replication (brokerRole=SYNC_MASTER/ASYNC_MASTER/SLAVE) "
-                            "or set enableDLegerCommitLog=false")

@@ -84,6 +84,7 @@ class RequestCode(enum.IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
     NOTIFY_BROKER_ROLE_CHANGED = 1008  # RocketMQ 5's controller code; rocketq's header (ha/role.py)
+    DLEDGER_LEADERSHIP_TRANSFER = 51005  # DLedger's own code, on rocketq's broker port (dledger/brokerservice.py)
     QUERY_ASSIGNMENT = 400  # RocketMQ 5 server-side balancing (rocketq/broker/assignment.py)
     SET_MESSAGE_REQUEST_MODE = 401
     POP_MESSAGE = 200050  # RocketMQ 5 POP consumption (rocketq/broker/pop.py)

@@ -62,6 +62,9 @@ class CommitLog:
         """STORETIMESTAMP of the newest appended record (the checkpoint's clock)."""
         self.flushed_store_timestamp = 0
         """STORETIMESTAMP of the newest record known to be on disk."""
+        self.cuts = 0
+        """How often the tail was cut (``rollback``): an fsync that began before a cut must not
+        mark bytes written after it as flushed."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -254,8 +257,11 @@ class CommitLog:
         self.flushed_offset = offset
 
     def rollback(self, offset: int) -> None:
-        """Forget what was appended from ``offset`` on (a put that failed half-way)."""
+        """Forget what was appended from ``offset`` on (a put that failed half-way, or a
+        Raft log's uncommitted tail). Bytes appended here later are not on disk yet."""
         self._cut(offset, "of a failed append")
+        self.flushed_offset = min(self.flushed_offset, offset)
+        self.cuts += 1
 
     def _cut(self, offset: int, why: str) -> None:
         keep: list[MappedFile] = []

@@ -95,6 +95,8 @@ class CommitLogFlusher:
         self.failure: OSError | None = None
         self.fsync_calls = 0
         """Flush rounds that fsynced (a round may fsync several segments)."""
+        self.companion_fds: Callable[[], list[int]] = list
+        """Files fsynced with every CommitLog flush (a DLedger store's entry index)."""
 
     def start(self) -> None:
         self._task.start()
@@ -152,6 +154,8 @@ class CommitLogFlusher:
     async def _flush_to(self, target: int, target_timestamp: int) -> None:
         if target > self._commitlog.flushed_offset and self.failure is None:
             fds = [os.dup(s.fd) for s in self._commitlog.unflushed_below(target)]
+            fds += [os.dup(fd) for fd in self.companion_fds()]
+            cuts = self._commitlog.cuts
             try:
                 self.fsync_calls += 1
                 await self._blocking.run(sync_fds, fds, self._fsync)
@@ -159,6 +163,9 @@ class CommitLogFlusher:
                 self.failure = exc
                 log.critical("commitlog fsync failed (%s): refusing writes from now on", exc)
                 self._release(target, final=True)
+                return
+            if self._commitlog.cuts != cuts:  # the tail was cut meanwhile: what is there now may be new
+                self._wakeup.set()
                 return
             self._commitlog.mark_flushed(target, target_timestamp)
         self._release(self._commitlog.flushed_offset)

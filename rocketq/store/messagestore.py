@@ -40,6 +40,7 @@ from rocketq.protocol.messageerrors import MessageIllegalError, PropertiesSizeEx
 from rocketq.ratelimit import LogLimiter
 from rocketq.store import (
     checkpoint,
+    committed,
     consumequeue,
     dispatch,
     flushing,
@@ -134,6 +135,11 @@ class MessageStore:
         self.recovery_report: recovery.RecoveryReport | None = None
         self._reput: reput_mod.Reput | None = None
         """Dispatches replicated appends (a slave's); made on the first one."""
+        self._pending: committed.PendingOffsets | None = None
+        """Committed-only dispatch (DLedger, ``committed``): queue offsets appended ahead of dispatch."""
+        self._dispatch_limit = -1
+        """Committed-only dispatch: records end here at most; -1 = dispatch what arrives."""
+        self.append_hook: committed.AppendHook | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -337,6 +343,10 @@ class MessageStore:
             return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
         if self.is_os_page_cache_busy():
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
+        if self.append_hook is not None:
+            why = self.append_hook.refusal()
+            if why is not None:
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=why)
         return None
 
     def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[putting.PreparedMessage] | PutResult:
@@ -355,6 +365,9 @@ class MessageStore:
         if refusal is not None:
             return [refusal] * len(puts)
         prepared = [self._prepare(requests) for requests in puts]
+        pending = self._pending
+        if pending is not None:  # committed-only dispatch (DLedger): units and index entries come at the commit
+            return [p if isinstance(p, PutResult) else self._append_undispatched(p, pending) for p in prepared]
         began = self._monotonic()
         now = _now_ms()
         touched: dict[int, ConsumeQueue] = {}
@@ -406,6 +419,41 @@ class MessageStore:
         for key, (cq, _first) in touched.items():
             notify[key] = cq
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _append_undispatched(self, prepared: list[putting.PreparedMessage],
+                             pending: committed.PendingOffsets) -> PutResult:
+        """``_append_many`` under committed-only dispatch: the records go to the CommitLog with the
+        queue offsets they will have; ``dispatch_to`` builds their units and index entries."""
+        began = self._monotonic()
+        now = _now_ms()
+        commitlog, prefix = self.commitlog, self._msg_id_prefix
+        start = commitlog.max_offset
+        offsets: list[int] = []
+        sizes: list[int] = []
+        queue_offsets: list[int] = []
+        taken: dict[int, tuple[ConsumeQueue, int]] = {}
+        try:
+            for record, ts_pos, cq, unit, _tag, _uniq, _keys, _delay in prepared:
+                if unit:
+                    queue_offset = pending.take(cq)
+                    taken.setdefault(id(cq), (cq, queue_offset))
+                else:
+                    queue_offset = 0
+                phys = commitlog.append(record, queue_offset, now, ts_pos)
+                offsets.append(phys)
+                sizes.append(len(record))
+                queue_offsets.append(queue_offset)
+            # inside the try: a hook that cannot record the append (its file) undoes it
+            tag = self.append_hook.appended(start, commitlog.max_offset) if self.append_hook is not None else 0
+        except (OSError, StoreFileError) as exc:
+            self._roll_back(start, ())
+            for cq, first in taken.values():
+                pending.give_back(cq, first)
+            return self._append_failed(exc)
+        finally:
+            self._note_hold_time(began)
+        return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets),
+                         tuple(f"{prefix}{phys:016X}" for phys in offsets), replication_index=tag)
 
     def _roll_back(self, start: int, touched: Iterable[tuple[ConsumeQueue, int]]) -> None:
         """Undo a failed append: the CommitLog ends at ``start`` again, each queue at its first
@@ -590,13 +638,71 @@ class MessageStore:
         if self.state is not StoreState.RUNNING:
             raise StoreError(f"replicated append on a store that is {self.state.value}")
         if self._reput is None:
-            self._reput = reput_mod.Reput(self.commitlog, self.queues.get_or_create, self.index, self._delay_levels)
+            self._reput = self._new_reput()
         self.commitlog.append_replicated(phys_offset, data)
         if self._sync_flush:
             self.flusher.wakeup()
-        for cq in self._reput.run():
-            self._notify(cq)
+        if self._pending is None:  # committed-only dispatch waits for dispatch_to
+            self._run_reput(self._reput, -1)
         return self.commitlog.max_offset
+
+    def _new_reput(self) -> reput_mod.Reput:
+        return reput_mod.Reput(self.commitlog, self.queues.get_or_create, self.index, self._delay_levels)
+
+    def _run_reput(self, reput: reput_mod.Reput, limit: int) -> None:
+        for cq in reput.run(limit):
+            self._notify(cq)
+
+    # --- committed-only dispatch (DLedger; see ``committed``) ----------------------------------
+
+    def dispatch_committed_only(self, committed_end: int) -> None:
+        """From now on appends (own and replicated) are dispatched only by ``dispatch_to``.
+
+        What recovery dispatched beyond ``committed_end`` (a restart recovers the whole log) is
+        taken back: queue units and index entries of records that may never commit.
+        """
+        if self._pending is not None:
+            return
+        end = max(min(committed_end, self.commitlog.max_offset), self.commitlog.min_offset)
+        self._undispatch_beyond(end)
+        self._reput = self._new_reput()
+        self._reput.offset = self._dispatch_limit = end
+        self._pending = committed.PendingOffsets()
+
+    def dispatch_to(self, end: int) -> None:
+        """Committed-only dispatch: build the queue units and index entries of every record
+        below ``end`` (the committed position) and wake the pulls they satisfy."""
+        assert self._pending is not None and self._reput is not None, "dispatch_committed_only first"
+        self._dispatch_limit = max(self._dispatch_limit, end)
+        self._run_reput(self._reput, self._dispatch_limit)
+
+    def cut_tail(self, end: int) -> None:
+        """Committed-only dispatch: forget the undispatched records from ``end`` on (a Raft
+        log's uncommitted tail). Synchronous: nothing derived from them exists yet."""
+        assert self._pending is not None, "dispatch_committed_only first"
+        if end < self.dispatched_offset:
+            raise StoreError(f"cannot cut the commitlog at {end}: records up to {self.dispatched_offset} "
+                             "are dispatched (committed)")
+        if end >= self.commitlog.max_offset:
+            return
+        log.warning("store: cutting the undispatched commitlog tail from %d to %d", self.commitlog.max_offset, end)
+        self.commitlog.rollback(end)
+        self._pending.clear()
+
+    def reset_pending_offsets(self) -> None:
+        """Every record is dispatched (a leader about to write): queue offsets come from the
+        queues again."""
+        if self._pending is not None:
+            self._pending.clear()
+
+    def _undispatch_beyond(self, end: int) -> None:
+        for cq in self.queues.all():
+            cq.truncate_beyond(end)
+        if self.index is not None:
+            rebuild = self.index.drop_unreliable(checkpoint_ts=1 << 62, phys_end=end)
+            if rebuild is not None:
+                recovery.redispatch(self.commitlog, max(rebuild, self.commitlog.min_offset), end,
+                                    self.queues.get_or_create, self.index, self._delay_levels)
 
     @property
     def dispatched_offset(self) -> int:
@@ -613,13 +719,7 @@ class MessageStore:
         log.warning("store: truncating the commitlog from %d to %d", self.commitlog.max_offset, phys_offset)
         await self.flusher.flush()  # what stays must be on disk: set_end takes it as flushed
         self.commitlog.set_end(phys_offset)
-        for cq in self.queues.all():
-            cq.truncate_beyond(phys_offset)
-        if self.index is not None:
-            rebuild = self.index.drop_unreliable(checkpoint_ts=1 << 62, phys_end=phys_offset)
-            if rebuild is not None:
-                recovery.redispatch(self.commitlog, max(rebuild, self.commitlog.min_offset), phys_offset,
-                                    self.queues.get_or_create, self.index, self._delay_levels)
+        self._undispatch_beyond(phys_offset)
         if self._reput is not None:
             self._reput.offset = min(self._reput.offset, phys_offset)
         return units_before - sum(cq.max_offset for cq in self.queues.all())

@@ -53,14 +53,15 @@ class Reput:
         self.offset = commitlog.max_offset
         """First byte not yet dispatched; recovery dispatched everything before the end."""
 
-    def run(self) -> list[ConsumeQueue]:
-        """Dispatch every record that has arrived whole; returns the queues that grew."""
+    def run(self, limit: int = -1) -> list[ConsumeQueue]:
+        """Dispatch every record that has arrived whole and ends at or below ``limit`` (-1: no
+        limit; a DLedger store passes its committed position); returns the queues that grew."""
         touched: dict[int, ConsumeQueue] = {}
         commitlog = self._commitlog
         try:
             while True:
                 size = self._complete_record(self.offset)
-                if size is None:
+                if size is None or 0 <= limit < self.offset + abs(size):
                     break
                 if size < 0:  # an END_OF_FILE blank: the next record starts the next segment
                     self.offset -= size

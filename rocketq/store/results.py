@@ -98,6 +98,8 @@ class PutResult:
     offset_msg_ids: tuple[str, ...] = ()
     error: str = ""
     """Why a put was refused, for the response remark."""
+    replication_index: int = 0
+    """DLedger: the Raft entry index of this put (``committed.AppendHook``); 0 otherwise."""
 
     @property
     def ok(self) -> bool:

@@ -39,19 +39,23 @@ def test_slave_and_sync_master_roles() -> None:
     assert sync.broker_role is BrokerRole.SYNC_MASTER
 
 
-def test_dledger_configs_load_but_a_dledger_broker_is_refused() -> None:
-    identity, _b, store, unknown = broker_cli.load(str(FIXTURES / "dledger" / "broker-n0.conf"), {})
+def test_dledger_configs_load() -> None:
+    conf = str(FIXTURES / "dledger" / "broker-n0.conf")
+    identity, _b, store, unknown = broker_cli.load(conf, {})
     assert identity.broker_cluster_name == "RaftCluster" and identity.listen_port == 30911
     assert identity.namesrv_addr == "127.0.0.1:9876"
     assert store.store_path_commit_log == "/tmp/rmqstore/node00/commitlog"
-    assert {"dLegerGroup", "dLegerPeers", "dLegerSelfId", "sendMessageThreadPoolNums"} <= set(unknown)
-    assert "enableDLegerCommitLog" not in unknown
-    warnings = broker_cli.ignored_key_warnings(unknown)
-    assert "sendMessageThreadPoolNums" in warnings[0]
-    with pytest.raises(SettingsError, match="enableDLegerCommitLog=true: DLedger"):
-        broker_cli.load_ha(str(FIXTURES / "dledger" / "broker-n0.conf"), {})
-    assert not broker_cli.load_ha(str(FIXTURES / "dledger" / "broker-n0.conf"),
-                                  {"enableDLegerCommitLog": "false"}).enable_dleger_commit_log
+    assert unknown == ["sendMessageThreadPoolNums"]
+    assert "sendMessageThreadPoolNums" in broker_cli.ignored_key_warnings(unknown)[0]
+    assert broker_cli.load_ha(conf, {}).enable_dleger_commit_log
+    dledger = broker_cli.load_dledger(conf, {})
+    assert (dledger.dleger_group, dledger.dleger_self_id) == ("RaftNode00", "n0")
+    with pytest.raises(SettingsError, match="n7"):
+        broker_cli.load_dledger(conf, {"dLegerSelfId": "n7"})  # not among dLegerPeers
+
+
+def test_a_dledger_pods_ordinal_gives_its_self_id() -> None:
+    assert broker_cli.ordinal_identity("demo-broker-0-2", 0, dledger=True) == {"dLegerSelfId": "n2"}
 
 
 def test_trace_broker_config() -> None:
@@ -142,23 +146,19 @@ def test_ordinal_needs_a_statefulset_hostname() -> None:
 
 @pytest.mark.parametrize("conf", CONF_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_broker_serves_from_each_rocketmq_config(conf: Path, tmp_path: Path) -> None:
-    """Only paths and ports are overridden (loopback, temp dir); every other key is the file's.
-    A DLedger file is refused with a clear error: running it standalone would drop the Raft
-    replication it asks for."""
+    """Only paths and ports are overridden (loopback, temp dir; a DLedger member's peer ports);
+    every other key is the file's. A DLedger member alone serves, as a follower without a leader."""
     port = free_port()
     args = [sys.executable, "-m", "rocketq", "broker", "-c", str(conf), "-p", str(port), "-n", "127.0.0.1:1",
             "--store-dir", str(tmp_path / "store"), "--metrics-port", "0",
             "--set", f"storePathCommitLog={tmp_path / 'store' / 'commitlog'}", "--set", "brokerIP1=127.0.0.1",
             "--set", f"haListenPort={free_port()}"]
+    if conf.parent.name == "dledger":
+        peers = ";".join(f"n{i}-127.0.0.1:{free_port()}" for i in range(3))
+        args += ["--set", f"dLegerPeers={peers}"]
     log = tmp_path / "broker.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    if conf.parent.name == "dledger":
-        assert proc.wait(30) == 2
-        text = log.read_text()
-        assert "enableDLegerCommitLog=true: DLedger (Raft) groups are not implemented yet" in text, text
-        assert "listening on" not in text and "Traceback" not in text
-        return
     try:
         deadline = time.monotonic() + 30
         while "listening on" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:

@@ -12,14 +12,10 @@ _SHARED = pathlib.Path(__file__).resolve().parents[1] / "integration"
 if str(_SHARED) not in sys.path:
     sys.path.insert(0, str(_SHARED))
 
-from clusterprocs import Processes  # noqa: E402 - importable once the path above is set
+from clusterprocs import Processes, running  # noqa: E402 - importable once the path above is set
 
 
 @pytest.fixture
 def procs(tmp_path: pathlib.Path) -> Iterator[Processes]:
-    """Processes of one test; every one is stopped at the end, by PID."""
-    started = Processes(tmp_path)
-    try:
+    with running(tmp_path) as started:
         yield started
-    finally:
-        started.stop_all()

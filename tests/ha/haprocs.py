@@ -8,6 +8,8 @@ Everything else (brokerName, brokerId, brokerRole, flushDiskType, ...) is the fi
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,3 +123,11 @@ async def read_keys(namesrv: str, topic: str, group: str) -> list[str]:
                 keys.extend(m.properties["KEYS"] for m in result.messages)
                 offset = result.next_begin_offset
     return keys
+
+
+def admin_cli(namesrv: str, *args: str) -> str:
+    """``rocketq admin ARGS -n NAMESRV``'s output; the command must succeed."""
+    done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args, "-n", namesrv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -8,12 +8,10 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
 from clusterprocs import Processes
-from haprocs import read_keys, restart, runtime, start_pair, tree, wait_replicated
+from haprocs import admin_cli, read_keys, restart, runtime, start_pair, tree, wait_replicated
 
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
@@ -44,13 +42,6 @@ async def until(check, limit: float = 30.0) -> None:  # type: ignore[no-untyped-
             return
         await asyncio.sleep(0.1)
     raise AssertionError("condition not reached")
-
-
-def admin_cli(namesrv: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args, "-n", namesrv],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.slow

@@ -3,13 +3,14 @@ and reading back everything a topic holds."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +131,16 @@ class Processes:
     def stop_all(self) -> None:
         for proc in reversed(self.started):
             proc.stop()
+
+
+@contextlib.contextmanager
+def running(tmp: Path) -> Iterator[Processes]:
+    """Processes of one test (a ``procs`` fixture's body): every one is stopped at the end, by PID."""
+    started = Processes(tmp)
+    try:
+        yield started
+    finally:
+        started.stop_all()
 
 
 async def pull_bodies(namesrv: str, topic: str, group: str) -> list[bytes]:

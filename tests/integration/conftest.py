@@ -9,18 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterprocs import Processes
+from clusterprocs import Processes, running
 
 from rocketq.local.cluster import ClusterLayout, ClusterState, LocalCluster
 
 
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Processes]:
-    procs = Processes(tmp_path)
-    try:
+    with running(tmp_path) as procs:
         yield procs
-    finally:
-        procs.stop_all()
 
 
 @pytest.fixture
