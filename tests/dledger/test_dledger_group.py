@@ -144,22 +144,25 @@ async def test_preferred_leader_takes_over(tmp_path: Path) -> None:
 async def test_a_restarted_member_never_votes_twice_in_one_term(group: RaftGroup) -> None:
     await group.start("n2")  # alone: its own pre-votes fail, so its term only moves when asked
     voter = group.nodes["n2"].group.members["n2"]
-    client = transport.PeerClient(voter.host, voter.port)
+    # one connection per candidate: a member speaks only for itself on its connection
+    clients = {name: transport.PeerClient(voter.host, voter.port) for name in ("n0", "n1")}
     try:
-        def vote(candidate: str) -> wire.VoteRequest:
-            return wire.VoteRequest(5, "g", candidate, last_index=0, last_term=0)
+        async def vote(candidate: str) -> wire.Answer:
+            request = wire.VoteRequest(5, "g", candidate, last_index=0, last_term=0)
+            return await clients[candidate].call(request, timeout=5)
 
-        assert (await client.call(vote("n0"), timeout=5)).ok
+        assert (await vote("n0")).ok
         # On disk before the answer was sent.
         assert TermStore(tmp_dir := group.root / "n2").load() == TermVote(5, "n0")
         await group.stop("n2")
         await group.start("n2")
-        again = await client.call(vote("n1"), timeout=5)
+        again = await vote("n1")
         assert again.status is wire.Status.ALREADY_VOTED and again.term == 5
-        assert (await client.call(vote("n0"), timeout=5)).ok  # the same candidate may ask again
+        assert (await vote("n0")).ok  # the same candidate may ask again
         assert TermStore(tmp_dir).load() == TermVote(5, "n0")
     finally:
-        await client.close()
+        for client in clients.values():
+            await client.close()
 
 
 async def test_default_timing_elects_within_5s_and_replaces_a_lost_leader_within_10s(tmp_path: Path) -> None:
