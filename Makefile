@@ -10,7 +10,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics,console]'
 	touch $(STAMP)
 
 ## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results

@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "rocketq.cli.local",
     "rocketq.cli.bench",
     "rocketq.cli.admin",
+    "rocketq.cli.console",
 )
 
 
