@@ -1,0 +1,90 @@
+"""The console in a real headless Chromium, over a real cluster with traffic.
+
+Drives the pages as a person would (log in, look at the cluster, ...), and saves screenshots of
+the main pages into docs/console/ for docs/console.md. Waits are generous (a loaded CI machine)
+and nothing is timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+from browserkit import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, ConsoleProcess, ensure_chromium, start_console
+from consolekit import ADMIN_NAME, ADMIN_PASSWORD, users
+
+from rocketq.local.cluster import ClusterState
+
+SCREENSHOTS: Final = Path(__file__).resolve().parents[2] / "docs" / "console"
+WAIT_S: Final = 20.0
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def console_process(cluster: ClusterState, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleProcess]:
+    workdir = tmp_path_factory.mktemp("console-browser")
+    users_file = workdir / "users"
+    users_file.write_text("".join(f"{u.name}:{u.role.value}:{u.password_hash}\n" for u in users().values()))
+    process = start_console(cluster.namesrv, users_file, workdir)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    reason = ensure_chromium()
+    if reason:
+        pytest.skip(reason)
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(WAIT_S * 3)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1280, max(600, min(int(height) + 40, 2000)))
+    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    driver.set_window_size(1280, 900)
+
+
+def text_appears(driver, css: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    WebDriverWait(driver, WAIT_S).until(expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css),
+                                                                                          text))
+
+
+def test_console_in_a_browser(cluster: ClusterState, console_process: ConsoleProcess, browser) -> None:  # type: ignore[no-untyped-def]
+    driver = browser
+    base = console_process.url
+
+    # log in: a page asked for without a session leads to the login form, then back to it
+    driver.get(f"{base}/cluster")
+    WebDriverWait(driver, WAIT_S).until(expected_conditions.presence_of_element_located((By.ID, "username")))
+    shot(driver, "login")
+    driver.find_element(By.ID, "username").send_keys(ADMIN_NAME)
+    driver.find_element(By.ID, "password").send_keys(ADMIN_PASSWORD)
+    driver.find_element(By.ID, "login").click()
+
+    # the cluster: the broker group with its role and address
+    broker = next(p.address for p in cluster.processes if p.name == "broker-a")
+    text_appears(driver, "#brokers", broker)
+    assert "ASYNC_MASTER" in driver.find_element(By.ID, "brokers").text
+    shot(driver, "cluster")
+    driver.find_element(By.LINK_TEXT, broker).click()
+    text_appears(driver, "#runtime", "commitLogMaxOffset")
