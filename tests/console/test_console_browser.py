@@ -88,3 +88,15 @@ def test_console_in_a_browser(cluster: ClusterState, console_process: ConsolePro
     shot(driver, "cluster")
     driver.find_element(By.LINK_TEXT, broker).click()
     text_appears(driver, "#runtime", "commitLogMaxOffset")
+
+    # create a topic, then send a message with a key to it
+    driver.get(f"{base}/topics")
+    driver.find_element(By.ID, "new-topic").send_keys("BrowserTopic")
+    driver.find_element(By.ID, "create-topic-submit").click()
+    text_appears(driver, "main", "Topic BrowserTopic written to")
+    driver.find_element(By.ID, "send-keys").send_keys("order-42")
+    driver.find_element(By.ID, "send-body").send_keys('{"order": 42, "item": "rocket"}')
+    driver.find_element(By.ID, "send-submit").click()
+    text_appears(driver, "main", "SEND_OK")
+    assert "1 message(s) held" in driver.find_element(By.TAG_NAME, "main").text
+    shot(driver, "topic")
