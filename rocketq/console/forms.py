@@ -3,7 +3,7 @@ naming the field, so a bad value becomes a 400 page that says which field and wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rocketq.admin import adminbodies, timestamps
@@ -43,17 +43,17 @@ def flag(form: Form, name: str) -> bool:
 
 
 def topic(form: Form, name: str = "topic") -> str:
-    value = text(form, name)
-    try:
-        return adminbodies.check_topic(value)
-    except ArgumentError as exc:
-        raise InvalidInput(f"{name}: {exc}") from None
+    return _checked(form, name, adminbodies.check_topic)
 
 
 def group(form: Form, name: str = "group") -> str:
-    value = text(form, name)
+    return _checked(form, name, adminbodies.check_group)
+
+
+def _checked(form: Form, name: str, check: Callable[[str], str]) -> str:
+    """A topic or group name, checked by RocketMQ's naming rules (``rocketq.protocol.namerules``)."""
     try:
-        return adminbodies.check_group(value)
+        return check(text(form, name))
     except ArgumentError as exc:
         raise InvalidInput(f"{name}: {exc}") from None
 

@@ -63,3 +63,15 @@ async def post(client: TestClient, path: str, data: dict[str, str], *, from_page
     """POST a form with the session's CSRF token, read from ``from_page`` as a browser would."""
     csrf = await page_token(client, from_page)
     return await client.post(path, data={**data, "csrf_token": csrf}, allow_redirects=allow_redirects)
+
+
+async def wait_for(check, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll an async ``check`` until it is true; generous, since the machine may be loaded."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.2)
