@@ -7,7 +7,9 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from rocketq.admin.errors import AdminError
 from rocketq.console import guards, keys
+from rocketq.protocol.codes import ResponseCode
 
 T = TypeVar("T")
 
@@ -23,3 +25,14 @@ def done(request: web.Request, message: str, location: str) -> web.Response:
     """Tell the user on the next page that the change worked, and go there."""
     guards.session_of(request).flash("ok", message)
     return guards.see_other(location)
+
+
+async def unless_missing(work: Awaitable[T]) -> T | None:
+    """``work``'s result, or None when the topic it reads does not exist (a group's retry, DLQ or
+    trace topic that was never created: an answer, not an error, on these pages)."""
+    try:
+        return await work
+    except AdminError as exc:
+        if exc.code != ResponseCode.TOPIC_NOT_EXIST:
+            raise
+        return None

@@ -24,7 +24,7 @@ from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, BodyError
 from rocketq.admin.stats import MessageQueue
 from rocketq.console import forms, keys
-from rocketq.console.pages.common import audited, done
+from rocketq.console.pages.common import audited, done, unless_missing
 from rocketq.protocol import codes
 from rocketq.protocol.codes import ResponseCode
 from rocketq.remoting.errors import RemotingError
@@ -71,12 +71,8 @@ async def queue_owners(admin: AdminClient, group: str, conn: ConsumerConnection 
 
 async def depth(admin: AdminClient, topic: str) -> int | None:
     """Messages held by a retry or DLQ topic; None when the topic does not exist (yet)."""
-    try:
-        return (await cluster_ops.topic_status(admin, topic)).total_messages
-    except AdminError as exc:
-        if exc.code != ResponseCode.TOPIC_NOT_EXIST:
-            raise
-        return None
+    status = await unless_missing(cluster_ops.topic_status(admin, topic))
+    return status.total_messages if status else None
 
 
 @routes.get("/groups/view")
