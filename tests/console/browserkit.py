@@ -83,3 +83,78 @@ def start_console(namesrv: str, users_file: Path, workdir: Path) -> ConsoleProce
             process.stop()
             raise RuntimeError(f"rocketq console did not start:\n{log.read_text(errors='replace')[-3000:]}")
         time.sleep(0.05)
+
+
+class Traffic:
+    """Messages and consumers for the browser test, on an event loop in a thread of its own.
+
+    ``messages`` go to ``topic``; group ``slow_group`` holds them until ``release()`` (so the
+    page shows its lag, then sees it fall), and group ``failing_group`` fails every message with
+    no retries, so they become its dead letters.
+    """
+
+    def __init__(self, namesrv: str, topic: str, slow_group: str, failing_group: str, messages: int) -> None:
+        import asyncio
+        import threading
+
+        self.namesrv, self.topic, self.messages = namesrv, topic, messages
+        self.slow_group, self.failing_group = slow_group, failing_group
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self._gate = asyncio.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="browser-traffic", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(60) or self._error is not None:
+            raise RuntimeError(f"traffic did not start: {self._error!r}")
+
+    def release(self) -> None:
+        self._loop.call_soon_threadsafe(self._gate.set)
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        from rocketq.admin import messages as admin_messages
+        from rocketq.admin.client import AdminClient
+        from rocketq.client.consuming import ConsumeStatus
+        from rocketq.client.pushconsumer import PushConsumer
+        from rocketq.client.settings import ConsumeFromWhere
+        from rocketq.protocol.messagetypes import Message
+
+        async def held(msgs, ctx):  # type: ignore[no-untyped-def]
+            await self._gate.wait()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumers = []
+        try:
+            async with AdminClient(self.namesrv) as admin:
+                for i in range(self.messages):
+                    msg = Message(self.topic, f'{{"n": {i}}}'.encode())
+                    msg.keys = [f"traffic-{i}"]
+                    await admin_messages.send(admin, msg)
+            for group, listener, retries in ((self.slow_group, held, -1),
+                                             (self.failing_group, lambda m, c: ConsumeStatus.RECONSUME_LATER, 0)):
+                consumer = PushConsumer(group, self.namesrv, max_reconsume_times=retries,
+                                        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                                        persist_consumer_offset_interval=500)
+                consumer.subscribe(self.topic)
+                consumer.register_listener(listener)
+                await consumer.start()
+                consumers.append(consumer)
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            raise
+        self._ready.set()
+        await self._stop.wait()
+        self._gate.set()
+        for consumer in consumers:
+            await consumer.close()

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from browserkit import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, ConsoleProcess, ensure_chromium, start_console
+from browserkit import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    ConsoleProcess,
+    Traffic,
+    ensure_chromium,
+    start_console,
+)
 from consolekit import ADMIN_NAME, ADMIN_PASSWORD, users
 
 from rocketq.local.cluster import ClusterState
@@ -23,7 +31,7 @@ WAIT_S: Final = 20.0
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +72,19 @@ def shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
     driver.set_window_size(1280, 900)
 
 
+def lag(driver) -> int:  # type: ignore[no-untyped-def]
+    return int(driver.find_element(By.ID, "lag").text)
+
+
+def reload_until(driver, check, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Reload the page until ``check(driver)`` holds (the console shows state, it does not push it)."""
+    def reloaded(d) -> bool:  # type: ignore[no-untyped-def]
+        d.refresh()
+        return bool(check(d))
+
+    WebDriverWait(driver, WAIT_S * 3, poll_frequency=1.0).until(reloaded, f"waiting for {what}")
+
+
 def text_appears(driver, css: str, text: str) -> None:  # type: ignore[no-untyped-def]
     WebDriverWait(driver, WAIT_S).until(expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css),
                                                                                           text))
@@ -100,3 +121,47 @@ def test_console_in_a_browser(cluster: ClusterState, console_process: ConsolePro
     text_appears(driver, "main", "SEND_OK")
     assert "1 message(s) held" in driver.find_element(By.TAG_NAME, "main").text
     shot(driver, "topic")
+
+    # find the message by its key, and open it
+    driver.get(f"{base}/messages?mode=key")
+    driver.find_element(By.ID, "search-topic").send_keys("BrowserTopic")
+    driver.find_element(By.ID, "search-key").send_keys("order-42")
+    driver.find_element(By.ID, "search-submit").click()
+    text_appears(driver, "#found", "order-42")
+    shot(driver, "messages")
+    driver.find_element(By.CSS_SELECTOR, "#found a").click()
+    text_appears(driver, "#body-json", '"item": "rocket"')
+    shot(driver, "message")
+
+    # traffic: a group that holds 20 messages, then consumes them; a group whose messages all fail
+    traffic = Traffic(cluster.namesrv, "BrowserTopic", "browser_slow", "browser_failing", 20)
+    traffic.start()
+    try:
+        driver.get(f"{base}/groups/view?group=browser_slow")
+        reload_until(driver, lambda d: lag(d) > 0, "browser_slow to show a lag")
+        before = lag(driver)
+        shot(driver, "group")
+        traffic.release()
+        reload_until(driver, lambda d: lag(d) < before, "the lag to fall")
+        reload_until(driver, lambda d: lag(d) == 0, "the lag to reach 0")
+
+        # reset the group's offset to the beginning of time: its lag comes back, then falls again
+        Select(driver.find_element(By.CSS_SELECTOR, "#reset-offset select")).select_by_visible_text("BrowserTopic")
+        reset_time = driver.find_element(By.ID, "reset-time")
+        reset_time.clear()
+        reset_time.send_keys("0")
+        driver.find_element(By.ID, "reset-submit").click()
+        text_appears(driver, "main", "Reset 8 queue(s) of BrowserTopic for browser_slow")
+
+        # the failing group's dead letters: resend one
+        driver.get(f"{base}/messages/dlq?group=browser_failing")
+        reload_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "button.dlq-resend"), "dead letters")
+        shot(driver, "dlq")
+        driver.find_element(By.CSS_SELECTOR, "button.dlq-resend").click()
+        text_appears(driver, "main", "Resent 1 dead letter(s) of browser_failing")
+    finally:
+        traffic.stop()
+
+    driver.get(f"{base}/audit")
+    text_appears(driver, "main", "resend dead letters")
+    shot(driver, "audit")
