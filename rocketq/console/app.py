@@ -18,13 +18,13 @@ from rocketq.admin.client import AdminClient
 from rocketq.console import failures, guards, keys, rendering
 from rocketq.console.audit import AuditLog
 from rocketq.console.config import ConsoleConfig as ConsoleConfig
-from rocketq.console.pages import auth, cluster, groups, messages, topics
+from rocketq.console.pages import acl, auth, cluster, groups, messages, producers, topics
 from rocketq.console.rates import RateMeter
 from rocketq.console.sessions import SessionStore
 from rocketq.console.users import Directory
 
 STATIC_DIR: Final = Path(__file__).with_name("static")
-PAGE_MODULES: Final = (auth, cluster, topics, groups, messages)
+PAGE_MODULES: Final = (auth, cluster, topics, groups, messages, producers, acl)
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
