@@ -42,12 +42,15 @@ GENERATED_USER: Final = "admin"
 @click.option("--audit-log", type=click.Path(dir_okay=False, path_type=Path),
               help="append the audit log here (JSON lines)")
 @click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True, help="seconds per admin request")
+@click.option("--sample-interval", type=float, default=15.0, show_default=True,
+              help="seconds between the charts' samples of the cluster (0: no charts)")
 @click.option("--secure-cookies", is_flag=True, help="mark the session cookie Secure (behind HTTPS)")
 @click.option("--accessKey", "access_key", envvar="ROCKETQ_ACCESS_KEY", default="",
               help="ACL access key for admin requests")
 @click.option("--secretKey", "secret_key", envvar="ROCKETQ_SECRET_KEY", default="", help="ACL secret key")
 def command(namesrv_addr: str | None, port: int, host: str, users_file: Path | None, add_user: str | None,
-            audit_log: Path | None, timeout: float, secure_cookies: bool, access_key: str, secret_key: str) -> None:
+            audit_log: Path | None, timeout: float, sample_interval: float, secure_cookies: bool, access_key: str,
+            secret_key: str) -> None:
     """Serve the web console: cluster, topics, groups and messages in a browser."""
     try:
         from rocketq.console import app as console_app
@@ -71,8 +74,9 @@ def command(namesrv_addr: str | None, port: int, host: str, users_file: Path | N
         click.echo(f"no --users file: log in as {GENERATED_USER!r} with password {password!r} "
                    "(valid until this console stops)", err=True)
     try:
-        config = console_app.ConsoleConfig(namesrv_addr, accounts, audit_log, timeout, secure_cookies,
-                                           access_key, secret_key)
+        config = console_app.ConsoleConfig(namesrv_addr, accounts, audit_file=audit_log, timeout=timeout,
+                                           secure_cookies=secure_cookies, sample_interval=sample_interval,
+                                           access_key=access_key, secret_key=secret_key)
         application = console_app.make_app(config)
     except ArgumentError as exc:
         raise click.UsageError(str(exc)) from None

@@ -9,22 +9,23 @@ site's own scripts and styles, and may not be framed by another site.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
 from aiohttp import web
 
 from rocketq.admin.client import AdminClient
-from rocketq.console import failures, guards, keys, rendering
+from rocketq.console import failures, guards, history, keys, rendering
 from rocketq.console.audit import AuditLog
 from rocketq.console.config import ConsoleConfig as ConsoleConfig
-from rocketq.console.pages import acl, auth, cluster, groups, messages, producers, topics
+from rocketq.console.pages import acl, auth, charts, cluster, groups, messages, producers, topics
 from rocketq.console.rates import RateMeter
 from rocketq.console.sessions import SessionStore
 from rocketq.console.users import Directory
 
 STATIC_DIR: Final = Path(__file__).with_name("static")
-PAGE_MODULES: Final = (auth, cluster, topics, groups, messages, producers, acl)
+PAGE_MODULES: Final = (auth, cluster, topics, groups, messages, producers, acl, charts)
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
@@ -42,6 +43,9 @@ def make_app(config: ConsoleConfig) -> web.Application:
     app[keys.SESSIONS] = SessionStore()
     app[keys.AUDIT] = AuditLog(config.audit_file)
     app[keys.RATES] = RateMeter()
+    app[keys.HISTORY] = history.History()
+    if config.sample_interval > 0:
+        app.cleanup_ctx.append(_sampling)
     rendering.setup(app)
     app.router.add_get("/", home)
     for module in PAGE_MODULES:
@@ -58,6 +62,13 @@ async def home(request: web.Request) -> web.StreamResponse:
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
     response.headers.update(SECURITY_HEADERS)
+
+
+async def _sampling(app: web.Application) -> AsyncIterator[None]:
+    sampler = history.Sampler(app[keys.ADMIN], app[keys.HISTORY], app[keys.CONFIG].sample_interval)
+    sampler.start()
+    yield
+    await sampler.stop()
 
 
 async def _close_admin(app: web.Application) -> None:

@@ -18,6 +18,8 @@ class ConsoleConfig:
     """Seconds per admin request."""
     secure_cookies: bool = False
     """Mark the session cookie Secure: set it when the console is reached over HTTPS."""
+    sample_interval: float = 15.0
+    """Seconds between the chart samples (``rocketq.console.history``); 0 turns sampling off."""
     access_key: str = ""
     """An ACL account the console signs its admin requests with (brokers with ACL on)."""
     secret_key: str = field(default="", repr=False)

@@ -9,6 +9,7 @@ from aiohttp import web
 from rocketq.admin.client import AdminClient
 from rocketq.console.audit import AuditLog
 from rocketq.console.config import ConsoleConfig
+from rocketq.console.history import History
 from rocketq.console.rates import RateMeter
 from rocketq.console.sessions import Session, SessionStore
 from rocketq.console.users import Directory
@@ -19,5 +20,6 @@ USERS: Final = web.AppKey("users", Directory)
 SESSIONS: Final = web.AppKey("sessions", SessionStore)
 AUDIT: Final = web.AppKey("audit", AuditLog)
 RATES: Final = web.AppKey("rates", RateMeter)
+HISTORY: Final = web.AppKey("history", History)
 SESSION: Final = web.RequestKey("session", Session)
 """Request key of the visitor's ``Session`` (set by ``guards.sessions``)."""

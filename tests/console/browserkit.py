@@ -70,7 +70,8 @@ def start_console(namesrv: str, users_file: Path, workdir: Path) -> ConsoleProce
     log = workdir / "console.log"
     with log.open("wb") as sink:
         popen = subprocess.Popen([sys.executable, "-m", "rocketq", "console", "-n", namesrv, "-p", "0",
-                                  "--users", str(users_file), "--audit-log", str(workdir / "audit.jsonl")],
+                                  "--users", str(users_file), "--audit-log", str(workdir / "audit.jsonl"),
+                                  "--sample-interval", "1"],
                                  stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.monotonic() + START_DEADLINE_S

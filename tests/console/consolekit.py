@@ -34,7 +34,7 @@ def users() -> dict[str, User]:
 
 
 async def client_for(namesrv: str, audit_file: Path | None = None) -> TestClient:  # type: ignore[type-arg]
-    app = make_app(ConsoleConfig(namesrv, users(), audit_file, timeout=3.0))
+    app = make_app(ConsoleConfig(namesrv, users(), audit_file, timeout=3.0, sample_interval=0))
     client = TestClient(TestServer(app))
     await client.start_server()
     return client

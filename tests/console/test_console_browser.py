@@ -162,6 +162,13 @@ def test_console_in_a_browser(cluster: ClusterState, console_process: ConsolePro
     finally:
         traffic.stop()
 
+    # the charts: the console has been sampling every second; its SVG lines are drawn by console.js
+    driver.get(f"{base}/charts")
+    WebDriverWait(driver, WAIT_S).until(expected_conditions.presence_of_element_located(
+        (By.CSS_SELECTOR, "svg.chart polyline")))
+    assert "browser_slow" in driver.find_element(By.TAG_NAME, "main").text
+    shot(driver, "charts")
+
     driver.get(f"{base}/audit")
     text_appears(driver, "main", "resend dead letters")
     shot(driver, "audit")
