@@ -22,6 +22,7 @@ from rocketq.console.config import ConsoleConfig as ConsoleConfig
 from rocketq.console.pages import acl, auth, charts, cluster, groups, messages, producers, topics
 from rocketq.console.rates import RateMeter
 from rocketq.console.sessions import SessionStore
+from rocketq.console.throttle import LoginThrottle
 from rocketq.console.users import Directory
 
 STATIC_DIR: Final = Path(__file__).with_name("static")
@@ -44,6 +45,7 @@ def make_app(config: ConsoleConfig) -> web.Application:
     app[keys.AUDIT] = AuditLog(config.audit_file)
     app[keys.RATES] = RateMeter()
     app[keys.HISTORY] = history.History()
+    app[keys.THROTTLE] = LoginThrottle()
     if config.sample_interval > 0:
         app.cleanup_ctx.append(_sampling)
     rendering.setup(app)

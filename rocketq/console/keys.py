@@ -12,6 +12,7 @@ from rocketq.console.config import ConsoleConfig
 from rocketq.console.history import History
 from rocketq.console.rates import RateMeter
 from rocketq.console.sessions import Session, SessionStore
+from rocketq.console.throttle import LoginThrottle
 from rocketq.console.users import Directory
 
 CONFIG: Final = web.AppKey("config", ConsoleConfig)
@@ -21,5 +22,6 @@ SESSIONS: Final = web.AppKey("sessions", SessionStore)
 AUDIT: Final = web.AppKey("audit", AuditLog)
 RATES: Final = web.AppKey("rates", RateMeter)
 HISTORY: Final = web.AppKey("history", History)
+THROTTLE: Final = web.AppKey("throttle", LoginThrottle)
 SESSION: Final = web.RequestKey("session", Session)
 """Request key of the visitor's ``Session`` (set by ``guards.sessions``)."""

@@ -14,9 +14,10 @@ from consolekit import (
     post,
 )
 
-from rocketq.console import guards
+from rocketq.console import guards, throttle
 from rocketq.console.app import SECURITY_HEADERS
 from rocketq.console.pages.auth import safe_next
+from rocketq.console.throttle import LoginThrottle
 from rocketq.local.ports import free_port
 
 Client = TestClient  # type: ignore[type-arg]
@@ -142,3 +143,38 @@ def test_next_only_leads_to_this_site() -> None:
     assert safe_next("/topics?x=1") == "/topics?x=1"
     for hostile in ("//evil.example/", "https://evil.example/", "/\\evil.example", "", None):
         assert safe_next(hostile) == "/"
+
+
+async def test_repeated_failed_logins_are_throttled(cluster, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(throttle, "MAX_FAILURES", 3)
+    console = await client_for(cluster.namesrv)
+    try:
+        await guess_then_login(console)
+    finally:
+        await console.close()
+
+
+async def guess_then_login(console: Client) -> None:
+    for _ in range(3):
+        csrf = await page_token(console)
+        response = await console.post("/login", data={"username": ADMIN_NAME, "password": "guess-guess",
+                                                      "csrf_token": csrf})
+        assert response.status == 401
+    csrf = await page_token(console)
+    response = await console.post("/login", data={"username": ADMIN_NAME, "password": ADMIN_PASSWORD,
+                                                  "csrf_token": csrf})
+    assert response.status == 429  # even the right password waits out the window
+    assert "Too many failed logins" in await response.text()
+
+
+def test_throttle_window_passes() -> None:
+    now = [0.0]
+    throttle = LoginThrottle(max_failures=2, window=60, clock=lambda: now[0])
+    throttle.failed("a")
+    throttle.failed("a")
+    assert throttle.blocked_for("a") == 60 and throttle.blocked_for("b") == 0
+    now[0] = 61
+    assert throttle.blocked_for("a") == 0
+    throttle.failed("a")
+    throttle.succeeded("a")
+    assert throttle.blocked_for("a") == 0

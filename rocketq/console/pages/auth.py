@@ -36,13 +36,22 @@ async def login(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     name, password = str(form.get("username", "")), str(form.get("password", ""))
     target = safe_next(str(form.get("next", "")))
+    address = request.remote or "?"
+    throttle = request.app[keys.THROTTLE]
+    wait = throttle.blocked_for(address)
+    if wait > 0:
+        return aiohttp_jinja2.render_template("login.html", request, {
+            "next": target, "error": f"Too many failed logins from your address; try again in {int(wait) + 1} s."},
+            status=429)
     user = None
     if 0 < len(name) <= MAX_FIELD and 0 < len(password) <= MAX_FIELD:
         user = request.app[keys.USERS].authenticate(name, password)
     if user is None:
-        _failed_logins.warning(request.remote or "?", "console: failed login from %s", request.remote)
+        throttle.failed(address)
+        _failed_logins.warning(address, "console: failed login from %s", address)
         return aiohttp_jinja2.render_template("login.html", request, {"next": target,
                                               "error": "Wrong user name or password."}, status=401)
+    throttle.succeeded(address)
     store = request.app[keys.SESSIONS]
     request[keys.SESSION] = store.rotate(guards.session_of(request), user)
     request.app[keys.AUDIT].write_event(user.name, "login")

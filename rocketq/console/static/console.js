@@ -9,9 +9,9 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   // a form that may take a while says so and cannot be sent twice
   for (const form of document.querySelectorAll("form")) {
-    form.addEventListener("submit", () => {
+    form.addEventListener("submit", (event) => {
       const button = form.querySelector("button[type=submit]");
-      if (button && !button.disabled) {
+      if (button && !button.disabled && !event.defaultPrevented) {  // a declined confirm sends nothing
         setTimeout(() => { button.disabled = true; button.textContent = "Working…"; }, 0);
       }
     });
