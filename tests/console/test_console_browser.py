@@ -107,6 +107,10 @@ def test_console_in_a_browser(cluster: ClusterState, console_process: ConsolePro
     text_appears(driver, "#brokers", broker)
     assert "ASYNC_MASTER" in driver.find_element(By.ID, "brokers").text
     shot(driver, "cluster")
+    driver.set_window_size(390, 844)  # a phone: the table scrolls inside the page, the page does not
+    assert driver.execute_script("return document.documentElement.scrollWidth") <= 390
+    driver.save_screenshot(str(SCREENSHOTS / "phone-cluster.png"))
+    driver.set_window_size(1280, 900)
     driver.find_element(By.LINK_TEXT, broker).click()
     text_appears(driver, "#runtime", "commitLogMaxOffset")
 
