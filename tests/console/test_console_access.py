@@ -97,6 +97,15 @@ async def test_read_only_role_is_refused_every_change(reader_console: Client) ->
     assert all(e.user == READER_NAME for e in refused)
 
 
+async def test_every_change_needs_the_csrf_token(admin_console: Client) -> None:
+    for path in change_routes(admin_console):
+        for data in ({"topic": "console-csrf"}, {"topic": "console-csrf", "csrf_token": "forged"}):
+            response = await admin_console.post(path, data=data)
+            assert response.status == 403, path
+            assert "CSRF" in await response.text()
+    assert [e.action for e in admin_console.app[guards.keys.AUDIT].recent] == ["login"]  # nothing attempted
+
+
 async def test_changes_need_a_login(console: Client) -> None:
     for path in change_routes(console):
         response = await post(console, path, {}, from_page="/login")
