@@ -4,14 +4,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-pure test-fast lint bench bench-matrix chaos chaos-dledger clean proto
+.PHONY: venv run test test-pure test-fast lint bench bench-matrix chaos chaos-dledger clean proto console-screenshots
 
 venv: $(STAMP)
 
 # the C codecs (native/) are compiled by this install too: a changed source reinstalls
 $(STAMP): pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics,bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,operator,analytics,bench,console]'
 	touch $(STAMP)
 
 ## run: a local cluster (1 name server + 2 broker groups), a 100 000-message workload, its results
@@ -62,6 +62,10 @@ chaos-dledger: venv
 ## proto: regenerate rocketq/proxy/v2 (the apache.rocketmq.v2 gRPC stubs) from rocketq/proxy/proto
 proto: venv
 	$(PY) -m rocketq.proxy.protogen
+
+## console-screenshots: the console's browser test, saving its screenshots into docs/console/
+console-screenshots: venv
+	ROCKETQ_CONSOLE_SCREENSHOTS=docs/console $(PY) -m pytest -q -p no:cacheprovider tests/console/test_console_browser.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache rocketq/_native*.so

@@ -19,6 +19,7 @@ SUBCOMMANDS = (
     "rocketq.cli.bench",
     "rocketq.cli.admin",
     "rocketq.cli.proxy",
+    "rocketq.cli.console",
 )
 
 

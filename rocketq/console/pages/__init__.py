@@ -1,0 +1,1 @@
+"""One module per page group; each exposes ``routes`` (an aiohttp ``RouteTableDef``)."""

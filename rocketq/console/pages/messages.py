@@ -1,0 +1,174 @@
+"""Messages: by topic and time range (paged), by key, by message id; one message's body, properties,
+where it is stored and its trace; resending it to a group; a group's dead letters (list, resend,
+export).
+
+Finding uses ``rocketq.admin.messages`` (pulls with the tools group, which commits nothing, and
+the brokers' key index). "Resend to a group" stores a copy in the group's retry topic
+``%RETRY%group`` (``rocketq.admin.deadletters.retry_copy``): only that group gets it again, with a
+full set of retries, and no running consumer needs to be reached. The same is done for dead
+letters. A time-range page reads at most ``MAX_SCANNED`` messages from the start of the range.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any, Final
+
+import aiohttp_jinja2
+import orjson
+from aiohttp import web
+
+from rocketq.admin import deadletters, messages
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import NotFoundError
+from rocketq.console import bodies, forms, keys
+from rocketq.console.failures import InvalidInput
+from rocketq.console.pages.common import audited, done, unless_missing
+from rocketq.protocol import codes, traces
+from rocketq.protocol.messagetypes import MessageExt
+
+routes = web.RouteTableDef()
+
+PAGE_SIZE: Final = 50
+MAX_PAGES: Final = 40
+MAX_SCANNED: Final = PAGE_SIZE * MAX_PAGES
+MAX_BY_KEY: Final = 64
+DEFAULT_SPAN_S: Final = 3600
+"""The time range the search form starts with: the last hour."""
+
+
+@routes.get("/messages")
+@aiohttp_jinja2.template("messages.html")
+async def search(request: web.Request) -> dict[str, Any]:
+    query = request.query
+    mode = query.get("mode", "time")
+    context: dict[str, Any] = {"mode": mode, "q": dict(query), "rows": None, "page": 0, "more": False}
+    if "topic" not in query:
+        now = time.time()
+        context["q"] = {"begin": local_minute(now - DEFAULT_SPAN_S), "end": local_minute(now + 60)}
+        return context
+    admin = request.app[keys.ADMIN]
+    topic = forms.topic(query)
+    if mode == "key":
+        context["rows"] = await messages.query_by_key(admin, topic, forms.text(query, "key", max_length=255),
+                                                      max_num=MAX_BY_KEY)
+    elif mode == "id":
+        context["rows"] = await find(admin, topic, forms.text(query, "id", max_length=128))
+    else:
+        page = forms.integer(query, "page", low=0, high=MAX_PAGES - 1, default=0)
+        rows, more = await by_time(admin, topic, forms.moment(query, "begin"), forms.moment(query, "end"), page)
+        context.update(rows=rows, page=page, more=more)
+    return context
+
+
+async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: int) -> tuple[list[MessageExt], bool]:
+    if end < begin:
+        raise InvalidInput("end: before begin")
+    ranges = await messages.scan_ranges(admin, topic, begin, end)
+    skip = page * PAGE_SIZE
+    rows: list[MessageExt] = []
+    async for _, record in messages.scan(admin, ranges, end_ms=end):
+        if record.store_timestamp < begin:
+            continue
+        if skip:
+            skip -= 1
+            continue
+        if len(rows) == PAGE_SIZE:
+            return rows, True
+        rows.append(record)
+    return rows, False
+
+
+def local_minute(seconds: float) -> str:
+    """What an HTML datetime-local input shows: local time to the minute."""
+    return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%dT%H:%M")
+
+
+async def find(admin: AdminClient, topic: str, msg_id: str) -> list[MessageExt]:
+    """Messages with this message id (UNIQ_KEY) or offset message id."""
+    return await messages.query_by_unique_key(admin, topic, msg_id)
+
+
+async def one(admin: AdminClient, topic: str, msg_id: str) -> MessageExt:
+    found = await find(admin, topic, msg_id)
+    if not found:
+        raise NotFoundError(f"no message {msg_id} in topic {topic}")
+    return found[-1]
+
+
+async def trace_of(admin: AdminClient, msg_id: str) -> list[traces.TraceRecord] | None:
+    """The message's trace records; None when there is no trace topic at all."""
+    return await unless_missing(messages.query_trace(admin, msg_id))
+
+
+@routes.get("/messages/view")
+@aiohttp_jinja2.template("message.html")
+async def message_page(request: web.Request) -> dict[str, Any]:
+    admin = request.app[keys.ADMIN]
+    topic = forms.topic(request.query)
+    record = await one(admin, topic, forms.text(request.query, "id", max_length=128))
+    return {"m": record, "topic": topic, "body": bodies.views(record.body),
+            "properties": sorted(record.properties.items()), "trace": await trace_of(admin, record.msg_id),
+            "store_host": f"{record.store_host[0]}:{record.store_host[1]}",
+            "born_host": f"{record.born_host[0]}:{record.born_host[1]}"}
+
+
+@routes.post("/messages/resend")
+async def resend(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    topic, msg_id, group = forms.topic(form), forms.text(form, "id", max_length=128), forms.group(form)
+    admin = request.app[keys.ADMIN]
+    record = await one(admin, topic, msg_id)
+    await require_retry_topic(admin, group)
+    result = await audited(request, f"resend message to {group}", f"{topic} {msg_id}",
+                           messages.send(admin, deadletters.retry_copy(record, group)))
+    return done(request, f"Message {msg_id} resent to {group} ({result.status.name}).",
+                f"/messages/view?topic={topic}&id={msg_id}")
+
+
+async def require_retry_topic(admin: AdminClient, group: str) -> None:
+    """A group's consumers create its retry topic with their first heartbeat; without it the group
+    never consumed, and a send would auto-create a topic of the wrong shape."""
+    if await unless_missing(admin.topic_route(codes.retry_topic(group))) is None:
+        raise InvalidInput(f"group: {group} has no retry topic ({codes.retry_topic(group)}): "
+                           "no consumer of it ever ran")
+
+
+@routes.get("/messages/dlq")
+@aiohttp_jinja2.template("dlq.html")
+async def dead_letters(request: web.Request) -> dict[str, Any]:
+    group = forms.group(request.query)
+    letters = await list_or_none(request.app[keys.ADMIN], group)
+    return {"group": group, "letters": letters, "dlq_topic": codes.dlq_topic(group)}
+
+
+async def list_or_none(admin: AdminClient, group: str) -> list[deadletters.DeadLetter] | None:
+    return await unless_missing(deadletters.list_dead_letters(admin, group, max_num=MAX_SCANNED))
+
+
+@routes.post("/messages/dlq/resend")
+async def resend_dead_letters(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    group = forms.group(form)
+    chosen = forms.text(form, "id", required=False, max_length=128)
+    ids = frozenset({chosen}) if chosen else None
+    sent = await audited(request, "resend dead letters", f"{group} {chosen or 'all'}",
+                         deadletters.resend(request.app[keys.ADMIN], group, ids, max_num=MAX_SCANNED))
+    if not sent:
+        raise NotFoundError(f"no dead letter {chosen} of {group}" if chosen else f"{group} has no dead letter")
+    return done(request, f"Resent {len(sent)} dead letter(s) of {group} to {codes.retry_topic(group)}.",
+                f"/messages/dlq?group={group}")
+
+
+@routes.get("/messages/dlq/export")
+async def export_dead_letters(request: web.Request) -> web.Response:
+    group = forms.group(request.query)
+    letters = await list_or_none(request.app[keys.ADMIN], group) or []
+    data = [{"msgId": d.record.msg_id, "offsetMsgId": d.record.offset_msg_id, "topic": d.record.topic,
+             "brokerName": d.queue.broker_name, "queueId": d.queue.queue_id, "queueOffset": d.record.queue_offset,
+             "storeTimestamp": d.record.store_timestamp, "reconsumeTimes": d.record.reconsume_times,
+             "properties": d.record.properties, "body": d.record.body.decode("utf-8", errors="replace")}
+            for d in letters]
+    return web.Response(body=orjson.dumps(data, option=orjson.OPT_INDENT_2), content_type="application/json",
+                        headers={"Content-Disposition": f'attachment; filename="dlq-{group}.json"'})
