@@ -32,8 +32,8 @@ to whoever registered it last, so an old master that is still running (not yet d
 back from a partition) takes the group back from the slave promoted in its place at its next
 periodic registration. A rocketq master registers its HA epoch (each promotion starts a higher
 one); a brokerId-0 registration whose epoch is lower than the group's known master epoch, from
-another address than the group's current master, is refused: the tables stay as they were and
-the result names the current master and the group's epoch, which the stale broker fences
+another address than the group's current master, is refused: the tables stay as they were (only a
+heartbeat is counted) and the result names the current master and the group's epoch, which the stale broker fences
 itself on. A registration without an epoch (Java brokers) wins as before, and with no current
 master any registration may take brokerId 0, so a fence never leaves a group masterless.
 """
@@ -110,7 +110,8 @@ class RouteTable:
     ) -> RegisterResult:
         _validate(reg)
         stale = self._stale_master(reg)
-        if stale is not None:
+        if stale is not None:  # record nothing, but it is alive: not to be reported silent later
+            self.touch(reg.broker_addr, now)
             return stale
         self.cluster_addr_table.setdefault(reg.cluster, set()).add(reg.broker_name)
         first = self._put_broker_addr(reg)

@@ -41,7 +41,9 @@ def test_a_stale_master_does_not_take_broker_id_0_back_and_is_told_who_holds_it(
     assert result.stale_master_epoch == 1
     assert (result.master_addr, result.ha_server_addr) == (NEW, "10.0.0.2:10912")
     assert rt.all_topics() == ["T"], "a refused registration's topics are not routes"
-    assert rt.broker_live_table[OLD] is live_before, "nothing is recorded for a refused registration"
+    live_after = rt.broker_live_table[OLD]
+    assert live_after.last_update == 2, "a refused registration is still a heartbeat"
+    assert (live_after.data_version, live_after.connection) == (live_before.data_version, live_before.connection)
 
 
 def test_the_stale_master_becoming_a_slave_keeps_the_new_master() -> None:
