@@ -235,15 +235,17 @@ class BrokerServer:
                         change.role.value, change.broker_id)
 
     def _master_epoch(self) -> int | None:
-        """What registrations carry as rocketqMasterEpoch: a master's current HA epoch."""
-        return self.ha.epochs.current.number if self.is_master else None
+        """What registrations carry as rocketqMasterEpoch: a master's current HA epoch (only
+        master/slave HA has epochs: a DLedger group's leader is Raft's to decide)."""
+        ha = self.ha
+        return ha.epochs.current.number if self.is_master and isinstance(ha, HAService) else None
 
     def _newer_master_reported(self, told: fencing.NewerMaster) -> None:
         """A name server kept brokerId 0 with a newer-epoch master: fence (rocketq.ha.fencing),
         off the registration path, which a role change holding the role lock may be waiting on."""
         if self._fencing is not None and self._fencing.running:
             return
-        if self.is_master and self.fence.warranted(told, self.ha.epochs.current.number, self.address):
+        if self._fence_warranted(told):
             self._fencing = OwnedTask("broker-fence", lambda: self._fence(told))
             self._fencing.start()
 
@@ -251,7 +253,7 @@ class BrokerServer:
         """Refuse writes as a demoted master does, and stop the master-only services; the role,
         the store and the HA port stay until an operator changes the role."""
         async with self._role_lock:  # a role change since the answer may have made it moot
-            if not self.is_master or not self.fence.warranted(told, self.ha.epochs.current.number, self.address):
+            if not self._fence_warranted(told):
                 return
             self.fence.engage(told)
             old_schedule, old_checker, old_pull = self.schedule, self.transaction_checker, self.pull
@@ -261,8 +263,11 @@ class BrokerServer:
             old_pull.close()
             log.error("broker %s fenced: name server %s says %s is the master of this group at epoch %d "
                       "(this broker's is %d); writes are refused until changeToSlave, electMaster or a restart",
-                      self.identity.broker_name, told.namesrv, told.master_addr, told.epoch,
-                      self.ha.epochs.current.number)
+                      self.identity.broker_name, told.namesrv, told.master_addr, told.epoch, self._master_epoch())
+
+    def _fence_warranted(self, told: fencing.NewerMaster) -> bool:
+        epoch = self._master_epoch()
+        return epoch is not None and self.fence.warranted(told, epoch, self.address)
 
     def _set_role(self, change: role.RoleChange) -> None:
         self.identity = dataclasses.replace(self.identity, broker_role=change.role, broker_id=change.broker_id)

@@ -89,7 +89,7 @@ async def register_broker(ctx: Context, conn: Connection, request: RemotingComma
             header.broker_name, header.broker_addr, header.broker_id, version))
     registration = Registration(
         header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body,
-        masterepoch.read(request.ext_fields))
+        master_epoch=masterepoch.read(request.ext_fields))
     timeout = header.heartbeat_timeout_millis
     result = ctx.routes.register_broker(
         registration, now=ctx.clock(), connection=conn,

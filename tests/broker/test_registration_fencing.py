@@ -61,7 +61,8 @@ async def master(tmp_path: Path, namesrv: NamesrvServer) -> AsyncIterator[Broker
 def promote_elsewhere(namesrv: NamesrvServer, epoch: int) -> None:
     body = RegisterBrokerBody((TopicConfig(TOPIC, 4, 4, 6),), DataVersion(timestamp=1, counter=1))
     namesrv.routes.register_broker(
-        Registration("DefaultCluster", NEWER, NAME, 0, "127.0.0.9:10912", body, epoch), now=time.monotonic())
+        Registration("DefaultCluster", NEWER, NAME, 0, "127.0.0.9:10912", body,
+                     master_epoch=epoch), now=time.monotonic())
 
 
 async def send_refused(admin: AdminClient, broker: BrokerServer) -> bool:

@@ -46,22 +46,6 @@ async def until(check, limit: float = 30.0) -> None:  # type: ignore[no-untyped-
     raise AssertionError("condition not reached")
 
 
-async def pair_in_sync(procs: Processes, count: int) -> tuple[Proc, Broker, Broker, AdminClient, list[str]]:
-    """A name server and broker-a's pair with ``count`` messages sent and replicated, and the
-    slave holding the topic (metadata sync: a promoted slave must own the topic's queues)."""
-    ns = procs.namesrv()
-    master, slave = start_pair(procs, ns.address)
-    acked = await send(ns.address, 0, count)
-    await wait_replicated(master, slave)
-    admin = AdminClient(ns.address)
-
-    async def slave_knows_topic() -> bool:
-        return TOPIC in await admin.all_topic_config(slave.address)
-
-    await until(slave_knows_topic)
-    return ns, master, slave, admin, acked
-
-
 def admin_cli(namesrv: str, *args: str) -> str:
     done = subprocess.run([sys.executable, "-m", "rocketq", "admin", *args, "-n", namesrv],
                           capture_output=True, text=True, timeout=60)
@@ -177,3 +161,19 @@ async def test_an_old_master_left_running_after_electMaster_is_fenced_and_never_
     assert "brokerId 0 stays with" in ns.log.read_text()
     assert "fenced" in master.proc.log.read_text()
     await admin.close()
+
+
+async def pair_in_sync(procs: Processes, count: int) -> tuple[Proc, Broker, Broker, AdminClient, list[str]]:
+    """A name server and broker-a's pair with ``count`` messages sent and replicated, and the
+    slave holding the topic (metadata sync: a promoted slave must own the topic's queues)."""
+    ns = procs.namesrv()
+    master, slave = start_pair(procs, ns.address)
+    acked = await send(ns.address, 0, count)
+    await wait_replicated(master, slave)
+    admin = AdminClient(ns.address)
+
+    async def slave_knows_topic() -> bool:
+        return TOPIC in await admin.all_topic_config(slave.address)
+
+    await until(slave_knows_topic)
+    return ns, master, slave, admin, acked

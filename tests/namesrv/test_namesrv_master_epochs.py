@@ -18,7 +18,8 @@ V1 = DataVersion(timestamp=1000, counter=1)
 def reg(addr: str, broker_id: int = 0, epoch: int | None = None, name: str = "broker-a",
         topics: tuple[str, ...] = ("T",)) -> Registration:
     body = RegisterBrokerBody(tuple(TopicConfig(t, 4, 4, 6) for t in topics), V1)
-    return Registration("C", addr, name, broker_id, addr.replace("10911", "10912"), body, epoch)
+    return Registration("C", addr, name, broker_id, addr.replace("10911", "10912"), body,
+                        master_epoch=epoch)
 
 
 def ids(rt: RouteTable, name: str = "broker-a") -> dict[int, str]:
