@@ -23,6 +23,10 @@ A table of more than ``COMPRESS_ABOVE_TOPICS`` topics is registered compressed (
 encoded in a worker thread. Registrations never overlap: an increment built while a full
 registration is in flight goes after it, so a name server never sees an older table after a
 newer increment.
+
+A master's registrations carry its HA epoch (``rocketqMasterEpoch``, rocketq.protocol.masterepoch);
+an answer that carries one back says a newer-epoch master holds the group, and is passed to
+``on_newer_master`` (the broker fences itself: rocketq.ha.fencing).
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ from typing import Final
 
 from rocketq import tasks
 from rocketq.groupcommit import GroupCommit
+from rocketq.ha.fencing import NewerMaster
 from rocketq.namesrv import registerbodies
 from rocketq.namesrv.registerbodies import RegisterBrokerBody
-from rocketq.protocol import addresses
+from rocketq.protocol import addresses, masterepoch
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -61,6 +66,8 @@ server reads a compressed body's DataVersion before its topics."""
 
 TopicBody = Callable[[Collection[str] | None], RegisterBrokerBody]
 """The register body of every topic (None), or of only the named ones, at the current DataVersion."""
+MasterEpoch = Callable[[], int | None]
+"""This broker's current HA epoch while it is a master; None as a slave."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +93,17 @@ class Registrar:
         identity: BrokerRegistration,
         topic_body: TopicBody,
         period_ms: int,
+        *,
+        master_epoch: MasterEpoch = lambda: None,
+        on_newer_master: Callable[[NewerMaster], None] = lambda _told: None,
     ) -> None:
         self._client = client
         self._addrs = namesrv_addrs
         self._identity = identity
         self._topic_body = topic_body
         self._period = max(0.1, period_ms / 1000)
+        self._master_epoch = master_epoch
+        self._on_newer_master = on_newer_master
         self._task = OwnedTask("broker-registration", self._run)
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -186,6 +198,7 @@ class Registrar:
                 body_crc32=registerbodies.java_crc32(data),
                 topic_increment=increment or None,
             ).to_ext()
+            masterepoch.write(ext, self._master_epoch())
             results = await asyncio.gather(*(self._register_one(a, ext, data) for a in self._addrs))
             if any(results):
                 self.registrations += 1
@@ -210,6 +223,9 @@ class Registrar:
         self.master_addr = answer.master_addr or None
         if answer.ha_server_addr:
             self.ha_server_addr = answer.ha_server_addr
+        newer = masterepoch.read(response.ext_fields)
+        if newer is not None:
+            self._on_newer_master(NewerMaster(addr, answer.master_addr or "", newer))
         return True
 
     async def unregister_all(self) -> None:

@@ -48,7 +48,7 @@ from rocketq.dledger import storelog
 from rocketq.dledger.brokerservice import DLedgerService, slave_broker_id
 from rocketq.dledger.node import RaftNode
 from rocketq.dledger.settings import DLedgerSettings
-from rocketq.ha import reads, role
+from rocketq.ha import fencing, reads, role
 from rocketq.ha.metasync import SlaveSynchronizer
 from rocketq.ha.service import HAService
 from rocketq.ha.settings import HASettings
@@ -93,6 +93,8 @@ class BrokerServer:
         if saved_master:
             self.ha_settings = dataclasses.replace(self.ha_settings, ha_master_address=saved_master)
         self._role_lock = asyncio.Lock()
+        self.fence = fencing.Fence()
+        self._fencing: OwnedTask | None = None
         self.behaviour = behaviour
         self.store_settings = store_settings
         self._handlers: dict[int, Handler] = {}
@@ -165,6 +167,8 @@ class BrokerServer:
             ),
             lambda names: self.topics.register_body(self.send.broker_permission, names),
             self.behaviour.register_name_server_period,
+            master_epoch=self._master_epoch,
+            on_newer_master=self._newer_master_reported,
         )
         self._install_handlers()
         await self._start_acl()
@@ -249,9 +253,12 @@ class BrokerServer:
         nothing is saved, Raft decides again at the next start.
         """
         async with self._role_lock:
-            if (change.role, change.broker_id) == (self.identity.broker_role, self.identity.broker_id):
+            if (change.role, change.broker_id) == (self.identity.broker_role, self.identity.broker_id) \
+                    and not self.fence.engaged:  # electMaster on a fenced master re-promotes it
                 return
             old_schedule, old_checker, old_pull = self.schedule, self.transaction_checker, self.pull
+            fenced_at = self.fence.by.epoch if self.fence.by is not None else 0
+            self.fence.lift()
             self._set_role(change)
             if not change.is_master:
                 self._reinstall_handlers()  # refuse writes at once
@@ -271,7 +278,7 @@ class BrokerServer:
             await self._start_ha()
             if change.is_master:
                 if isinstance(self.ha, HAService):
-                    self.ha.epochs.begin(self.store.max_phy_offset)
+                    self.ha.epochs.begin(self.store.max_phy_offset, above=fenced_at)
                 self._reinstall_handlers()
             old_pull.close()
             if self.dledger is None:
@@ -281,6 +288,41 @@ class BrokerServer:
             self._start_role_services()
             log.warning("broker %s is now %s (brokerId %d)", self.identity.broker_name,
                         change.role.value, change.broker_id)
+
+    def _master_epoch(self) -> int | None:
+        """What registrations carry as rocketqMasterEpoch: a master's current HA epoch (only
+        master/slave HA has epochs: a DLedger group's leader is Raft's to decide)."""
+        ha = self.ha
+        return ha.epochs.current.number if self.is_master and isinstance(ha, HAService) else None
+
+    def _newer_master_reported(self, told: fencing.NewerMaster) -> None:
+        """A name server kept brokerId 0 with a newer-epoch master: fence (rocketq.ha.fencing),
+        off the registration path, which a role change holding the role lock may be waiting on."""
+        if self._fencing is not None and self._fencing.running:
+            return
+        if self._fence_warranted(told):
+            self._fencing = OwnedTask("broker-fence", lambda: self._fence(told))
+            self._fencing.start()
+
+    async def _fence(self, told: fencing.NewerMaster) -> None:
+        """Refuse writes as a demoted master does, and stop the master-only services; the role,
+        the store and the HA port stay until an operator changes the role."""
+        async with self._role_lock:  # a role change since the answer may have made it moot
+            if not self._fence_warranted(told):
+                return
+            self.fence.engage(told)
+            old_schedule, old_checker, old_pull = self.schedule, self.transaction_checker, self.pull
+            self._reinstall_handlers()  # a slave's handlers: writes are refused from here on
+            await old_schedule.close()
+            await old_checker.close()
+            old_pull.close()
+            log.error("broker %s fenced: name server %s says %s is the master of this group at epoch %d "
+                      "(this broker's is %d); writes are refused until changeToSlave, electMaster or a restart",
+                      self.identity.broker_name, told.namesrv, told.master_addr, told.epoch, self._master_epoch())
+
+    def _fence_warranted(self, told: fencing.NewerMaster) -> bool:
+        epoch = self._master_epoch()
+        return epoch is not None and self.fence.warranted(told, epoch, self.address)
 
     def _set_role(self, change: role.RoleChange) -> None:
         self.identity = dataclasses.replace(self.identity, broker_role=change.role, broker_id=change.broker_id)
@@ -333,6 +375,8 @@ class BrokerServer:
             return
         self._closed = True
         self._serving = False
+        if self._fencing is not None:
+            await _step("stopping the fence", self._fencing.stop())
         if hasattr(self, "registrar"):
             await _step("stopping registration", self.registrar.close())
             await _step("unregistering from the name servers", self.registrar.unregister_all())
@@ -378,6 +422,11 @@ class BrokerServer:
     def is_master(self) -> bool:
         return self.identity.broker_role != BrokerRole.SLAVE and self.identity.broker_id == codes.MASTER_ID
 
+    @property
+    def takes_writes(self) -> bool:
+        """A master no newer master has fenced (rocketq.ha.fencing)."""
+        return self.is_master and not self.fence.engaged
+
     def _install_handlers(self) -> None:
         is_master = self.is_master
         self.send = SendHandlers(
@@ -385,7 +434,8 @@ class BrokerServer:
             self.topics,
             self.behaviour,
             BrokerAddress(
-                self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port, is_master
+                self.identity.broker_cluster_name, self.identity.broker_name, self.host, self.port,
+                self.takes_writes,
             ),
             on_topic_created=self._register_now,
             replication=self.ha if self.ha.sync_master else None,
@@ -426,7 +476,7 @@ class BrokerServer:
         replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):
             self._handlers.update(part.handlers())
-        if not is_master:
+        if not self.takes_writes:
             self._handlers.update(slave_guarded(admin.handlers()))
         self._install_retry_and_delay()
         self._install_transactions()
@@ -478,7 +528,7 @@ class BrokerServer:
 
     def _install_transactions(self) -> None:
         halves = transactions.HalfLog(self.store, self.topics, (self.host, self.port))
-        is_slave = self.identity.broker_role is BrokerRole.SLAVE
+        is_slave = self.identity.broker_role is BrokerRole.SLAVE or self.fence.engaged
         self._handlers.update(transactions.TransactionHandlers(
             halves, is_slave=is_slave, put_answers=PUT_STATUS_TO_RESPONSE,
             max_delay_level=len(self.store_settings.delay_levels_ms)).handlers())
@@ -564,6 +614,7 @@ class BrokerServer:
             "brokerRole": self.identity.broker_role.value,
             **self.ha.runtime_info(),
             **({} if self.is_master else {"masterAddr": self.registrar.master_addr or ""}),
+            **({"fencedBy": f"{self.fence.by.master_addr}@{self.fence.by.epoch}"} if self.fence.by else {}),
             "heldPullRequests": str(self.pull.held_count),
             "heldPopRequests": str(self.pop.pop.held_count),
             "popRevivePending": str(self.pop.revive.pending_count),

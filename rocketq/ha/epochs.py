@@ -111,11 +111,13 @@ class EpochHistory:
     def current(self) -> Epoch:
         return self.entries[-1]
 
-    def begin(self, start: int) -> Epoch:
-        """A promotion: a new epoch from ``start`` (this log's end). Entries this log never
-        received bytes of (they start at or beyond its end) are not its history."""
+    def begin(self, start: int, *, above: int = 0) -> Epoch:
+        """A promotion: a new epoch from ``start`` (this log's end), numbered past this history
+        and past ``above`` (a group epoch this broker was fenced by: re-promoting a fenced master
+        must outrank the master that fenced it). Entries this log never received bytes of (they
+        start at or beyond its end) are not its history."""
         kept = [e for e in self.entries if e.start < start] or [self.entries[0]]
-        epoch = Epoch(self.current.number + 1, start)
+        epoch = Epoch(max(self.current.number, above) + 1, start)
         self._save([*kept, epoch])
         log.warning("HA: epoch %d begins at commitlog offset %d", epoch.number, start)
         return epoch

@@ -11,19 +11,24 @@ What it does not do: sockets, timers or expiry (``server``), or deciding routes 
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rocketq.namesrv import registerbodies
 from rocketq.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfig, KVConfigError
-from rocketq.namesrv.routes import Registration, RouteError, RouteTable
-from rocketq.protocol import headers
+from rocketq.namesrv.routes import RegisterResult, Registration, RouteError, RouteTable
+from rocketq.protocol import headers, masterepoch
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError
 from rocketq.protocol.sharedbodies import BodyError
+from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,8 @@ class Context:
     clock: Callable[[], float]
     """Monotonic seconds; what broker liveness is measured in."""
     order_message_enable: bool = False
+    stale_masters: LogLimiter = dataclasses.field(default_factory=lambda: LogLimiter(log))
+    """Refused stale-master registrations: one line per broker address and interval."""
 
 
 NamesrvHandler = Callable[[Context, Connection, RemotingCommand], Awaitable[RemotingCommand]]
@@ -82,14 +89,28 @@ async def register_broker(ctx: Context, conn: Connection, request: RemotingComma
             header.broker_name, header.broker_addr, header.broker_id, version))
     registration = Registration(
         header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr, body,
-        increment=bool(header.topic_increment))
+        increment=bool(header.topic_increment), master_epoch=masterepoch.read(request.ext_fields))
     timeout = header.heartbeat_timeout_millis
     result = ctx.routes.register_broker(
         registration, now=ctx.clock(), connection=conn,
         timeout=timeout / 1000 if timeout is not None and timeout > 0 else None)
     answer = headers.RegisterBrokerResponseHeader(
         ha_server_addr=result.ha_server_addr, master_addr=result.master_addr)
-    return _ok(request, _kv_table(ctx.kv, NAMESPACE_ORDER_TOPIC_CONFIG), answer)
+    response = _ok(request, _kv_table(ctx.kv, NAMESPACE_ORDER_TOPIC_CONFIG), answer)
+    if result.stale_master_epoch is not None:
+        _refused_stale_master(ctx, registration, result)
+        masterepoch.write(response.ext_fields, result.stale_master_epoch)
+    return response
+
+
+def _refused_stale_master(ctx: Context, reg: Registration, result: RegisterResult) -> None:
+    """Still SUCCESS (the broker is heard; Java-style callers see a normal answer), but the
+    stale master learns who holds brokerId 0 and at which epoch (rocketq.protocol.masterepoch)."""
+    ctx.stale_masters.log(
+        logging.WARNING, reg.broker_addr,
+        "%s registered as master of %s at epoch %s, but %s is its master at epoch %d: brokerId 0 stays with %s",
+        reg.broker_addr, reg.broker_name, reg.master_epoch, result.master_addr, result.stale_master_epoch,
+        result.master_addr)
 
 
 async def unregister_broker(ctx: Context, conn: Connection, request: RemotingCommand) -> RemotingCommand:

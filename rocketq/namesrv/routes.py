@@ -12,6 +12,8 @@ Tables (RocketMQ's names):
 - ``broker_live_table``: brokerAddr -> BrokerLive (last registration, dataVersion, haServerAddr,
   connection, heartbeat timeout)
 - ``filter_server_table``: brokerAddr -> [filter server addr]
+- ``master_epoch_table``: brokerName -> the highest master epoch a master registration of the
+  group carried (rocketq's ``rocketqMasterEpoch``; never set by Java brokers)
 
 ``QueueData``, ``BrokerData`` and the answers' shapes (``TopicRouteData``, ``ClusterInfo``) are
 ``rocketq.protocol.routedata``, the same values clients and admin tools parse; they are
@@ -24,6 +26,16 @@ dataVersion; a slave is told its master's address and HA address. A broker that 
 (``expire``) or whose connection closes (``remove_by_connection``) disappears from every table,
 and a topic whose last broker disappears disappears too. Name servers never talk to each other:
 every broker registers with each of them, so this registry is never replicated.
+
+One rule is rocketq's own (fencing a stale master, docs/ha.md): RocketMQ 4.x gives brokerId 0
+to whoever registered it last, so an old master that is still running (not yet demoted, or
+back from a partition) takes the group back from the slave promoted in its place at its next
+periodic registration. A rocketq master registers its HA epoch (each promotion starts a higher
+one); a brokerId-0 registration whose epoch is lower than the group's known master epoch, from
+another address than the group's current master, is refused: the tables stay as they were (only a
+heartbeat is counted) and the result names the current master and the group's epoch, which the stale broker fences
+itself on. A registration without an epoch (Java brokers) wins as before, and with no current
+master any registration may take brokerId 0, so a fence never leaves a group masterless.
 """
 
 from __future__ import annotations
@@ -70,14 +82,20 @@ class Registration:
     body: RegisterBrokerBody
     increment: bool = False
     """The body holds only the changed topics (rocketq brokers say so; Java brokers never do)."""
+    master_epoch: int | None = None
+    """The HA epoch of a rocketq master (``rocketqMasterEpoch``); None from Java brokers and slaves."""
 
 
 @dataclass(frozen=True, slots=True)
 class RegisterResult:
-    """For a slave: where its master is and where to replicate from; empty otherwise."""
+    """For a slave: where its master is and where to replicate from; empty otherwise.
+
+    For a refused stale master (``stale_master_epoch`` set): the group's current master and the
+    epoch it holds brokerId 0 at; nothing was recorded."""
 
     master_addr: str | None = None
     ha_server_addr: str | None = None
+    stale_master_epoch: int | None = None
 
 
 class RouteTable:
@@ -88,6 +106,7 @@ class RouteTable:
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLive] = {}
         self.filter_server_table: dict[str, list[str]] = {}
+        self.master_epoch_table: dict[str, int] = {}
 
     # --- registration ---------------------------------------------------------------------------
 
@@ -95,9 +114,14 @@ class RouteTable:
         self, reg: Registration, *, now: float, connection: object | None = None, timeout: float | None = None
     ) -> RegisterResult:
         _validate(reg)
+        stale = self._stale_master(reg)
+        if stale is not None:  # record nothing, but it is alive: not to be reported silent later
+            self.touch(reg.broker_addr, now)
+            return stale
         self.cluster_addr_table.setdefault(reg.cluster, set()).add(reg.broker_name)
         first = self._put_broker_addr(reg)
         if reg.broker_id == MASTER_ID:
+            self._note_master_epoch(reg)
             version = reg.body.data_version
             if first or self.is_topic_config_changed(reg.broker_addr, version):
                 self._rebuild_queues(reg.broker_name, reg.body.topic_configs)
@@ -111,6 +135,28 @@ class RouteTable:
         else:
             self.filter_server_table.pop(reg.broker_addr, None)
         return self._master_of(reg) if reg.broker_id != MASTER_ID else RegisterResult()
+
+    def _stale_master(self, reg: Registration) -> RegisterResult | None:
+        """The refusal of a brokerId-0 registration older than the group's live master, or None."""
+        known = self.master_epoch_table.get(reg.broker_name)
+        if reg.broker_id != MASTER_ID or reg.master_epoch is None or known is None or reg.master_epoch >= known:
+            return None
+        data = self.broker_addr_table.get(reg.broker_name)
+        holder = None if data is None else data.master_addr
+        if holder is None or holder == reg.broker_addr:
+            return None
+        live = self.broker_live_table.get(holder)
+        return RegisterResult(master_addr=holder, ha_server_addr=None if live is None else live.ha_server_addr,
+                              stale_master_epoch=known)
+
+    def _note_master_epoch(self, reg: Registration) -> None:
+        if reg.master_epoch is not None:
+            known = self.master_epoch_table.get(reg.broker_name, reg.master_epoch)
+            self.master_epoch_table[reg.broker_name] = max(known, reg.master_epoch)
+
+    def master_epoch(self, broker_name: str) -> int | None:
+        """The highest master epoch the group registered with, None without one."""
+        return self.master_epoch_table.get(broker_name)
 
     def _put_broker_addr(self, reg: Registration) -> bool:
         """Record the address under its id; True when this id (or the group) is new."""
@@ -179,6 +225,7 @@ class RouteTable:
             self.broker_addr_table[broker_name] = BrokerData.of(data.cluster, broker_name, remaining)
             return
         del self.broker_addr_table[broker_name]
+        self.master_epoch_table.pop(broker_name, None)
         names = self.cluster_addr_table.get(cluster)
         if names is not None:
             names.discard(broker_name)
@@ -215,6 +262,7 @@ class RouteTable:
                 self.broker_addr_table[name] = BrokerData.of(data.cluster, name, remaining)
 
     def _forget_group(self, broker_name: str) -> None:
+        self.master_epoch_table.pop(broker_name, None)
         for cluster, names in list(self.cluster_addr_table.items()):
             names.discard(broker_name)
             if not names:
@@ -317,5 +365,7 @@ def _validate(reg: Registration) -> None:
             raise RouteError(f"{what} must not be empty")
     if reg.broker_id < 0:
         raise RouteError(f"brokerId {reg.broker_id} must not be negative")
+    if reg.master_epoch is not None and reg.master_epoch < 0:
+        raise RouteError(f"master epoch {reg.master_epoch} must not be negative")
     if not addresses.is_host_port(reg.broker_addr):
         raise RouteError(f"brokerAddr {reg.broker_addr!r} is not host:port")

@@ -71,3 +71,10 @@ def test_arbitrary_bodies_parse_or_raise_epoch_error(body: bytes) -> None:
 def test_a_transfer_frame_where_the_epoch_answer_belongs_is_refused() -> None:
     with pytest.raises(protocol.HAProtocolError, match="epoch history"):
         protocol.decode_epoch_answer_header(protocol.encode_transfer_header(0, 0))
+
+
+def test_a_re_promoted_fenced_master_numbers_its_epoch_past_the_one_it_was_fenced_by(tmp_path: Path) -> None:
+    history = EpochHistory(tmp_path).load()
+    assert history.begin(100, above=3) == Epoch(4, 100)  # outranks the master that fenced it at 3
+    assert history.begin(200, above=1) == Epoch(5, 200)  # never below its own history
+    assert EpochHistory(tmp_path).load().entries == [Epoch(0, 0), Epoch(4, 100), Epoch(5, 200)]

@@ -10,8 +10,8 @@ import re
 import signal
 
 import pytest
-from clusterprocs import Processes
-from haprocs import admin_cli, read_keys, restart, runtime, start_pair, tree, wait_replicated
+from clusterprocs import Proc, Processes
+from haprocs import Broker, admin_cli, read_keys, restart, runtime, start_pair, tree, wait_replicated
 
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
@@ -60,16 +60,7 @@ async def test_the_old_master_drops_the_tail_the_new_master_never_received(procs
 async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
     """Kill -9 the master (after ``unreplicated`` sends its slave never saw), promote the slave
     with the admin command, write to it, restart the old master as its slave."""
-    ns = procs.namesrv()
-    master, slave = start_pair(procs, ns.address)
-    acked = await send(ns.address, 0, BEFORE)
-    await wait_replicated(master, slave)
-    admin = AdminClient(ns.address)
-
-    async def slave_knows_topic() -> bool:
-        return TOPIC in await admin.all_topic_config(slave.address)
-
-    await until(slave_knows_topic)  # metadata sync: the new master must own the topic's queues
+    ns, master, slave, admin, acked = await pair_in_sync(procs, BEFORE)
     # messages the slave never receives: acknowledged by the (async) master alone
     os.kill(slave.proc.popen.pid, signal.SIGSTOP)
     try:
@@ -115,16 +106,7 @@ async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
 @pytest.mark.slow
 async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_from_the_new_master(
         procs: Processes) -> None:
-    ns = procs.namesrv()
-    master, slave = start_pair(procs, ns.address)
-    acked = await send(ns.address, 0, BEFORE)
-    await wait_replicated(master, slave)
-    admin = AdminClient(ns.address)
-
-    async def slave_knows_topic() -> bool:
-        return TOPIC in await admin.all_topic_config(slave.address)
-
-    await until(slave_knows_topic)
+    ns, master, slave, admin, acked = await pair_in_sync(procs, BEFORE)
     admin_cli(ns.address, "electMaster", "-b", slave.address)
     new_ha = (await runtime(slave.address))["haListenAddr"]
     out = admin_cli(ns.address, "changeToSlave", "-b", master.address, "-i", "1", "--master", new_ha)
@@ -141,3 +123,48 @@ async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_fro
     assert json.loads((master.store / "config" / "role.json").read_text())["brokerId"] == 1
     assert sorted(await read_keys(ns.address, TOPIC, "promote-cg")) == sorted(acked)
     await admin.close()
+
+
+@pytest.mark.slow
+async def test_an_old_master_left_running_after_electMaster_is_fenced_and_never_takes_the_route_back(
+        procs: Processes) -> None:
+    """No changeToSlave: the old master keeps registering as brokerId 0 every second, at its old
+    epoch. The name server keeps the promoted slave as master (it used to give brokerId 0 back
+    to whoever registered last), and the old master, told so, refuses sends."""
+    ns, master, slave, admin, acked = await pair_in_sync(procs, 20)
+    admin_cli(ns.address, "electMaster", "-b", slave.address)
+
+    async def master_fenced() -> bool:
+        return "fencedBy" in await runtime(master.address)
+
+    await until(master_fenced)
+    info = await runtime(master.address)
+    assert info["fencedBy"] == f"{slave.address}@1" and info["brokerRole"] == "ASYNC_MASTER"
+    for _ in range(4):  # four of the old master's registration periods (registerNameServerPeriod=1000)
+        route = await admin.topic_route(TOPIC)
+        assert set(route.addrs()) == {("broker-a", 0, slave.address)}
+        await asyncio.sleep(1)
+    with pytest.raises(AdminError) as refused:
+        await admin.send_message(master.address, MessageQueue(TOPIC, "broker-a", 0), Message(TOPIC, b"late"))
+    assert refused.value.code == ResponseCode.NO_PERMISSION
+    acked += await send(ns.address, 20, 20)
+    assert len(acked) == 40, "the promoted slave takes every send"
+    assert "brokerId 0 stays with" in ns.log.read_text()
+    assert "fenced" in master.proc.log.read_text()
+    await admin.close()
+
+
+async def pair_in_sync(procs: Processes, count: int) -> tuple[Proc, Broker, Broker, AdminClient, list[str]]:
+    """A name server and broker-a's pair with ``count`` messages sent and replicated, and the
+    slave holding the topic (metadata sync: a promoted slave must own the topic's queues)."""
+    ns = procs.namesrv()
+    master, slave = start_pair(procs, ns.address)
+    acked = await send(ns.address, 0, count)
+    await wait_replicated(master, slave)
+    admin = AdminClient(ns.address)
+
+    async def slave_knows_topic() -> bool:
+        return TOPIC in await admin.all_topic_config(slave.address)
+
+    await until(slave_knows_topic)
+    return ns, master, slave, admin, acked

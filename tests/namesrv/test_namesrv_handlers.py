@@ -102,6 +102,33 @@ async def test_slave_learns_master_and_ha_address(ns: Served) -> None:
     assert answer.ha_server_addr == "127.0.0.1:10912"
 
 
+async def test_a_stale_master_is_answered_success_with_the_master_and_its_epoch_and_logged_once(
+        ns: Served, caplog: pytest.LogCaptureFixture) -> None:
+    """rocketqMasterEpoch (docs/ha.md, Fencing): the lower epoch from another address keeps no
+    brokerId 0; a malformed epoch counts as absent, never as a failed registration."""
+    def with_epoch(cmd: RemotingCommand, epoch: str) -> RemotingCommand:
+        cmd.ext_fields["rocketqMasterEpoch"] = epoch
+        return cmd
+
+    await ns.send(with_epoch(register(), "0"))
+    promoted = await ns.send(with_epoch(register(addr="127.0.0.2:10911", ha="127.0.0.2:10912"), "1"))
+    assert "rocketqMasterEpoch" not in promoted.ext_fields
+    for _ in range(3):
+        stale = await ns.send(with_epoch(register(), "0"))
+        assert stale.code == ResponseCode.SUCCESS
+        assert stale.ext_fields["rocketqMasterEpoch"] == "1"
+        assert stale.ext_fields["masterAddr"] == "127.0.0.2:10911"
+        assert stale.ext_fields["haServerAddr"] == "127.0.0.2:10912"
+    route = orjson.loads((await ns.send(route_query("TopicTest"))).body)
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.2:10911"}
+    refusals = [r for r in caplog.records if "brokerId 0 stays with 127.0.0.2:10911" in r.getMessage()]
+    assert len(refusals) == 1, "one line per stale broker and interval"
+    malformed = await ns.send(with_epoch(register(), "-x"))
+    assert malformed.code == ResponseCode.SUCCESS and "rocketqMasterEpoch" not in malformed.ext_fields
+    route = orjson.loads((await ns.send(route_query("TopicTest"))).body)
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}, "no epoch: last wins"
+
+
 async def test_compressed_registration_is_accepted(ns: Served) -> None:
     resp = await ns.send(register(topics=("Z",), compress=True))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
