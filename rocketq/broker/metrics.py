@@ -155,6 +155,7 @@ class BrokerCollector(Collector):
     @property
     def _cap(self) -> int:
         return self._broker.behaviour.metrics_max_topic_series
+
     def _dledger(self, ident: list[str]) -> Iterator[Metric]:
         """A DLedger member's Raft state (rocketq.dledger.brokerservice); nothing on other brokers."""
         service = self._broker.dledger
@@ -164,14 +165,14 @@ class BrokerCollector(Collector):
         state = service.state()
         yield _gauge("rocketq_dledger_term", "the member's current Raft term", labels, ident, state.term)
         role = GaugeMetricFamily("rocketq_dledger_role", "1 for the member's Raft role, 0 for the others",
-                                 labels=[*labels, "role"])
+                                 labels=["cluster", "broker", "role"])
         for each in Role:
             role.add_metric([*ident, each.value], 1.0 if state.role is each else 0.0)
         yield role
         yield _gauge("rocketq_dledger_commit_index", "highest entry index known committed", labels, ident,
                      state.commit_index)
         lag = GaugeMetricFamily("rocketq_dledger_peer_lag_entries", "entries a follower lacks (on the leader)",
-                                labels=[*labels, "peer"])
+                                labels=["cluster", "broker", "peer"])
         for peer, match in sorted(state.match_index.items()):
             lag.add_metric([*ident, peer], max(0, state.last_index - match))
         yield lag
