@@ -479,7 +479,8 @@ def _proxy_config(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, grpc_p
     for key, value in raw.items():
         where = f"spec.proxy.config.{key}"
         if key in PROXY_OPERATOR_KEYS:
-            r.fail(where, "the operator sets this key for the proxy it renders (name servers, port, cluster, ACL)")
+            r.fail(where, "the operator decides this key for the proxy it renders (name servers, port, "
+                          "cluster, CLUSTER mode, no ACL)")
         elif key not in PROXY_CONFIG_KEYS:
             r.fail(where, f"is not a key rocketq proxy uses; one of {', '.join(PROXY_CONFIG_KEYS)}")
         elif not isinstance(value, str):

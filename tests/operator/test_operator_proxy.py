@@ -66,8 +66,9 @@ def test_every_proxy_field_is_read_and_broker_limits_are_inherited() -> None:
 
 @pytest.mark.parametrize(("raw", "expected"), [
     ({"proxy": {"enabled": True}, "acl": {"secretName": "acl"}}, "spec.proxy.enabled: the proxy cannot front"),
-    ({"proxy": {"config": {"namesrvAddr": "x:9876"}}}, "spec.proxy.config.namesrvAddr: the operator sets this key"),
-    ({"proxy": {"config": {"aclEnable": "true"}}}, "spec.proxy.config.aclEnable: the operator sets this key"),
+    ({"proxy": {"config": {"namesrvAddr": "x:9876"}}}, "spec.proxy.config.namesrvAddr: the operator decides this key"),
+    ({"proxy": {"config": {"aclEnable": "true"}}}, "spec.proxy.config.aclEnable: the operator decides this key"),
+    ({"proxy": {"config": {"grpcAdvertisedHost": "x"}}}, "spec.proxy.config.grpcAdvertisedHost: the operator decides"),
     ({"proxy": {"config": {"proxyTimeout": "3"}}}, "spec.proxy.config.proxyTimeout: is not a key rocketq proxy"),
     ({"proxy": {"config": {"maxMessageSize": 5}}}, "spec.proxy.config.maxMessageSize: must be a string"),
     ({"proxy": {"enabled": True, "config": {"maxMessageSize": "lots"}}}, "spec.proxy.config: "),
