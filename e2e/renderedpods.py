@@ -3,7 +3,8 @@
 A pod test renders a group with the operator's pure functions, lays its ConfigMap out as a
 volume mount would and runs the container's command with the pod's environment. These helpers
 are the parts every such test needs: the RocketMQCluster of a docs/examples file, waiting for a
-process's "listening on" line, and a real name server for the brokers to register with.
+process's "listening on" line, a real name server for the brokers to register with, and a real
+broker (for pods that sit in front of brokers, such as the gRPC proxy).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from rocketq.local.ports import free_port
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "docs" / "examples"
 READY: Final = " listening on "
 START_TIMEOUT: Final = 30.0
+BROKER_COMMITLOG_FILE: Final = 64 * 1024 * 1024
+"""A small CommitLog file, so a test broker does not reserve the default 1 GiB."""
 
 
 def example_cluster(name: str) -> Cluster:
@@ -62,6 +65,24 @@ def run_namesrv(workdir: Path) -> Iterator[str]:
     try:
         wait_ready(proc, log)
         yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def run_broker(workdir: Path, namesrv: str, cluster: str, name: str) -> Iterator[str]:
+    """A ``rocketq broker`` of ``cluster`` registered with ``namesrv``, for as long as the generator is open."""
+    port = free_port()
+    log = workdir / f"{name}.log"
+    args = ["broker", "-n", namesrv, "-p", str(port), "--store-dir", str(workdir / f"{name}-store"),
+            "--metrics-port", "0"]
+    for key, value in (("brokerClusterName", cluster), ("brokerName", name), ("brokerIP1", "127.0.0.1"),
+                       ("haListenPort", str(free_port())), ("mappedFileSizeCommitLog", str(BROKER_COMMITLOG_FILE))):
+        args += ["--set", f"{key}={value}"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rocketq", *args], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield wait_ready(proc, log)
     finally:
         proc.terminate()
         proc.wait(20)

@@ -40,6 +40,8 @@ class Type(enum.Enum):
     PAUSED = "ReconciliationPaused"
     ANALYTICS_UNAVAILABLE = "AnalyticsUnavailable"
     """spec.analytics is enabled but its Spark jobs cannot be created (no spark-operator CRD, no RBAC)."""
+    PROXY_READY = "ProxyReady"
+    """spec.proxy is enabled and every proxy pod of the current template is ready (absent when disabled)."""
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ KINDS: Final[Mapping[str, Kind]] = {
     "Pod": Kind("v1", "pods"),
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
+    "Deployment": Kind("apps/v1", "deployments"),  # spec.proxy
     # spec.analytics: the Spark jobs and what their drivers need
     "ServiceAccount": Kind("v1", "serviceaccounts"),
     "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),

@@ -115,3 +115,18 @@ def spark_account(cluster: str) -> str:
 def namesrv_service_address(cluster: str, namespace: str) -> str:
     """The name servers' headless Service: one DNS name for all of them, whatever their count."""
     return f"{namesrv(cluster)}.{namespace}.svc:{NAMESRV_PORT}"
+
+
+def proxy(cluster: str) -> str:
+    """The gRPC proxy's Deployment, Service and PodDisruptionBudget (``spec.proxy``)."""
+    return f"{cluster}-proxy"
+
+
+def proxy_config(cluster: str) -> str:
+    """The ConfigMap holding the proxy's rmq-proxy.json."""
+    return f"{proxy(cluster)}-config"
+
+
+def proxy_service_address(cluster: str, namespace: str, port: int) -> str:
+    """Where RocketMQ 5 clients in the cluster reach the proxy: its Service and gRPC port."""
+    return f"{proxy(cluster)}.{namespace}.svc:{port}"

@@ -24,7 +24,10 @@ steps, in order:
    RoleBinding, history claim and two ScheduledSparkApplications; without it, the jobs and
    their RBAC are removed (the claim is kept). A cluster without spark-operator's CRD gets
    ``AnalyticsUnavailable=True`` and a Warning Event; nothing else waits for it.
-7. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
+7. ``proxy``: with ``spec.proxy.enabled`` the gRPC proxy's ConfigMap, Service, Deployment
+   (and PDB above one replica); its readiness is ``status.proxy`` and ``ProxyReady``. Disabled,
+   they are removed.
+8. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
    writes it only when it changed.
 
 The pass never sleeps: anything that needs time (a pod becoming ready, a drain emptying)
@@ -45,6 +48,7 @@ from rocketq_operator import (
     failover,
     names,
     observing,
+    proxy,
     rolling,
     scaling,
     spec,
@@ -92,6 +96,7 @@ class ClusterPass:
         self.found = Findings()
         self.refused: dict[int, list[str]] = {}
         self.analytics: Condition | None = None
+        self.proxy = proxy.Outcome()
         self.views: dict[int, dledger.GroupView] = {}
         """DLedger groups' Raft state, read once per pass."""
 
@@ -128,6 +133,7 @@ class ClusterPass:
             await self.roll(cluster, state, registry, hashes, manual)
         await self.scale_down(cluster, state, registry)
         self.analytics = await analytics.reconcile(self, cluster)
+        self.proxy = await proxy.reconcile(self, cluster)
         status = self.status(cluster, state, registry)
         self.announce_refusals()
         if raft:
@@ -455,6 +461,7 @@ class ClusterPass:
             "brokerGroups": groups,
             # One string for `kubectl get`'s Leaders column (a printer column shows one value).
             "leaders": ",".join(leaders) if leaders else None,
+            "proxy": self.proxy.status,
         }
 
     def _group_status(self, cluster: Cluster, group: GroupState, registry: topology.Registry) -> dict[str, Any]:
@@ -515,6 +522,8 @@ class ClusterPass:
         ]
         if self.analytics is not None:
             wanted.append(self.analytics)
+        if self.proxy.condition is not None:
+            wanted.append(self.proxy.condition)
         return conditions.render(wanted, self.previous.get("conditions"), _stamp(self.ctx), self.meta.generation)
 
     def invalid_status(self, errors: tuple[str, ...]) -> dict[str, Any]:

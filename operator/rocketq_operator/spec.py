@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from rocketq import settings as rocketq_settings
+from rocketq.proxy import settings as proxy_settings
 from rocketq_operator import validation
 from rocketq_operator.validation import Reader
 
@@ -78,6 +80,24 @@ SCHEDULE: Final = re.compile(
 """What spark-operator's cron parser takes: five fields, a descriptor, or ``@every <duration>``."""
 _SPARK_MEMORY: Final = re.compile(r"^[1-9][0-9]*[kmgt]$")
 _PUSHGATEWAY: Final = re.compile(r"^[^\s]+$")
+
+
+DEFAULT_PROXY_REPLICAS: Final = 2
+MAX_PROXY_REPLICAS: Final = 64
+PROXY_OPERATOR_KEYS: Final = frozenset({
+    "namesrvAddr", "grpcServerPort", "grpcBindAddress", "grpcAdvertisedHost", "proxyMode", "rocketMQClusterName",
+    "aclEnable", "rocketmq.acl.plain.file",
+})
+"""rmq-proxy.json keys the operator decides: where the proxy listens, which name servers and cluster it
+fronts. ACL is among them because the proxy's calls to brokers are unsigned (docs/proxy.md): a
+cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount."""
+PROXY_CONFIG_KEYS: Final = tuple(sorted(rocketq_settings.keys_of(proxy_settings.ProxySettings) - PROXY_OPERATOR_KEYS))
+"""What ``spec.proxy.config`` may set: every key ``rocketq proxy`` uses that the operator does not own
+(a key rocketq ignores would do nothing, so it is refused rather than passed on)."""
+INHERITED_PROXY_KEYS: Final = ("maxMessageSize", "messageDelayLevel")
+"""Broker keys the proxy must agree with; set in ``spec.brokers.config``, they are the proxy's defaults."""
+_PLACEHOLDER_NAMESRV: Final = "namesrv:9876"
+"""Stands in for the rendered name-server list when the proxy's settings are checked here."""
 
 
 class PullPolicy(enum.Enum):
@@ -177,6 +197,29 @@ class AnalyticsSpec:
     executors: int = 1
 
 
+class ProxyServiceType(enum.Enum):
+    """How the proxy's Service is exposed. No NodePort: routes name the address a client dialled with
+    the proxy's own port, and a node port differs from it, so clients would be sent to a closed port."""
+
+    CLUSTER_IP = "ClusterIP"
+    LOAD_BALANCER = "LoadBalancer"
+
+
+@dataclass(frozen=True)
+class ProxySpec:
+    """``spec.proxy``: the standalone gRPC proxy (``rocketq proxy``) as a Deployment (off unless enabled)."""
+
+    enabled: bool = False
+    replicas: int = DEFAULT_PROXY_REPLICAS
+    grpc_port: int = proxy_settings.DEFAULT_GRPC_PORT
+    image: str | None = None
+    """None: the cluster's ``spec.image`` (one image runs name servers, brokers and the proxy)."""
+    resources: Resources = field(default_factory=Resources)
+    service_type: ProxyServiceType = ProxyServiceType.CLUSTER_IP
+    service_annotations: Mapping[str, str] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     image: str = DEFAULT_IMAGE
@@ -188,6 +231,7 @@ class ClusterSpec:
     scheduling: SchedulingSpec = field(default_factory=SchedulingSpec)
     acl_secret_name: str | None = None
     analytics: AnalyticsSpec = field(default_factory=AnalyticsSpec)
+    proxy: ProxySpec = field(default_factory=ProxySpec)
 
 
 @dataclass(frozen=True)
@@ -220,6 +264,7 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
     _check_cluster_name(r, name)
     top = r.mapping(raw, "spec")
     brokers = _brokers(r, r.mapping(top.get("brokers"), "spec.brokers"))
+    acl_secret_name = _acl(r, top.get("acl"))
     spec = ClusterSpec(
         image=r.string(top.get("image"), "spec.image", DEFAULT_IMAGE, max_length=512) or DEFAULT_IMAGE,
         image_pull_policy=r.choice(top.get("imagePullPolicy"), "spec.imagePullPolicy", PullPolicy,
@@ -230,8 +275,9 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
         metrics_enabled=r.boolean(r.mapping(top.get("metrics"), "spec.metrics").get("enabled"),
                                   "spec.metrics.enabled", True),
         scheduling=_scheduling(r, r.mapping(top.get("scheduling"), "spec.scheduling")),
-        acl_secret_name=_acl(r, top.get("acl")),
+        acl_secret_name=acl_secret_name,
         analytics=_analytics(r, r.mapping(top.get("analytics"), "spec.analytics"), name),
+        proxy=_proxy(r, r.mapping(top.get("proxy"), "spec.proxy"), brokers, acl_secret_name is not None),
     )
     errors = tuple(r.errors)
     return Parsed(spec=None if errors else spec, errors=errors)
@@ -395,6 +441,61 @@ def _analytics(r: Reader, raw: Mapping[str, Any], name: str) -> AnalyticsSpec:
         executor=_spark_pods(r, executor, "spec.analytics.executor"),
         executors=r.integer(executor.get("instances"), "spec.analytics.executor.instances", 1, 1, MAX_EXECUTORS),
     )
+
+
+def _proxy(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, acl: bool) -> ProxySpec:
+    enabled = r.boolean(raw.get("enabled"), "spec.proxy.enabled", False)
+    if enabled and acl:
+        r.fail("spec.proxy.enabled", "the proxy cannot front a cluster with spec.acl yet: its calls to the "
+                                     "brokers are not signed (docs/proxy.md)")
+    service = r.mapping(raw.get("service"), "spec.proxy.service")
+    annotations: dict[str, str] = {}
+    for key, value in r.mapping(service.get("annotations"), "spec.proxy.service.annotations").items():
+        if isinstance(value, str):
+            annotations[str(key)] = value
+        else:
+            r.fail(f"spec.proxy.service.annotations.{key}", f"must be a string, got {validation.shown(value)}")
+    grpc_port = r.integer(raw.get("grpcPort"), "spec.proxy.grpcPort", proxy_settings.DEFAULT_GRPC_PORT, 1, 65535)
+    return ProxySpec(
+        enabled=enabled,
+        replicas=r.integer(raw.get("replicas"), "spec.proxy.replicas", DEFAULT_PROXY_REPLICAS, 1, MAX_PROXY_REPLICAS),
+        grpc_port=grpc_port,
+        image=r.string(raw.get("image"), "spec.proxy.image", None, max_length=512),
+        resources=_resources(r, raw.get("resources"), "spec.proxy.resources"),
+        service_type=r.choice(service.get("type"), "spec.proxy.service.type", ProxyServiceType,
+                              ProxyServiceType.CLUSTER_IP),
+        service_annotations=annotations,
+        config=_proxy_config(r, r.mapping(raw.get("config"), "spec.proxy.config"), brokers, grpc_port, enabled),
+    )
+
+
+def _proxy_config(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, grpc_port: int,
+                  enabled: bool) -> dict[str, str]:
+    """The proxy's own keys over the brokers' INHERITED_PROXY_KEYS. An enabled proxy's values are
+    checked as ``rocketq proxy`` checks them at start, so a bad one is an InvalidSpec here rather
+    than a crash-looping pod."""
+    config = {key: brokers.config[key] for key in INHERITED_PROXY_KEYS if key in brokers.config}
+    given: dict[str, str] = {}
+    for key, value in raw.items():
+        where = f"spec.proxy.config.{key}"
+        if key in PROXY_OPERATOR_KEYS:
+            r.fail(where, "the operator decides this key for the proxy it renders (name servers, port, "
+                          "cluster, CLUSTER mode, no ACL)")
+        elif key not in PROXY_CONFIG_KEYS:
+            r.fail(where, f"is not a key rocketq proxy uses; one of {', '.join(PROXY_CONFIG_KEYS)}")
+        elif not isinstance(value, str):
+            r.fail(where, f"must be a string (as rmq-proxy.json values may be), got {validation.shown(value)}")
+        else:
+            given[key] = value
+    config.update(given)
+    if not enabled:
+        return config
+    try:
+        proxy_settings.load(config, {"namesrvAddr": _PLACEHOLDER_NAMESRV, "grpcServerPort": str(grpc_port)})
+    except rocketq_settings.SettingsError as exc:
+        r.fail("spec.proxy.config", str(exc))
+        return {}
+    return config
 
 
 def _schedule(r: Reader, raw: Any, path: str, default: str) -> str:

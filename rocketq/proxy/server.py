@@ -4,6 +4,11 @@ CLUSTER (``rocketq proxy``): routes name the address each client dialled with th
 gRPC port, as RocketMQ's ``ClusterTopicRouteService`` does, so clients behind a Service or a
 load balancer keep using that address. LOCAL (inside a broker): routes name the broker's host
 (``grpcAdvertisedHost`` if set) with the gRPC port.
+
+The same server answers ``grpc.health.v1.Health`` (grpcio-health-checking): SERVING for the
+whole server ("") and for ``apache.rocketmq.v2.MessagingService`` once the port is bound,
+NOT_SERVING from the moment the proxy starts to stop. Kubernetes' gRPC probes (the operator's
+proxy Deployment) and ``grpc_health_probe`` ask it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 from typing import Final
 
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from rocketq.acl import plainacl
 from rocketq.acl.settings import AclSettings
@@ -31,6 +37,8 @@ STOP_GRACE_S: Final = 5.0
 MAX_MESSAGE_BYTES: Final = -1
 """No gRPC size limit of its own: the proxy checks bodies against maxMessageSize (in-band status)."""
 LOOPBACK: Final = "127.0.0.1"
+HEALTH_SERVICES: Final = ("", pb.DESCRIPTOR.package + ".MessagingService")
+"""What the health service reports on: the server as a whole, and MessagingService by name."""
 
 
 class ProxyServer:
@@ -45,6 +53,7 @@ class ProxyServer:
         self._local_host = settings.advertised_host or local_host
         self.service = MessagingService(settings, self.backend, table, self._advertised)
         self._server: grpc.aio.Server | None = None
+        self.health = health.aio.HealthServicer()
 
     def _advertised(self, dialled: pb.Endpoints) -> pb.Endpoints:
         if self.settings.proxy_mode is ProxyMode.CLUSTER and dialled.addresses:
@@ -59,15 +68,19 @@ class ProxyServer:
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
         grpc_v2.add_MessagingServiceServicer_to_server(self.service, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         self.port = server.add_insecure_port(f"{self.settings.bind_address}:{self.settings.grpc_server_port}")
         if self.port == 0:
             raise OSError(f"cannot bind the gRPC port {self.settings.bind_address}:{self.settings.grpc_server_port}")
         self._server = server
         await server.start()
+        for name in HEALTH_SERVICES:
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("gRPC endpoint (%s mode) on port %d", self.settings.proxy_mode.value, self.port)
 
     async def close(self) -> None:
         if self._server is not None:
+            await self.health.enter_graceful_shutdown()  # NOT_SERVING while streams finish
             await self._server.stop(STOP_GRACE_S)
             self._server = None
         await self.backend.close()

@@ -48,6 +48,16 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             "spec": {"brokers": {"groups": 2, "mode": "DLedger", "replicasPerGroup": 3}},
         }
     },
+    "example-cluster-proxy": {
+        "exampleCluster": {
+            "enabled": True,
+            "name": "edge",
+            "spec": {"proxy": {"enabled": True, "replicas": 3, "grpcPort": 18081,
+                               "service": {"type": "LoadBalancer",
+                                           "annotations": {"lb.example.com/scheme": "internal"}},
+                               "config": {"maxMessageSize": "1048576"}}},
+        }
+    },
     "custom-image-and-sa": {
         "image": {"repository": "registry.example.com/rq/operator", "digest": "sha256:" + "a" * 64},
         "imagePullSecrets": [{"name": "regcred"}],
@@ -215,6 +225,7 @@ WORKLOAD_RULES = {
     ("rocketq.io", "rocketmqconsumergroups/status"): {"get", "patch"},
     ("apps", "statefulsets"): {"get", "list", "watch", "create", "patch", "delete"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("apps", "deployments"): {"get", "create", "patch", "delete"},
     ("sparkoperator.k8s.io", "scheduledsparkapplications"): {"get", "create", "patch", "delete"},
     ("", "serviceaccounts"): {"get", "create", "patch", "delete"},
     ("rbac.authorization.k8s.io", "roles"): {"get", "create", "patch", "delete"},
@@ -452,6 +463,31 @@ def test_example_cluster_is_a_valid_rocketmqcluster() -> None:
     assert cluster["spec"]["brokers"] == {"groups": 2, "mode": "DLedger", "replicasPerGroup": 3}
 
 
+def test_example_cluster_proxy_is_a_valid_cr_whose_operator_objects_are_valid_kubernetes() -> None:
+    """The chart passes spec.proxy through; what the operator renders from that CR is valid for
+    every Kubernetes version the chart is checked against."""
+    specs = pytest.importorskip("rocketq_operator.spec")
+    from rocketq_operator.rendering import pdb
+    from rocketq_operator.rendering import proxy as rendering
+
+    rendered = render(VALUE_SETS["example-cluster-proxy"])
+    cr = one(objects(rendered), "RocketMQCluster")
+    assert crdschema.validate("RocketMQCluster", cr) == []
+    defaulted = crdschema.apply_defaults("RocketMQCluster", cr)
+    parsed = specs.parse_cluster_spec(defaulted["spec"], cr["metadata"]["name"])
+    assert parsed.spec is not None, parsed.errors
+    cluster = specs.Cluster(specs.ClusterMeta("edge", NAMESPACE, "uid-1", 1), parsed.spec)
+    assert cluster.spec.proxy.enabled and cluster.spec.proxy.replicas == 3
+    for obj in (rendering.render_proxy_configmap(cluster), rendering.render_proxy_deployment(cluster),
+                rendering.render_proxy_service(cluster), pdb.render_proxy_pdb(cluster)):
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(obj, version, strict=True)
+    notes = next(text for template, text in rendered.items() if template.endswith("NOTES.txt"))
+    assert f"edge-proxy.{NAMESPACE}.svc:18081" in notes
+    plain = render({"exampleCluster": {"enabled": True}})
+    assert "proxy" not in next(text for template, text in plain.items() if template.endswith("NOTES.txt"))
+
+
 def test_default_example_cluster_values_are_a_valid_rocketmqcluster() -> None:
     cluster = one(objects(render({"exampleCluster": {"enabled": True}})), "RocketMQCluster")
     assert crdschema.validate("RocketMQCluster", cluster) == []
@@ -484,6 +520,9 @@ BAD_VALUES = [
     ({"exampleCluster": {"spec": {"brokers": {"mode": "DLedger"}}}}, "replicasPerGroup"),
     ({"exampleCluster": {"spec": {"brokers": {"mode": "Raft"}}}}, "mode"),
     ({"metrics": {"prometheusRule": {"dledgerLagEntries": 0}}}, "dledgerLagEntries"),
+    ({"exampleCluster": {"spec": {"proxy": {"service": {"type": "NodePort"}}}}}, "type"),
+    ({"exampleCluster": {"spec": {"proxy": {"replicas": 0}}}}, "replicas"),
+    ({"exampleCluster": {"spec": {"proxy": {"config": {"maxMessageSize": 1024}}}}}, "maxMessageSize"),
     ({"serviceAccount": {"name": "Not Valid"}}, "name"),
     ({"rbac": {"create": "true"}}, "create"),
 ]

@@ -179,6 +179,24 @@ def test_defaults_fill_an_enabled_analytics() -> None:
     }
 
 
+def test_defaults_fill_an_enabled_proxy() -> None:
+    spec = crdschema.apply_defaults("RocketMQCluster", cr("RocketMQCluster", proxy={"enabled": True}))["spec"]
+    assert spec["proxy"] == {"enabled": True, "replicas": 2, "grpcPort": 8081, "service": {"type": "ClusterIP"}}
+
+
+def test_proxy_config_keys_in_the_crd_are_the_ones_the_operator_accepts() -> None:
+    """The CEL list of spec.proxy.config keys is rocketq proxy's own keys minus the operator's."""
+    from rocketq_operator import spec
+
+    config = version_of("RocketMQCluster")["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "proxy"]["properties"]["config"]
+    (rule,) = config["x-kubernetes-validations"]
+    listed = re.findall(r"'([A-Za-z.]+)'", rule["rule"])
+    assert listed == list(spec.PROXY_CONFIG_KEYS)
+    for key in spec.PROXY_CONFIG_KEYS:
+        assert key in rule["message"]
+
+
 def test_a_long_cluster_name_is_fine_without_analytics() -> None:
     for analytics in ({}, {"enabled": False}):
         assert crdschema.validate("RocketMQCluster", cr("RocketMQCluster", "a" * 40, analytics=analytics)) == []
@@ -246,6 +264,13 @@ def test_every_example_can_be_applied_again(where: str, doc: dict[str, Any]) -> 
         {"analytics": {"enabled": True, "lagSchedule": "@every 10m", "traceSchedule": "@hourly",
                        "pushgateway": "pushgateway.monitoring.svc:9091", "history": {"storageClassName": "nfs"},
                        "driver": {"memory": "2g"}, "executor": {"instances": 4, "cores": 2}}},
+        {"proxy": {"enabled": True}},
+        {"proxy": {"enabled": False}, "acl": {"secretName": "acl"}},
+        {"proxy": {"enabled": True, "replicas": 3, "grpcPort": 18081, "image": "rocketq/rocketq:0.2.0",
+                   "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}},
+                   "service": {"type": "LoadBalancer",
+                               "annotations": {"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}},
+                   "config": {"maxMessageSize": "1048576", "enableTopicMessageTypeCheck": "false"}}},
     ],
 )
 def test_valid_cluster_specs(spec: dict[str, Any]) -> None:
@@ -311,6 +336,20 @@ INVALID = [
      "spec.analytics.executor.instances: Invalid value: 0"),
     ("RocketMQCluster", "demo", {"analytics": {"pushgateway": "pg :9091"}},
      "spec.analytics.pushgateway: Invalid value"),
+    ("RocketMQCluster", "demo", {"proxy": {"enabled": True}, "acl": {"secretName": "acl"}},
+     "spec.proxy cannot be enabled together with spec.acl yet"),
+    ("RocketMQCluster", "demo", {"proxy": {"enabled": True, "config": {"namesrvAddr": "a:9876"}}},
+     "proxy.config may set only enableTopicMessageTypeCheck"),
+    ("RocketMQCluster", "demo", {"proxy": {"config": {"grpcServerPort": "9000"}}},
+     "proxy.config may set only enableTopicMessageTypeCheck"),
+    ("RocketMQCluster", "demo", {"proxy": {"service": {"type": "NodePort"}}},
+     'spec.proxy.service.type: Unsupported value: "NodePort"'),
+    ("RocketMQCluster", "demo", {"proxy": {"replicas": 0}},
+     "spec.proxy.replicas: Invalid value: 0: should be greater than or equal to 1"),
+    ("RocketMQCluster", "demo", {"proxy": {"grpcPort": 70000}},
+     "spec.proxy.grpcPort: Invalid value: 70000"),
+    ("RocketMQCluster", "demo", {"proxy": {"config": {"maxMessageSize": 1024}}},
+     "spec.proxy.config.maxMessageSize: Invalid value: 1024: must be of type string"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "perm": 5},
      "spec.perm: Unsupported value: 5: supported values: 2, 4, 6"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "readQueueNums": 0},

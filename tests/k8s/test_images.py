@@ -47,7 +47,7 @@ class Image:
 IMAGES = [
     Image("broker-image/Dockerfile",
           ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf", "--ordinal-from-hostname", "--metrics-port", "5557"],
-          {10911, 10912, 40911, 5557}, "."),
+          {10911, 10912, 40911, 5557, 8081}, "."),
     Image("namesrv-image/Dockerfile", ["rocketq", "namesrv", "--metrics-port", "5557"], {9876, 5557}, "."),
     Image("operator/Dockerfile",
           ["kopf", "run", "-m", "rocketq_operator.main", "--all-namespaces", "--standalone",
@@ -180,6 +180,24 @@ def test_default_command_is_the_engine_command(image: Image) -> None:
     (cmd,) = values_of(parsed, "CMD")
     assert json.loads(cmd) == image.command, "exec form, exactly the engine command"
     check_command(image.command)
+
+
+def test_the_operators_proxy_pods_run_a_valid_command_from_the_rocketq_image() -> None:
+    """spec.proxy runs `rocketq proxy` from spec.image (the broker image): its command must parse,
+    the image must expose its port, and the health service its gRPC probes ask must be installed."""
+    specs = pytest.importorskip("rocketq_operator.spec")
+    from rocketq_operator.rendering import proxy as rendering
+
+    parsed = specs.parse_cluster_spec({"proxy": {"enabled": True}}, "demo")
+    assert parsed.spec is not None, parsed.errors
+    assert parsed.spec.image.startswith("rocketq/rocketq:"), "the broker image (broker-image/Dockerfile)"
+    deployment = rendering.render_proxy_deployment(specs.Cluster(specs.ClusterMeta("demo", "mq", "u", 1), parsed.spec))
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    check_command(container["command"])
+    assert {p["containerPort"] for p in container["ports"]} <= IMAGES[0].ports
+    requirements = PYPROJECT["project"]["dependencies"]
+    assert any(r.startswith("grpcio-health-checking==") for r in requirements), "the image installs it"
+    assert importlib.util.find_spec("grpc_health.v1.health") is not None
 
 
 def test_healthchecks_ask_the_processes_own_endpoints() -> None:

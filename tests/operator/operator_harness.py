@@ -23,7 +23,11 @@ filled in here, as narrowly as possible:
   otherwise (``unready``) and never recreates ``lost`` pods (a lost node). It also plays the
   brokers registering with the name servers, and DLedger groups electing, in the fake
   BrokerAdmin; ``restarts`` lists every broker pod that went away, with the Raft role it had
-  when it went (None outside DLedger), in order.
+  when it went (None outside DLedger), in order. It plays the Deployment controller too, by
+  status only (no pods): every Deployment reports its current generation rolled out with all
+  replicas ready, except those in ``unready`` (none ready) or ``held`` (the controller has not
+  seen the latest spec: a roll in progress); ``rollouts`` lists (Deployment, image) each time a
+  Deployment's pod template changed, in order.
 
 ``OperatorEnv`` runs ``kopf.operator()`` with a fresh registry, a login handler pointing at
 the emulator and the fake BrokerAdmin, and stops everything it started. The operator gets its
@@ -71,6 +75,7 @@ PATHS: Final = {
     "RocketMQTopic": "/apis/rocketq.io/v1alpha1/namespaces/{ns}/rocketmqtopics",
     "RocketMQConsumerGroup": "/apis/rocketq.io/v1alpha1/namespaces/{ns}/rocketmqconsumergroups",
     "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "Service": "/api/v1/namespaces/{ns}/services",
@@ -87,6 +92,7 @@ RESOURCES: Final = {
     "RocketMQTopic": "rocketq.io/v1alpha1/rocketmqtopics",
     "RocketMQConsumerGroup": "rocketq.io/v1alpha1/rocketmqconsumergroups",
     "StatefulSet": "apps/v1/statefulsets",
+    "Deployment": "apps/v1/deployments",
     "Pod": "v1/pods",
     "ConfigMap": "v1/configmaps",
     "Service": "v1/services",
@@ -228,6 +234,9 @@ class StatefulSetController:
         self.unready: set[str] = set()
         self.lost: set[str] = set()
         self.restarts: list[tuple[str, str | None]] = []
+        self.held: set[str] = set()
+        self.rollouts: list[tuple[str, str]] = []
+        self._templates: dict[tuple[str, str], Any] = {}
         self._roles: dict[str, str] = {}
         self._seen: set[tuple[str, str]] = set()
         self._task: asyncio.Task[None] | None = None
@@ -262,7 +271,25 @@ class StatefulSetController:
         for (namespace, name), pod in pods.items():
             if (namespace, _owner(pod)) not in statefulsets:
                 await self.server.delete(f"{PATHS['Pod'].format(ns=namespace)}/{name}")
+        for deployment in self.live("Deployment"):
+            await self._deploy(deployment)
         self._register()
+
+    async def _deploy(self, deployment: Mapping[str, Any]) -> None:
+        """A Deployment's status as its controller would write it once the roll is done."""
+        key, name = _key(deployment), deployment["metadata"]["name"]
+        template = deployment["spec"]["template"]
+        if self._templates.get(key) != template:
+            self._templates[key] = copy.deepcopy(template)
+            self.rollouts.append((name, template["spec"]["containers"][0]["image"]))
+        if name in self.held:
+            return
+        replicas = deployment["spec"]["replicas"]
+        ready = 0 if name in self.unready else replicas
+        status = {"observedGeneration": deployment["metadata"].get("generation", 1), "replicas": replicas,
+                  "updatedReplicas": replicas, "readyReplicas": ready, "availableReplicas": ready}
+        if {k: deployment.get("status", {}).get(k) for k in status} != status:
+            await self.server.patch(f"{PATHS['Deployment'].format(ns=key[0])}/{name}/status", json={"status": status})
 
     async def _converge(self, statefulset: Mapping[str, Any], pods: Mapping[str, dict[str, Any]]) -> None:
         meta = statefulset["metadata"]

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 from google.protobuf import duration_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from conftest import ProxyCluster
 from rocketq.proxy.status import Code
@@ -33,6 +34,17 @@ def seconds(n: float) -> duration_pb2.Duration:
 
 def queue(topic: str = "GrpcNormal") -> pb.MessageQueue:
     return pb.MessageQueue(topic=pb.Resource(name=topic), id=0, broker=pb.Broker(name="broker-a"))
+
+
+async def test_the_port_answers_grpc_health_checks_as_kubernetes_probes_ask(proxy_cluster: ProxyCluster) -> None:
+    async with grpc.aio.insecure_channel(proxy_cluster.endpoint) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "apache.rocketmq.v2.MessagingService"):  # a probe without `service` asks for ""
+            answer = await health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING, service
+        with pytest.raises(grpc.aio.AioRpcError) as unknown:
+            await health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=5)
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 async def test_calls_without_a_client_id_are_refused_in_band(stub: grpc_v2.MessagingServiceStub) -> None:

@@ -84,6 +84,10 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
   verbs: [get, list, watch, create, patch, delete]
+# spec.proxy: the gRPC proxy's Deployment.
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, create, patch, delete]
 # spec.analytics: the Spark jobs, their drivers' ServiceAccount, Role and RoleBinding.
 - apiGroups: [sparkoperator.k8s.io]
   resources: [scheduledsparkapplications]

@@ -40,6 +40,7 @@ APP_NAME: Final = "rocketq"
 MANAGER: Final = "rocketq-operator"
 COMPONENT_NAMESRV: Final = "namesrv"
 COMPONENT_BROKER: Final = "broker"
+COMPONENT_PROXY: Final = "proxy"
 
 ANNOTATION_CONFIG_HASH: Final = "rocketq.io/config-hash"
 ANNOTATION_TEMPLATE_HASH: Final = "rocketq.io/template-hash"

@@ -1,8 +1,9 @@
 """PodDisruptionBudgets: what voluntary evictions (node drains) may take from each group.
 
-One budget for the name servers and one per broker group. ``maxUnavailable: 1`` keeps a
-MasterSlave group with one replica evictable (a budget that can never be met blocks drains
-forever) while never letting a drain take a master and its slave together. A DLedger group's
+One budget for the name servers, one per broker group, and one for a proxy of more than one
+replica. ``maxUnavailable: 1`` keeps a MasterSlave group with one replica evictable (a budget
+that can never be met blocks drains forever) while never letting a drain take a master and its
+slave together. A DLedger group's
 budget is its quorum, ``minAvailable: <majority>`` (2 of 3, 3 of 5): an eviction never leaves
 the group unable to elect or commit. With 3 members that is one pod at a time; a 5-member
 group may lose two to evictions and still commit.
@@ -43,6 +44,12 @@ def render_broker_pdb(cluster: Cluster, index: int) -> dict[str, Any]:
     budget = ({"minAvailable": brokers.replicas_per_group // 2 + 1} if brokers.mode is BrokerMode.DLEDGER
               else {"maxUnavailable": MAX_UNAVAILABLE})
     return _pdb(cluster, group, common.COMPONENT_BROKER, group, budget)
+
+
+def render_proxy_pdb(cluster: Cluster) -> dict[str, Any]:
+    """The proxy's budget (only rendered for more than one replica: one proxy pod must stay evictable)."""
+    return _pdb(cluster, names.proxy(cluster.meta.name), common.COMPONENT_PROXY, None,
+                {"maxUnavailable": MAX_UNAVAILABLE})
 
 
 def render_pdbs(cluster: Cluster) -> list[dict[str, Any]]:
