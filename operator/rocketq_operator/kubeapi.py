@@ -69,6 +69,9 @@ KINDS: Final[Mapping[str, Kind]] = {
     "RoleBinding": Kind("rbac.authorization.k8s.io/v1", "rolebindings"),
     "PersistentVolumeClaim": Kind("v1", "persistentvolumeclaims"),
     "ScheduledSparkApplication": Kind("sparkoperator.k8s.io/v1beta2", "scheduledsparkapplications"),
+    # spec.console: the web console
+    "Deployment": Kind("apps/v1", "deployments"),
+    "Ingress": Kind("networking.k8s.io/v1", "ingresses"),
     "RocketMQCluster": Kind("rocketq.io/v1alpha1", "rocketmqclusters"),
     "RocketMQTopic": Kind("rocketq.io/v1alpha1", "rocketmqtopics"),
     "RocketMQConsumerGroup": Kind("rocketq.io/v1alpha1", "rocketmqconsumergroups"),

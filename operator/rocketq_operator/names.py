@@ -115,3 +115,12 @@ def spark_account(cluster: str) -> str:
 def namesrv_service_address(cluster: str, namespace: str) -> str:
     """The name servers' headless Service: one DNS name for all of them, whatever their count."""
     return f"{namesrv(cluster)}.{namespace}.svc:{NAMESRV_PORT}"
+
+
+def console(cluster: str) -> str:
+    """The console's Deployment, Service and Ingress (``spec.console``)."""
+    return f"{cluster}-console"
+
+
+def console_service_address(cluster: str, namespace: str, port: int) -> str:
+    return f"{console(cluster)}.{namespace}.svc:{port}"

@@ -24,7 +24,10 @@ steps, in order:
    RoleBinding, history claim and two ScheduledSparkApplications; without it, the jobs and
    their RBAC are removed (the claim is kept). A cluster without spark-operator's CRD gets
    ``AnalyticsUnavailable=True`` and a Warning Event; nothing else waits for it.
-7. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
+7. ``console``: with ``spec.console.enabled`` the web console's Service, Deployment and
+   optional Ingress (``status.console`` says where it is and how many pods are ready); without
+   it they are removed. Nothing else waits for the console either.
+8. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
    writes it only when it changed.
 
 The pass never sleeps: anything that needs time (a pod becoming ready, a drain emptying)
@@ -41,6 +44,7 @@ from rocketq_operator import (
     analytics,
     applying,
     conditions,
+    console,
     dledger,
     failover,
     names,
@@ -92,6 +96,7 @@ class ClusterPass:
         self.found = Findings()
         self.refused: dict[int, list[str]] = {}
         self.analytics: Condition | None = None
+        self.console: dict[str, Any] | None = None
         self.views: dict[int, dledger.GroupView] = {}
         """DLedger groups' Raft state, read once per pass."""
 
@@ -128,6 +133,7 @@ class ClusterPass:
             await self.roll(cluster, state, registry, hashes, manual)
         await self.scale_down(cluster, state, registry)
         self.analytics = await analytics.reconcile(self, cluster)
+        self.console = await console.reconcile(self, cluster)
         status = self.status(cluster, state, registry)
         self.announce_refusals()
         if raft:
@@ -455,6 +461,7 @@ class ClusterPass:
             "brokerGroups": groups,
             # One string for `kubectl get`'s Leaders column (a printer column shows one value).
             "leaders": ",".join(leaders) if leaders else None,
+            "console": self.console,
         }
 
     def _group_status(self, cluster: Cluster, group: GroupState, registry: topology.Registry) -> dict[str, Any]:
