@@ -221,6 +221,9 @@ class ConsoleSpec:
     port: int = DEFAULT_CONSOLE_PORT
     ingress: IngressSpec = field(default_factory=IngressSpec)
     resources: Resources = field(default_factory=Resources)
+    acl_credentials_secret: str | None = None
+    """A Secret (keys accessKey, secretKey) with the ACL account the console signs its admin
+    requests with: needed when ``spec.acl`` is on (give the account admin: true)."""
 
 
 @dataclass(frozen=True)
@@ -476,6 +479,8 @@ def _console(r: Reader, raw: Mapping[str, Any]) -> ConsoleSpec:
         port=r.integer(service.get("port"), "spec.console.service.port", DEFAULT_CONSOLE_PORT, 1, 65535),
         ingress=_ingress(r, r.mapping(raw.get("ingress"), "spec.console.ingress")),
         resources=_resources(r, raw.get("resources"), "spec.console.resources"),
+        acl_credentials_secret=r.string(raw.get("aclCredentialsSecret"), "spec.console.aclCredentialsSecret", None,
+                                        validation.DNS_1123_SUBDOMAIN),
     )
 
 

@@ -69,6 +69,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "console": {"console": {"enabled": True, "cluster": "demo", "clusterNamespace": "mq", "users": USERS}},
     "console-ingress": {"console": {
         "enabled": True, "namesrv": "ns-0:9876;ns-1:9876", "existingSecret": "console-users", "replicas": 2,
+        "aclCredentialsSecret": "console-acl",
         "service": {"type": "NodePort", "port": 80},
         "ingress": {"enabled": True, "className": "nginx", "host": "mq.example.com", "tlsSecret": "mq-tls",
                     "annotations": {"nginx.ingress.kubernetes.io/affinity": "cookie"}}}},
@@ -583,17 +584,24 @@ def test_the_chart_console_runs_what_the_operator_renders_for_spec_console() -> 
     agree on command, environment names, ports, probes, mounts and security."""
     rendering = pytest.importorskip("rocketq_operator.rendering.console")
     specs = pytest.importorskip("rocketq_operator.spec")
-    objs = objects(render(VALUE_SETS["console"]))
-    deployment = named(objs, "Deployment", f"{FULLNAME}-console")
-    (chart,) = deployment["spec"]["template"]["spec"]["containers"]
-    parsed = specs.parse_cluster_spec({"console": {"enabled": True, "usersSecret": "u"}}, "demo")
-    assert parsed.spec is not None
-    operator = rendering.container(specs.Cluster(specs.ClusterMeta("demo", "mq", "uid", 1), parsed.spec))
-    for key in ("command", "env", "ports", "readinessProbe", "livenessProbe", "volumeMounts"):
+    def containers(values: dict[str, Any], console: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        deployment = named(objects(render(values)), "Deployment", f"{FULLNAME}-console")
+        (chart,) = deployment["spec"]["template"]["spec"]["containers"]
+        parsed = specs.parse_cluster_spec({"console": {"enabled": True, "usersSecret": "u", **console}}, "demo")
+        assert parsed.spec is not None
+        return chart, rendering.container(specs.Cluster(specs.ClusterMeta("demo", "mq", "uid", 1), parsed.spec))
+
+    chart, operator = containers(VALUE_SETS["console"], {})
+    for key in ("command", "env", "ports", "readinessProbe", "livenessProbe", "volumeMounts", "securityContext"):
         assert chart[key] == operator[key], key
     assert chart["image"] == "rocketq/rocketq:0.1.0"
     assert {"name": "NAMESRV_ADDR", "value": "demo-namesrv.mq.svc:9876"} in chart["env"]
-    assert chart["securityContext"] == operator["securityContext"]
+    ingress = VALUE_SETS["console-ingress"]["console"]["ingress"]
+    chart, operator = containers(VALUE_SETS["console-ingress"], {
+        "aclCredentialsSecret": "console-acl", "ingress": {"enabled": True, "host": ingress["host"],
+                                                          "tlsSecret": ingress["tlsSecret"]}})
+    assert chart["command"] == operator["command"]
+    assert chart["env"][4:] == operator["env"][4:], "the ACL account from the same Secret keys"
 
 
 def test_the_chart_console_keeps_the_users_file_in_a_secret_mounted_as_that_file() -> None:

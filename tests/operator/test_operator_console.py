@@ -56,12 +56,12 @@ def test_every_console_field_is_read() -> None:
         **ENABLED, "replicas": 2, "usersKey": "users.txt", "service": {"type": "NodePort", "port": 80},
         "ingress": {"enabled": True, "host": "mq.example.com", "className": "nginx", "path": "/",
                     "tlsSecret": "mq-tls", "annotations": {"a/b": "c"}},
-        "resources": {"limits": {"memory": "256Mi"}}}}).spec.console
+        "resources": {"limits": {"memory": "256Mi"}}, "aclCredentialsSecret": "console-acl"}}).spec.console
     assert wanted == specs.ConsoleSpec(
         enabled=True, replicas=2, users_secret="console-users", users_key="users.txt",
         service_type=specs.ServiceType.NODE_PORT, port=80,
         ingress=specs.IngressSpec(True, "mq.example.com", "nginx", "/", "mq-tls", {"a/b": "c"}),
-        resources=specs.Resources(limits={"memory": "256Mi"}))
+        resources=specs.Resources(limits={"memory": "256Mi"}), acl_credentials_secret="console-acl")
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -119,6 +119,16 @@ def test_the_deployment_runs_the_console_against_the_clusters_name_servers() -> 
         "secretName": "console-users", "items": [{"key": "users.txt", "path": "users"}]}}
     assert deployment["spec"]["selector"]["matchLabels"] == common.selector_labels("demo", "console")
     assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+def test_a_console_of_an_acl_cluster_signs_with_the_credentials_secret() -> None:
+    cluster = cluster_of({"acl": {"secretName": "acl"}, "console": {**ENABLED, "aclCredentialsSecret": "console-acl"}})
+    deployment = rendering.render_deployment(cluster)
+    kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[-2:] == [
+        {"name": "ROCKETQ_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "console-acl", "key": "accessKey"}}},
+        {"name": "ROCKETQ_SECRET_KEY", "valueFrom": {"secretKeyRef": {"name": "console-acl", "key": "secretKey"}}}]
 
 
 def test_service_and_ingress_are_valid_and_route_to_the_pods() -> None:

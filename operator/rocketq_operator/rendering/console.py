@@ -9,7 +9,9 @@ is the same in every cluster (and the end-to-end test runs exactly this command)
 * ``ROCKETQ_CONSOLE_USERS``: the users file, key ``usersKey`` of the Secret ``usersSecret``
   mounted read-only (a change of the Secret reaches the file; the console reads it at start,
   so the operator rolls the pods when the Secret's name or key changes, not its content);
-* ``ROCKETQ_CONSOLE_HOST``/``ROCKETQ_CONSOLE_PORT``: listen on every address, port 8080.
+* ``ROCKETQ_CONSOLE_HOST``/``ROCKETQ_CONSOLE_PORT``: listen on every address, port 8080;
+* ``ROCKETQ_ACCESS_KEY``/``ROCKETQ_SECRET_KEY`` from ``aclCredentialsSecret``, when given: the
+  ACL account the console signs its admin requests with (a cluster with ``spec.acl``).
 
 Probes ask ``/healthz``, which needs no login and no name server: a console whose name server
 is down still serves pages that say so. Sessions live in a console process's memory, so with
@@ -39,6 +41,8 @@ ENV_NAMESRV: Final = "NAMESRV_ADDR"
 ENV_USERS: Final = "ROCKETQ_CONSOLE_USERS"
 ENV_HOST: Final = "ROCKETQ_CONSOLE_HOST"
 ENV_PORT: Final = "ROCKETQ_CONSOLE_PORT"
+ACL_ENV: Final = (("ROCKETQ_ACCESS_KEY", "accessKey"), ("ROCKETQ_SECRET_KEY", "secretKey"))
+"""The console's ACL variables and the keys of ``aclCredentialsSecret`` they come from."""
 AFFINITY_TIMEOUT_SECONDS: Final = 8 * 3600
 """How long the Service keeps a client on one pod: the console's idle session lifetime."""
 TERMINATION_GRACE_SECONDS: Final = 15
@@ -72,6 +76,9 @@ def container(cluster: Cluster) -> dict[str, Any]:
                          {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": {**common.container_security_context(), "readOnlyRootFilesystem": True},
     }
+    if wanted.acl_credentials_secret:
+        out["env"] += [{"name": env, "valueFrom": {"secretKeyRef": {"name": wanted.acl_credentials_secret, "key": key}}}
+                       for env, key in ACL_ENV]
     resources = wanted.resources.as_k8s()
     if resources:
         out["resources"] = resources
