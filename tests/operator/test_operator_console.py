@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import crdschema
+import hypothesis
 import kubernetes_validate
 import pytest
+from hypothesis import strategies as st
 from operator_harness import PATHS, OperatorEnv
 from rocketq_operator import names
 from rocketq_operator import spec as specs
@@ -90,6 +92,19 @@ def test_invalid_console_is_an_error_line_and_refused_by_the_crd(raw: dict[str, 
 def test_a_valid_console_is_accepted_by_crd_and_operator(raw: dict[str, Any]) -> None:
     assert crd_errors(raw) == []
     assert errors_of({"console": raw}) == ()
+
+
+@hypothesis.given(host=st.one_of(st.none(), st.text(alphabet="ab.-*Z 9", max_size=12)),
+                  path=st.one_of(st.none(), st.text(alphabet="/a -.", max_size=8)),
+                  tls=st.one_of(st.none(), st.sampled_from(["tls", "TLS", "t.ls"])),
+                  secret=st.one_of(st.none(), st.text(alphabet="ab-._", max_size=6)))
+@hypothesis.settings(max_examples=150, deadline=None)
+def test_the_operator_accepts_a_console_exactly_when_the_crd_does(host: str | None, path: str | None,
+                                                                  tls: str | None, secret: str | None) -> None:
+    ingress = {k: v for k, v in {"enabled": True, "host": host, "path": path, "tlsSecret": tls}.items()
+               if v is not None}
+    raw = {"enabled": True, "ingress": ingress, **({"usersSecret": secret} if secret is not None else {})}
+    assert (errors_of({"console": raw}) == ()) == (crd_errors(raw) == []), (raw, crd_errors(raw))
 
 
 def test_the_crds_cel_rule_names_the_missing_users_secret() -> None:
