@@ -63,13 +63,15 @@ KINDS: Final[Mapping[str, Kind]] = {
     "Pod": Kind("v1", "pods"),
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
-    "Deployment": Kind("apps/v1", "deployments"),  # spec.proxy
+    "Deployment": Kind("apps/v1", "deployments"),  # spec.proxy, spec.console
     # spec.analytics: the Spark jobs and what their drivers need
     "ServiceAccount": Kind("v1", "serviceaccounts"),
     "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": Kind("rbac.authorization.k8s.io/v1", "rolebindings"),
     "PersistentVolumeClaim": Kind("v1", "persistentvolumeclaims"),
     "ScheduledSparkApplication": Kind("sparkoperator.k8s.io/v1beta2", "scheduledsparkapplications"),
+    # spec.console: the web console
+    "Ingress": Kind("networking.k8s.io/v1", "ingresses"),
     "RocketMQCluster": Kind("rocketq.io/v1alpha1", "rocketmqclusters"),
     "RocketMQTopic": Kind("rocketq.io/v1alpha1", "rocketmqtopics"),
     "RocketMQConsumerGroup": Kind("rocketq.io/v1alpha1", "rocketmqconsumergroups"),

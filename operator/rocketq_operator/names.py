@@ -130,3 +130,12 @@ def proxy_config(cluster: str) -> str:
 def proxy_service_address(cluster: str, namespace: str, port: int) -> str:
     """Where RocketMQ 5 clients in the cluster reach the proxy: its Service and gRPC port."""
     return f"{proxy(cluster)}.{namespace}.svc:{port}"
+
+
+def console(cluster: str) -> str:
+    """The console's Deployment, Service and Ingress (``spec.console``)."""
+    return f"{cluster}-console"
+
+
+def console_service_address(cluster: str, namespace: str, port: int) -> str:
+    return f"{console(cluster)}.{namespace}.svc:{port}"

@@ -27,7 +27,10 @@ steps, in order:
 7. ``proxy``: with ``spec.proxy.enabled`` the gRPC proxy's ConfigMap, Service, Deployment
    (and PDB above one replica); its readiness is ``status.proxy`` and ``ProxyReady``. Disabled,
    they are removed.
-8. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
+8. ``console``: with ``spec.console.enabled`` the web console's Service, Deployment and
+   optional Ingress (``status.console`` says where it is and how many pods are ready); without
+   it they are removed. Nothing else waits for the console either.
+9. ``status``: phase, conditions, per-group masters/leaders and ready counts; the handler
    writes it only when it changed.
 
 The pass never sleeps: anything that needs time (a pod becoming ready, a drain emptying)
@@ -44,6 +47,7 @@ from rocketq_operator import (
     analytics,
     applying,
     conditions,
+    console,
     dledger,
     failover,
     names,
@@ -97,6 +101,7 @@ class ClusterPass:
         self.refused: dict[int, list[str]] = {}
         self.analytics: Condition | None = None
         self.proxy = proxy.Outcome()
+        self.console: dict[str, Any] | None = None
         self.views: dict[int, dledger.GroupView] = {}
         """DLedger groups' Raft state, read once per pass."""
 
@@ -134,6 +139,7 @@ class ClusterPass:
         await self.scale_down(cluster, state, registry)
         self.analytics = await analytics.reconcile(self, cluster)
         self.proxy = await proxy.reconcile(self, cluster)
+        self.console = await console.reconcile(self, cluster)
         status = self.status(cluster, state, registry)
         self.announce_refusals()
         if raft:
@@ -462,6 +468,7 @@ class ClusterPass:
             # One string for `kubectl get`'s Leaders column (a printer column shows one value).
             "leaders": ",".join(leaders) if leaders else None,
             "proxy": self.proxy.status,
+            "console": self.console,
         }
 
     def _group_status(self, cluster: Cluster, group: GroupState, registry: topology.Registry) -> dict[str, Any]:

@@ -81,6 +81,15 @@ SCHEDULE: Final = re.compile(
 _SPARK_MEMORY: Final = re.compile(r"^[1-9][0-9]*[kmgt]$")
 _PUSHGATEWAY: Final = re.compile(r"^[^\s]+$")
 
+DEFAULT_CONSOLE_REPLICAS: Final = 1
+MAX_CONSOLE_REPLICAS: Final = 5
+DEFAULT_CONSOLE_PORT: Final = 8080
+DEFAULT_USERS_KEY: Final = "users"
+MAX_INGRESS_ANNOTATIONS: Final = 64
+_SECRET_KEY: Final = re.compile(r"^[-._a-zA-Z0-9]+$")
+_INGRESS_HOST: Final = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_INGRESS_PATH: Final = re.compile(r"^/[^\s]*$")
+
 
 DEFAULT_PROXY_REPLICAS: Final = 2
 MAX_PROXY_REPLICAS: Final = 64
@@ -119,6 +128,12 @@ class BrokerRole(enum.Enum):
 class FlushDiskType(enum.Enum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
     SYNC_FLUSH = "SYNC_FLUSH"
+
+
+class ServiceType(enum.Enum):
+    CLUSTER_IP = "ClusterIP"
+    NODE_PORT = "NodePort"
+    LOAD_BALANCER = "LoadBalancer"
 
 
 class StorageType(enum.Enum):
@@ -221,6 +236,40 @@ class ProxySpec:
 
 
 @dataclass(frozen=True)
+class IngressSpec:
+    """``spec.console.ingress``: an Ingress in front of the console's Service (off unless enabled)."""
+
+    enabled: bool = False
+    host: str | None = None
+    class_name: str | None = None
+    path: str = "/"
+    tls_secret: str | None = None
+    """A kubernetes.io/tls Secret for ``host``: the Ingress terminates HTTPS and the console marks
+    its session cookie Secure."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConsoleSpec:
+    """``spec.console``: a ``rocketq console`` Deployment for this cluster (off unless enabled).
+
+    The users file (``name:role:argon2-hash`` lines) comes from key ``users_key`` of the Secret
+    ``users_secret``, mounted as a file; the console never runs with a generated password here."""
+
+    enabled: bool = False
+    replicas: int = DEFAULT_CONSOLE_REPLICAS
+    users_secret: str | None = None
+    users_key: str = DEFAULT_USERS_KEY
+    service_type: ServiceType = ServiceType.CLUSTER_IP
+    port: int = DEFAULT_CONSOLE_PORT
+    ingress: IngressSpec = field(default_factory=IngressSpec)
+    resources: Resources = field(default_factory=Resources)
+    acl_credentials_secret: str | None = None
+    """A Secret (keys accessKey, secretKey) with the ACL account the console signs its admin
+    requests with: needed when ``spec.acl`` is on (give the account admin: true)."""
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     image: str = DEFAULT_IMAGE
     image_pull_policy: PullPolicy = PullPolicy.IF_NOT_PRESENT
@@ -232,6 +281,7 @@ class ClusterSpec:
     acl_secret_name: str | None = None
     analytics: AnalyticsSpec = field(default_factory=AnalyticsSpec)
     proxy: ProxySpec = field(default_factory=ProxySpec)
+    console: ConsoleSpec = field(default_factory=ConsoleSpec)
 
 
 @dataclass(frozen=True)
@@ -278,6 +328,7 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
         acl_secret_name=acl_secret_name,
         analytics=_analytics(r, r.mapping(top.get("analytics"), "spec.analytics"), name),
         proxy=_proxy(r, r.mapping(top.get("proxy"), "spec.proxy"), brokers, acl_secret_name is not None),
+        console=_console(r, r.mapping(top.get("console"), "spec.console")),
     )
     errors = tuple(r.errors)
     return Parsed(spec=None if errors else spec, errors=errors)
@@ -507,6 +558,53 @@ def _spark_pods(r: Reader, raw: Mapping[str, Any], path: str) -> SparkPods:
         cores=r.integer(raw.get("cores"), f"{path}.cores", 1, 1, MAX_SPARK_CORES),
         memory=r.string(raw.get("memory"), f"{path}.memory", DEFAULT_SPARK_MEMORY, _SPARK_MEMORY, 16)
         or DEFAULT_SPARK_MEMORY,
+    )
+
+
+def _console(r: Reader, raw: Mapping[str, Any]) -> ConsoleSpec:
+    enabled = r.boolean(raw.get("enabled"), "spec.console.enabled", False)
+    secret = r.string(raw.get("usersSecret"), "spec.console.usersSecret", None, validation.DNS_1123_SUBDOMAIN)
+    if enabled and secret is None and "usersSecret" not in raw:
+        r.fail("spec.console.usersSecret", "is required when the console is enabled (a Secret whose key "
+                                           "holds name:role:argon2-hash lines, see docs/console.md)")
+    service = r.mapping(raw.get("service"), "spec.console.service")
+    return ConsoleSpec(
+        enabled=enabled,
+        replicas=r.integer(raw.get("replicas"), "spec.console.replicas", DEFAULT_CONSOLE_REPLICAS, 1,
+                           MAX_CONSOLE_REPLICAS),
+        users_secret=secret,
+        users_key=r.string(raw.get("usersKey"), "spec.console.usersKey", DEFAULT_USERS_KEY, _SECRET_KEY)
+        or DEFAULT_USERS_KEY,
+        service_type=r.choice(service.get("type"), "spec.console.service.type", ServiceType,
+                              ServiceType.CLUSTER_IP),
+        port=r.integer(service.get("port"), "spec.console.service.port", DEFAULT_CONSOLE_PORT, 1, 65535),
+        ingress=_ingress(r, r.mapping(raw.get("ingress"), "spec.console.ingress")),
+        resources=_resources(r, raw.get("resources"), "spec.console.resources"),
+        acl_credentials_secret=r.string(raw.get("aclCredentialsSecret"), "spec.console.aclCredentialsSecret", None,
+                                        validation.DNS_1123_SUBDOMAIN),
+    )
+
+
+def _ingress(r: Reader, raw: Mapping[str, Any]) -> IngressSpec:
+    host = r.string(raw.get("host"), "spec.console.ingress.host", None, _INGRESS_HOST)
+    tls = r.string(raw.get("tlsSecret"), "spec.console.ingress.tlsSecret", None, validation.DNS_1123_SUBDOMAIN)
+    if tls is not None and host is None:
+        r.fail("spec.console.ingress.tlsSecret", "needs spec.console.ingress.host (the name the certificate is for)")
+    annotations = r.mapping(raw.get("annotations"), "spec.console.ingress.annotations")
+    if len(annotations) > MAX_INGRESS_ANNOTATIONS:
+        r.fail("spec.console.ingress.annotations", f"must have at most {MAX_INGRESS_ANNOTATIONS} entries")
+        annotations = {}
+    for key, value in annotations.items():
+        if not isinstance(value, str):
+            r.fail(f"spec.console.ingress.annotations.{key}", f"must be a string, got {validation.shown(value)}")
+    return IngressSpec(
+        enabled=r.boolean(raw.get("enabled"), "spec.console.ingress.enabled", False),
+        host=host,
+        class_name=r.string(raw.get("className"), "spec.console.ingress.className", None,
+                            validation.DNS_1123_SUBDOMAIN),
+        path=r.string(raw.get("path"), "spec.console.ingress.path", "/", _INGRESS_PATH, 1024) or "/",
+        tls_secret=tls,
+        annotations={str(k): v for k, v in annotations.items() if isinstance(v, str)},
     )
 
 

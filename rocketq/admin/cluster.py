@@ -4,6 +4,8 @@ mqadmin's commands mostly name a cluster (``-c``) or a topic or group, not a bro
 decides which brokers that means and asks them, in parallel:
 
 * topic and group changes go to every master of the cluster (or the one broker given with ``-b``);
+  an ordered topic also gets its ``ORDER_TOPIC_CONFIG`` entry in the name servers' KV store
+  (``brokerName:queues;...``, which routes hand to clients as ``orderTopicConf``);
   deleting a topic also removes it from every member and then from the name servers;
 * topic status, offset resets and offset clones go to the broker groups of the topic's route;
 * a group's progress is asked of every master the name servers know, and merged: the lag is the
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from rocketq.admin import stats
 from rocketq.admin.adminbodies import Connection, ConsumerConnection, GroupConfig, Subscription, TopicConfig
@@ -30,6 +32,7 @@ from rocketq.protocol import codes
 from rocketq.protocol.codes import Perm, ResponseCode
 
 T = TypeVar("T")
+ORDER_TOPIC_CONFIG_NAMESPACE: Final = "ORDER_TOPIC_CONFIG"
 
 
 async def _each(calls: Iterable[Awaitable[T]]) -> list[T]:
@@ -86,6 +89,30 @@ async def create_topic(admin: AdminClient, config: TopicConfig, *, broker_addr: 
     return addrs
 
 
+async def order_conf(admin: AdminClient, addrs: list[str], write_queue_nums: int) -> str:
+    """``brokerName:queues;...`` for the KV entry ordered topics keep in the name servers."""
+    info = await admin.cluster_info()
+    names = sorted({data.broker_name for addr in addrs if (data := info.locate(addr)) is not None})
+    return ";".join(f"{name}:{write_queue_nums}" for name in names)
+
+
+async def set_topic_order(admin: AdminClient, topic: str, addrs: list[str], write_queue_nums: int) -> str:
+    """Write an ordered topic's ORDER_TOPIC_CONFIG entry for the brokers it was created on (as
+    mqadmin's ``updateTopic -o true``); the entry written."""
+    conf = await order_conf(admin, addrs, write_queue_nums)
+    await admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
+    return conf
+
+
+async def topic_order_conf(admin: AdminClient, topic: str) -> str | None:
+    """A topic's ORDER_TOPIC_CONFIG entry, None when it has none (not an ordered topic)."""
+    return await admin.get_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic)
+
+
+async def clear_topic_order(admin: AdminClient, topic: str) -> None:
+    await admin.delete_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic)
+
+
 async def delete_topic(admin: AdminClient, topic: str, cluster: str) -> list[str]:
     """Delete a topic from every member of a cluster, then from every name server."""
     info = await admin.cluster_info()
@@ -125,6 +152,14 @@ async def create_group(admin: AdminClient, config: GroupConfig, *, broker_addr: 
     addrs = await targets(admin, broker_addr, cluster)
     await _each(admin.create_group(addr, config) for addr in addrs)
     return addrs
+
+
+async def group_configs(admin: AdminClient, group: str, masters: list[str]) -> dict[str, GroupConfig | None]:
+    """A subscription group's config on each master (None where that broker has none), read
+    from each broker's table (GET_ALL_SUBSCRIPTIONGROUP_CONFIG: RocketMQ 4.9 has no request for
+    one group)."""
+    tables = await _each(admin.all_groups(addr) for addr in masters)
+    return {addr: table.get(group) for addr, table in zip(masters, tables, strict=True)}
 
 
 async def delete_group(admin: AdminClient, group: str, *, broker_addr: str | None = None,

@@ -36,7 +36,6 @@ from rocketq.remoting.errors import RemotingError
 
 EXIT_FAILED: Final = 1
 EXIT_INTERRUPTED: Final = 130
-ORDER_TOPIC_CONFIG_NAMESPACE: Final = "ORDER_TOPIC_CONFIG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,21 +241,13 @@ def update_topic(s: Session, broker_addr: str | None, cluster: str | None, topic
         addrs = await cluster_ops.create_topic(admin, config, broker_addr=broker_addr, cluster=cluster)
         lines = [f"create topic to {addr} success." for addr in addrs]
         if order:
-            conf = await _order_conf(admin, addrs, write_queue_nums)
-            await admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
+            conf = await cluster_ops.set_topic_order(admin, topic, addrs, write_queue_nums)
             lines.append(f"set cluster orderConf. isOrder={tables.cell(order)}, orderConf=[{conf}]")
         lines.append(views.topic_config_line(config))
         return Output("\n".join(lines), {"brokers": addrs, "topicConfig": config.to_json()})
 
     s.run(work)
 
-
-
-async def _order_conf(admin: AdminClient, addrs: list[str], write_queue_nums: int) -> str:
-    """``brokerName:queues;...`` for the KV entry ordered topics keep in the name servers."""
-    info = await admin.cluster_info()
-    names = sorted({data.broker_name for addr in addrs if (data := info.locate(addr)) is not None})
-    return ";".join(f"{name}:{write_queue_nums}" for name in names)
 
 
 @mqadmin_command("deleteTopic")

@@ -34,8 +34,10 @@ GENERATED_USER: Final = "admin"
 
 @click.command("console")
 @click.option("-n", "--namesrvAddr", "namesrv_addr", envvar="NAMESRV_ADDR", help="name servers host:port[;host:port]")
-@click.option("-p", "--port", type=int, default=DEFAULT_PORT, show_default=True, help="HTTP port (0 = any free port)")
-@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("-p", "--port", type=int, default=DEFAULT_PORT, show_default=True, envvar="ROCKETQ_CONSOLE_PORT",
+              help="HTTP port (0 = any free port; or ROCKETQ_CONSOLE_PORT)")
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="ROCKETQ_CONSOLE_HOST",
+              help="address to listen on (or ROCKETQ_CONSOLE_HOST)")
 @click.option("--users", "users_file", type=click.Path(dir_okay=False, path_type=Path), envvar="ROCKETQ_CONSOLE_USERS",
               help="users file: name:role:argon2-hash lines (or ROCKETQ_CONSOLE_USERS)")
 @click.option("--add-user", metavar="NAME:ROLE", help="append a user (role admin or read-only) to --users and exit")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import orjson
 from aiohttp.test_utils import TestClient
-from consolekit import ADMIN_NAME, post
+from consolekit import ADMIN_NAME, READER_NAME, READER_PASSWORD, client_for, login, post
 
+from rocketq.admin import cluster as cluster_ops
 from rocketq.console import keys
 from rocketq.console.pages.topics import kind_of
+from rocketq.local.cluster import ClusterState
 
 Client = TestClient  # type: ignore[type-arg]
 
@@ -101,3 +103,39 @@ async def test_unknown_topic_is_a_404_page(admin_console: Client) -> None:
 async def test_read_only_sees_no_change_forms(reader_console: Client) -> None:
     text = await (await reader_console.get("/topics")).text()
     assert "create-topic" not in text
+
+
+async def order_entry(client: Client, topic: str) -> str | None:
+    return await cluster_ops.topic_order_conf(client.app[keys.ADMIN], topic)
+
+
+async def test_an_ordered_topic_gets_its_order_conf_and_unticking_removes_it(admin_console: Client) -> None:
+    await create(admin_console, "ConsoleOrdered", order="on")
+    assert await order_entry(admin_console, "ConsoleOrdered") == "broker-a:4", "as updateTopic -o true writes it"
+    page = await (await admin_console.get("/topics/view", params={"topic": "ConsoleOrdered"})).text()
+    assert '<code id="order-conf">broker-a:4</code>' in page
+    assert 'id="update-order" checked' in page, "the update form keeps the topic ordered unless unticked"
+    last = admin_console.app[keys.AUDIT].recent[-1]
+    assert (last.action, last.target, last.outcome) == ("create/update topic (ordered)", "ConsoleOrdered", "ok")
+
+    await create(admin_console, "ConsoleOrdered", write_queues="2", read_queues="2", order="on")
+    assert await order_entry(admin_console, "ConsoleOrdered") == "broker-a:2", "follows the write queues"
+    await create(admin_console, "ConsoleOrdered")
+    assert await order_entry(admin_console, "ConsoleOrdered") is None
+    page = await (await admin_console.get("/topics/view", params={"topic": "ConsoleOrdered"})).text()
+    assert "order-conf" not in page and 'id="update-order">' in page
+
+
+async def test_read_only_and_csrf_less_order_changes_are_refused(admin_console: Client, cluster: ClusterState) -> None:
+    fields = {"topic": "ConsoleOrderedRO", "cluster": "DefaultCluster", "order": "on"}
+    response = await admin_console.post("/topics", data=fields, allow_redirects=False)
+    assert response.status == 403 and "CSRF" in await response.text()
+    reader = await client_for(cluster.namesrv)
+    try:
+        await login(reader, READER_NAME, READER_PASSWORD)
+        response = await post(reader, "/topics", fields, from_page="/topics")
+        assert response.status == 403 and "read-only" in await response.text()
+    finally:
+        await reader.close()
+    assert await order_entry(admin_console, "ConsoleOrderedRO") is None
+    assert (await admin_console.get("/topics/view", params={"topic": "ConsoleOrderedRO"})).status == 404

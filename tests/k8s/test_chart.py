@@ -28,6 +28,10 @@ K8S_VERSIONS = ("1.30.0", "1.37.0")
 # Kinds kubernetes-validate has no schema for; checked by their own tests below.
 CUSTOM_API_GROUPS = ("monitoring.coreos.com/", "rocketq.io/")
 
+# Two users-file lines as `rocketq console --add-user` writes them (argon2id, password "password1").
+USERS = ("alice:admin:$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE\n"
+         "bob:read-only:$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$YmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmI\n")
+
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "watch-namespaces": {"operator": {"watchNamespaces": ["mq-a", "mq-b"], "peering": {"enabled": True}}},
@@ -72,6 +76,13 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         },
     },
     "no-rbac": {"rbac": {"create": False}, "operator": {"logLevel": "warning"}},
+    "console": {"console": {"enabled": True, "cluster": "demo", "clusterNamespace": "mq", "users": USERS}},
+    "console-ingress": {"console": {
+        "enabled": True, "namesrv": "ns-0:9876;ns-1:9876", "existingSecret": "console-users", "replicas": 2,
+        "aclCredentialsSecret": "console-acl",
+        "service": {"type": "NodePort", "port": 80},
+        "ingress": {"enabled": True, "className": "nginx", "host": "mq.example.com", "tlsSecret": "mq-tls",
+                    "annotations": {"nginx.ingress.kubernetes.io/affinity": "cookie"}}}},
 }
 
 
@@ -235,6 +246,8 @@ WORKLOAD_RULES = {
        for plural in ("pods", "services", "configmaps", "persistentvolumeclaims")},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
+    # spec.console (its Deployment is granted above, with spec.proxy's)
+    ("networking.k8s.io", "ingresses"): {"get", "create", "patch", "delete"},
 }
 
 
@@ -599,3 +612,79 @@ def test_settings_schema() -> None:
         for bad in ({"failoverGrace": 0}, {"drainTimeout": "10m"}, {"retries": 3}):
             with pytest.raises(helm.HelmValuesError):
                 chart.validate_schema(chart.merge_values({"operator": {"settings": bad}}))
+
+
+# ---- the console ------------------------------------------------------------------------------
+
+
+def test_the_chart_console_runs_what_the_operator_renders_for_spec_console() -> None:
+    """One container contract: the chart's console container and the operator's (spec.console)
+    agree on command, environment names, ports, probes, mounts and security."""
+    rendering = pytest.importorskip("rocketq_operator.rendering.console")
+    specs = pytest.importorskip("rocketq_operator.spec")
+    def containers(values: dict[str, Any], console: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        deployment = named(objects(render(values)), "Deployment", f"{FULLNAME}-console")
+        (chart,) = deployment["spec"]["template"]["spec"]["containers"]
+        parsed = specs.parse_cluster_spec({"console": {"enabled": True, "usersSecret": "u", **console}}, "demo")
+        assert parsed.spec is not None
+        return chart, rendering.container(specs.Cluster(specs.ClusterMeta("demo", "mq", "uid", 1), parsed.spec))
+
+    chart, operator = containers(VALUE_SETS["console"], {})
+    for key in ("command", "env", "ports", "readinessProbe", "livenessProbe", "volumeMounts", "securityContext"):
+        assert chart[key] == operator[key], key
+    assert chart["image"] == "rocketq/rocketq:0.1.0"
+    assert {"name": "NAMESRV_ADDR", "value": "demo-namesrv.mq.svc:9876"} in chart["env"]
+    ingress = VALUE_SETS["console-ingress"]["console"]["ingress"]
+    chart, operator = containers(VALUE_SETS["console-ingress"], {
+        "aclCredentialsSecret": "console-acl", "ingress": {"enabled": True, "host": ingress["host"],
+                                                          "tlsSecret": ingress["tlsSecret"]}})
+    assert chart["command"] == operator["command"]
+    assert chart["env"][4:] == operator["env"][4:], "the ACL account from the same Secret keys"
+
+
+def test_the_chart_console_keeps_the_users_file_in_a_secret_mounted_as_that_file() -> None:
+    objs = objects(render(VALUE_SETS["console"]))
+    secret = named(objs, "Secret", f"{FULLNAME}-console")
+    assert secret["stringData"]["users"] == USERS
+    deployment = named(objs, "Deployment", f"{FULLNAME}-console")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "users", "secret": {
+        "secretName": f"{FULLNAME}-console", "items": [{"key": "users", "path": "users"}]}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    service = named(objs, "Service", f"{FULLNAME}-console")
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert "sessionAffinity" not in service["spec"]
+    assert not by_kind(objs, "Ingress")
+
+
+def test_the_chart_console_behind_an_ingress_with_tls_and_an_existing_secret() -> None:
+    objs = objects(render(VALUE_SETS["console-ingress"]))
+    assert not by_kind(objs, "Secret"), "the users Secret is the installer's"
+    deployment = named(objs, "Deployment", f"{FULLNAME}-console")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["rocketq", "console", "--secure-cookies"]
+    assert {"name": "NAMESRV_ADDR", "value": "ns-0:9876;ns-1:9876"} in container["env"]
+    assert deployment["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == "console-users"
+    service = named(objs, "Service", f"{FULLNAME}-console")
+    assert service["spec"]["sessionAffinity"] == "ClientIP" and service["spec"]["type"] == "NodePort"
+    ingress = one(objs, "Ingress")
+    assert ingress["spec"]["tls"] == [{"hosts": ["mq.example.com"], "secretName": "mq-tls"}]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"] == {
+        "name": f"{FULLNAME}-console", "port": {"name": "http"}}
+
+
+@pytest.mark.parametrize(("console", "message"), [
+    ({"enabled": True, "users": USERS}, "console.cluster"),
+    ({"enabled": True, "cluster": "demo"}, "console.users"),
+    ({"enabled": True, "cluster": "demo", "users": USERS, "ingress": {"enabled": True, "tlsSecret": "t"}},
+     "tlsSecret needs console.ingress.host"),
+])
+def test_an_incomplete_console_is_refused_with_the_reason(console: dict[str, Any], message: str) -> None:
+    with pytest.raises(helm.HelmRenderError, match=message):
+        render({"console": console})
+
+
+@pytest.mark.parametrize("users", ["alice:admin:plaintext\n", "alice:root:$argon2id$v=19$x\n"])
+def test_a_users_file_without_argon2_hashes_is_refused_by_the_values_schema(users: str) -> None:
+    with pytest.raises(helm.HelmValuesError, match="/console/users"):
+        render({"console": {"enabled": True, "cluster": "demo", "users": users}})

@@ -47,8 +47,8 @@ class Image:
 IMAGES = [
     Image("broker-image/Dockerfile",
           ["rocketq", "broker", "-c", "/etc/rocketq/broker.conf", "--ordinal-from-hostname", "--metrics-port", "5557"],
-          {10911, 10912, 40911, 5557, 8081}, "."),
-    Image("namesrv-image/Dockerfile", ["rocketq", "namesrv", "--metrics-port", "5557"], {9876, 5557}, "."),
+          {10911, 10912, 40911, 5557, 8080, 8081}, ".[console]"),
+    Image("namesrv-image/Dockerfile", ["rocketq", "namesrv", "--metrics-port", "5557"], {9876, 5557}, ".[console]"),
     Image("operator/Dockerfile",
           ["kopf", "run", "-m", "rocketq_operator.main", "--all-namespaces", "--standalone",
            "--liveness=http://0.0.0.0:8080/healthz", "--log-format=json"],
@@ -258,6 +258,25 @@ def test_the_chart_runs_the_operator_image_with_a_valid_kopf_command() -> None:
             check_command(container["command"] + container["args"])
             ports = {p["containerPort"] for p in container["ports"]}
             assert ports == IMAGES[2].ports, "the chart's ports are the ones the operator image exposes"
+
+
+def test_the_console_pods_run_a_valid_command_of_the_rocketq_image() -> None:
+    """The console the operator (spec.console) and the chart render runs from the rocketq image:
+    its command parses with the real click command, the image installs the console extra and
+    exposes the port, and the console's templates and assets reach the build context."""
+    rendering = pytest.importorskip("rocketq_operator.rendering.console")
+    specs = pytest.importorskip("rocketq_operator.spec")
+    ingress = {"enabled": True, "host": "h", "tlsSecret": "t"}
+    raw = {"console": {"enabled": True, "usersSecret": "u", "ingress": ingress}}
+    parsed = specs.parse_cluster_spec(raw, "demo")
+    assert parsed.spec is not None
+    container = rendering.container(specs.Cluster(specs.ClusterMeta("demo", "mq", "uid", 1), parsed.spec))
+    check_command(container["command"])
+    broker_image = IMAGES[0]
+    assert container["image"] == specs.DEFAULT_IMAGE and "[console]" in broker_image.install
+    assert {p["containerPort"] for p in container["ports"]} <= broker_image.ports
+    for asset in ("rocketq/console/templates/base.html", "rocketq/console/static/console.css"):
+        assert in_context(asset), asset
 
 
 def image_environment(dockerfile: str) -> dict[str, str]:

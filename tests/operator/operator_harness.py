@@ -86,6 +86,7 @@ PATHS: Final = {
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "ScheduledSparkApplication": "/apis/sparkoperator.k8s.io/v1beta2/namespaces/{ns}/scheduledsparkapplications",
+    "Ingress": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
 }
 RESOURCES: Final = {
     "RocketMQCluster": "rocketq.io/v1alpha1/rocketmqclusters",
@@ -103,6 +104,7 @@ RESOURCES: Final = {
     "RoleBinding": "rbac.authorization.k8s.io/v1/rolebindings",
     "PersistentVolumeClaim": "v1/persistentvolumeclaims",
     "ScheduledSparkApplication": "sparkoperator.k8s.io/v1beta2/scheduledsparkapplications",
+    "Ingress": "networking.k8s.io/v1/ingresses",
 }
 
 

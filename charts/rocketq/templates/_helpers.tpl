@@ -84,9 +84,13 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
   verbs: [get, list, watch, create, patch, delete]
-# spec.proxy: the gRPC proxy's Deployment.
+# spec.proxy and spec.console: the gRPC proxy's and the web console's Deployments, the console's
+# Ingress (their Services are among "services" below).
 - apiGroups: [apps]
   resources: [deployments]
+  verbs: [get, create, patch, delete]
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
   verbs: [get, create, patch, delete]
 # spec.analytics: the Spark jobs, their drivers' ServiceAccount, Role and RoleBinding.
 - apiGroups: [sparkoperator.k8s.io]
@@ -124,5 +128,22 @@ app.kubernetes.io/name: rocketq-analytics
 app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+app.kubernetes.io/part-of: rocketq
+{{- end }}
+
+{{/*
+Labels of the console's objects (templates/console.yaml).
+*/}}
+{{- define "rocketq.consoleSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "rocketq.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+{{- end }}
+
+{{- define "rocketq.consoleLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "rocketq.consoleSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: rocketq
 {{- end }}

@@ -1,12 +1,18 @@
 """Consumer groups: the list with lag and TPS; one group's queues (lag per queue and the client
-that owns each), clients and subscriptions, retry and DLQ depth; reset offsets by time, skip the
-backlog, delete.
+that owns each), clients and subscriptions, retry and DLQ depth, and its subscription group
+config on each master; reset offsets by time, skip the backlog, update the group config, delete.
 
 Lag is ``rocketq.admin.cluster.consumer_progress``: brokerOffset - consumerOffset per queue,
 asked of every master. Which client owns a queue is what each online client reports in its
 running info (GET_CONSUMER_RUNNING_INFO, relayed by a broker); a client that does not answer
 leaves its queues without an owner rather than failing the page. Skipping the backlog is a reset
 to now: every queue's consumer offset jumps to the first message stored after this moment.
+
+The group config (consume enabled, consume from min, broadcast, retry queues, max retries, the
+broker to consume from and the one to switch to when slow, notify on client changes) is what
+``rocketq admin updateSubGroup`` writes: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP to every master of
+the chosen cluster (``rocketq.admin.cluster.create_group``). RocketMQ 4.9's group config has no
+"orderly" field (orderly consumption is the client's choice, with queue locks on the broker).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from aiohttp import web
 
 from rocketq.admin import clientstatus, timestamps
 from rocketq.admin import cluster as cluster_ops
-from rocketq.admin.adminbodies import ConsumerConnection
+from rocketq.admin.adminbodies import ConsumerConnection, GroupConfig
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, BodyError
 from rocketq.admin.stats import MessageQueue
@@ -27,12 +33,15 @@ from rocketq.console import forms, keys
 from rocketq.console.pages.common import audited, done, unless_missing
 from rocketq.protocol import codes
 from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.sharedbodies import MAX_RETRY_QUEUE_NUMS, MAX_RETRY_TIMES
 from rocketq.remoting.errors import RemotingError
 
 routes = web.RouteTableDef()
 
 MAX_CLIENTS_ASKED: Final = 32
 """Clients asked for their queues on one page view; a bigger group shows the rest without owner."""
+MAX_BROKER_ID: Final = 2**31 - 1
+"""brokerId and whichBrokerWhenConsumeSlowly are Java longs; ids past an int are nobody's."""
 
 
 @routes.get("/groups")
@@ -81,13 +90,16 @@ async def group_page(request: web.Request) -> dict[str, Any]:
     group = forms.group(request.query)
     admin = request.app[keys.ADMIN]
     masters = await cluster_ops.all_masters(admin)
-    progress, conn, retry, dlq, info = await asyncio.gather(
+    progress, conn, retry, dlq, info, configs = await asyncio.gather(
         cluster_ops.consumer_progress(admin, group, masters=masters), connection_or_none(admin, group, masters),
-        depth(admin, codes.retry_topic(group)), depth(admin, codes.dlq_topic(group)), admin.cluster_info())
+        depth(admin, codes.retry_topic(group)), depth(admin, codes.dlq_topic(group)), admin.cluster_info(),
+        cluster_ops.group_configs(admin, group, masters))
     owners = await queue_owners(admin, group, conn)
+    shown = next((c for c in configs.values() if c is not None), None) or GroupConfig(group)
     return {"group": group, "progress": progress, "conn": conn, "owners": owners, "retry": retry, "dlq": dlq,
             "topics": progress.topics() or [s.topic for s in (conn.subscriptions if conn else ())],
-            "clusters": info.cluster_names(), "now": timestamps.now_ms()}
+            "clusters": info.cluster_names(), "now": timestamps.now_ms(), "configs": configs, "shown": shown,
+            "max_retry_queues": MAX_RETRY_QUEUE_NUMS, "max_retries": MAX_RETRY_TIMES}
 
 
 async def reset(request: web.Request, group: str, topic: str, when: int, action: str) -> int:
@@ -112,6 +124,31 @@ async def skip_backlog(request: web.Request) -> web.StreamResponse:
     count = await reset(request, group, topic, timestamps.now_ms(), "skip backlog")
     return done(request, f"Skipped the backlog of {count} queue(s) of {topic} for {group}.",
                 f"/groups/view?group={group}")
+
+
+def group_config(form: forms.Form) -> GroupConfig:
+    """The config the form asks for; an unticked checkbox is absent from a form, so it is False."""
+    return GroupConfig(
+        group_name=forms.group(form),
+        consume_enable=forms.flag(form, "consume_enable"),
+        consume_from_min_enable=forms.flag(form, "from_min"),
+        consume_broadcast_enable=forms.flag(form, "broadcast"),
+        retry_queue_nums=forms.integer(form, "retry_queues", low=0, high=MAX_RETRY_QUEUE_NUMS),
+        retry_max_times=forms.integer(form, "retry_max", low=-1, high=MAX_RETRY_TIMES),
+        broker_id=forms.integer(form, "broker_id", low=0, high=MAX_BROKER_ID),
+        which_broker_when_consume_slowly=forms.integer(form, "slow_broker", low=0, high=MAX_BROKER_ID),
+        notify_consumer_ids_changed_enable=forms.flag(form, "notify"),
+    )
+
+
+@routes.post("/groups/config")
+async def update_group_config(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    config, cluster = group_config(form), forms.text(form, "cluster")
+    brokers = await audited(request, "update group config", config.group_name,
+                            cluster_ops.create_group(request.app[keys.ADMIN], config, cluster=cluster))
+    return done(request, f"Group config of {config.group_name} written to {len(brokers)} broker(s) of {cluster}.",
+                f"/groups/view?group={config.group_name}")
 
 
 @routes.post("/groups/delete")

@@ -4,8 +4,11 @@ and sending a test message.
 A topic's kind follows RocketMQ's naming: ``%RETRY%group`` and ``%DLQ%group`` are a group's retry
 and dead-letter topics, system topics are ``namerules.SYSTEM_TOPICS`` and the ``rmq_sys_`` ones;
 the rest are normal. Creating and updating send UPDATE_AND_CREATE_TOPIC to every master of the
-chosen cluster (``rocketq.admin.cluster.create_topic``); deleting removes the topic from every
-member of each cluster holding it, then from the name servers.
+chosen cluster (``rocketq.admin.cluster.create_topic``); an ordered topic also gets its
+ORDER_TOPIC_CONFIG entry in the name servers (``brokerName:queues;...``, as ``rocketq admin
+updateTopic -o true`` writes it), and unticking "ordered" on an update removes that entry (which
+mqadmin leaves to ``deleteKvConfig``). Deleting removes the topic from every member of each
+cluster holding it, then from the name servers.
 """
 
 from __future__ import annotations
@@ -76,10 +79,20 @@ async def create_topic(request: web.Request) -> web.StreamResponse:
     if namerules.is_system_topic(config.topic_name):
         raise ArgumentError(f"{config.topic_name} is a system topic: the console does not change it")
     admin = request.app[keys.ADMIN]
-    brokers = await audited(request, "create/update topic", config.topic_name,
-                            cluster_ops.create_topic(admin, config, cluster=cluster))
+    brokers = await audited(request, "create/update topic" + (" (ordered)" if config.order else ""),
+                            config.topic_name, write_topic(admin, config, cluster))
     return done(request, f"Topic {config.topic_name} written to {len(brokers)} broker(s) of {cluster}.",
                 f"/topics/view?topic={config.topic_name}")
+
+
+async def write_topic(admin: AdminClient, config: TopicConfig, cluster: str) -> list[str]:
+    """Create or update the topic on the cluster's masters, then its ordered-topic entry."""
+    brokers = await cluster_ops.create_topic(admin, config, cluster=cluster)
+    if config.order:
+        await cluster_ops.set_topic_order(admin, config.topic_name, brokers, config.write_queue_nums)
+    elif await cluster_ops.topic_order_conf(admin, config.topic_name) is not None:
+        await cluster_ops.clear_topic_order(admin, config.topic_name)
+    return brokers
 
 
 @routes.post("/topics/delete")
@@ -124,8 +137,9 @@ async def topic_page(request: web.Request) -> dict[str, Any]:
     topic = forms.topic(request.query)
     admin = request.app[keys.ADMIN]
     route, masters = await cluster_ops.route_masters(admin, topic)
-    status, groups, info = await asyncio.gather(cluster_ops.topic_status(admin, topic),
-                                                consuming_groups(admin, topic, masters), admin.cluster_info())
+    status, groups, info, order = await asyncio.gather(
+        cluster_ops.topic_status(admin, topic), consuming_groups(admin, topic, masters), admin.cluster_info(),
+        cluster_ops.topic_order_conf(admin, topic))
     first = route.queue_datas[0] if route.queue_datas else None
     return {"topic": topic, "kind": kind_of(topic), "route": route, "status": status, "groups": groups,
-            "clusters": await cluster_ops.topic_clusters(admin, topic, info), "first": first}
+            "clusters": await cluster_ops.topic_clusters(admin, topic, info), "first": first, "order": order}
