@@ -367,7 +367,6 @@ class Producer:
         last_error.add_note(summary)
         raise last_error
 
-
     def _retry_queues(self, topic: str, route: TopicRoute | None,
                       queues: tuple[MessageQueue, ...]) -> tuple[MessageQueue, ...]:
         """The publish queues of ``route``, the topic's cached route (a refresh may have replaced
