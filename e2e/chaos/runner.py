@@ -143,12 +143,17 @@ class Group:
         await admin.change_broker_role(new.address, "SYNC_MASTER", 0)
         (old.store / "config").mkdir(parents=True, exist_ok=True)
         (old.store / "config" / "role.json").write_text(json.dumps({"brokerRole": "SLAVE", "brokerId": 1}))
-        restart(self.procs, old)
         self.master, self.slave = new, old
+        await self.restart(old)
 
-    def kill_slave(self) -> None:
+    async def kill_slave(self) -> None:
         self.slave.proc.kill9()
-        restart(self.procs, self.slave)
+        await self.restart(self.slave)
+
+    async def restart(self, broker: Broker) -> None:
+        # in a thread: starting waits for the ready line, and the producer must go on meanwhile
+        # (else the restart's seconds count as the group's recovery)
+        await asyncio.to_thread(restart, self.procs, broker)
 
     @staticmethod
     async def pause(broker: Broker, seconds: float) -> None:
@@ -163,7 +168,7 @@ async def inject(group: Group, admin: AdminClient, fault: str, rng: random.Rando
     if fault == "promote":
         await group.promote(admin)
     elif fault == "kill_slave":
-        group.kill_slave()
+        await group.kill_slave()
     elif fault == "stop_master":
         await Group.pause(group.master, rng.uniform(*STOP_SECONDS))
     else:
