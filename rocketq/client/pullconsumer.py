@@ -162,16 +162,18 @@ class PullConsumer:
 
     async def max_offset(self, mq: MessageQueue) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout))
 
     async def min_offset(self, mq: MessageQueue) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.get_min_offset(instance.remoting, addr, mq, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.get_min_offset(instance.remoting, addr, mq, instance.api_timeout))
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout)
-
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout))

@@ -189,6 +189,20 @@ async def test_a_pull_consumer_pulls_and_commits_on_the_promoted_master(failover
     assert failover.new.offsets[("cg", TOPIC, 0)] == 2
 
 
+@pytest.mark.parametrize("call", ["max_offset", "min_offset", "search_offset"])
+async def test_a_pull_consumers_offset_questions_go_to_the_promoted_master(failover: Failover, call: str) -> None:
+    failover.replicate(0, b"m0")
+    async with PullConsumer("cg", namesrv_addr=failover.cluster.namesrv.addr) as consumer:
+        [mq, _] = await consumer.fetch_subscribe_queues(TOPIC)
+        assert await consumer.max_offset(mq) == 1
+        await failover.run("killed")
+        failover.new.store(TOPIC, 0, b"m1")
+        if call == "search_offset":
+            assert await consumer.search_offset(mq, 0) == 0
+        else:
+            assert await getattr(consumer, call)(mq) == (2 if call == "max_offset" else 0)
+
+
 async def test_a_push_consumer_resumes_on_the_promoted_master_and_commits_there(failover: Failover) -> None:
     for q in range(QUEUES):
         failover.replicate(q, f"before{q}".encode())
