@@ -227,3 +227,31 @@ async def test_a_push_consumer_resumes_on_the_promoted_master_and_commits_there(
         await wait_until(lambda: all(failover.new.offsets.get(("cg", TOPIC, q)) == 2 for q in range(QUEUES)))
     assert sorted(received) == sorted([f"before{q}".encode() for q in range(QUEUES)]
                                       + [f"after{q}".encode() for q in range(QUEUES)])
+
+
+async def test_the_route_fetched_last_names_a_groups_master(failover: Failover) -> None:
+    """Two topics on broker-a; only one's route is refreshed after the failover: the other's
+    cached route still names the old master and must not win the address table."""
+    failover.cluster.namesrv.set_route("U", [failover.old], QUEUES)
+    async with Producer("pg", namesrv_addr=failover.cluster.namesrv.addr) as producer:
+        instance = producer._instance
+        assert instance is not None
+        await instance.update_route(TOPIC)
+        await instance.update_route("U")  # cached after T, and still naming the old master
+        await failover.run("killed")
+        await instance.update_route(TOPIC)
+        assert instance.master_addr("broker-a") == failover.new.addr
+
+
+async def test_a_producer_greets_a_promoted_slave(failover: Failover) -> None:
+    """A producer heartbeats masters only: a slave it knew was never greeted, and once promoted
+    it must be (it checks transactions with the producers it knows) without waiting 30 s."""
+    route = failover.cluster.namesrv.routes[TOPIC]
+    route["brokerDatas"][0]["brokerAddrs"] = {"0": failover.old.addr, "1": failover.new.addr}
+    async with Producer("pg", namesrv_addr=failover.cluster.namesrv.addr) as producer:
+        await producer.send(Message(TOPIC, b"before"))
+        assert failover.old.heartbeats and not failover.new.heartbeats
+        await failover.run("killed")
+        assert producer._instance is not None
+        await producer._instance.update_route(TOPIC)  # as a refresh after a failed send does
+        await wait_until(lambda: bool(failover.new.heartbeats))
