@@ -9,7 +9,10 @@ without the sharing between objects: sharing made Java's lifecycle hard to follo
 - one ``RemotingClient`` (one connection per broker or name server), whose handlers answer what
   brokers ask clients (NOTIFY_CONSUMER_IDS_CHANGED for consumers);
 - the **routes** of the topics its owner uses, fetched from one name server of the list (a
-  random one first, the next one on failure) and refreshed every ``pollNameServerInterval``;
+  random one first, the next one on failure) and refreshed every ``pollNameServerInterval``,
+  and at once (``refresh_stale_route``) when a request fails in a way that suggests a failover
+  (``rocketq.client.staleroutes``); where two topics' routes disagree about a broker group's
+  addresses, the route fetched last wins;
 - the **heartbeat** to the brokers of those routes every ``heartbeatBrokerInterval``.
 
 It starts two background tasks and its ``close()`` cancels and awaits both; the owner calls
@@ -27,10 +30,11 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
 
 from rocketq.acl import signing
-from rocketq.client import heartbeats, periodic, wire
+from rocketq.client import heartbeats, periodic, staleroutes, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, RouteError
 from rocketq.client.heartbeats import ConsumerData
 from rocketq.client.queues import MessageQueue
@@ -46,6 +50,8 @@ from rocketq.remoting.errors import RemotingError
 log = logging.getLogger(__name__)
 
 _instance_counter = itertools.count()
+
+T = TypeVar("T")
 
 
 class ServiceState(enum.Enum):
@@ -102,6 +108,8 @@ class ClientInstance:
         self._routes: dict[str, TopicRoute] = {}
         self._brokers: dict[str, dict[int, str]] = {}
         self._route_fetches: dict[str, asyncio.Future[TopicRoute | None]] = {}
+        self._stale_refreshes: dict[str, asyncio.Future[bool]] = {}
+        self._refresh_limiter = staleroutes.RefreshLimiter()
         self._heartbeat_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._greeting: asyncio.Task[None] | None = None
@@ -137,6 +145,8 @@ class ClientInstance:
         await asyncio.gather(*tasks, return_exceptions=True)
         for fetch in self._route_fetches.values():
             fetch.cancel()
+        for refresh in self._stale_refreshes.values():
+            refresh.cancel()
         await self.remoting.close()
 
     # --- routes -----------------------------------------------------------------------------
@@ -164,11 +174,15 @@ class ClientInstance:
         return await asyncio.shield(pending)
 
     def _store_route(self, topic: str, route: TopicRoute) -> None:
-        known = set(self.broker_addrs(masters_only=False))
+        masters_only = self._consumer() is None  # whom heartbeat() greets
+        known = set(self.broker_addrs(masters_only=masters_only))
+        # re-inserted, so the freshest route comes last and its addresses win in the table
+        self._routes.pop(topic, None)
         self._routes[topic] = route
         self._rebuild_broker_table()
-        if self.state is ServiceState.RUNNING and not set(self.broker_addrs(masters_only=False)) <= known:
-            # A broker we never greeted: say hello now rather than at the next 30 s tick.
+        if self.state is ServiceState.RUNNING and not set(self.broker_addrs(masters_only=masters_only)) <= known:
+            # A broker we never greeted (or a slave just promoted): say hello now rather than at
+            # the next 30 s tick.
             self._greeting = self._greeting or asyncio.create_task(self._greet())
 
     async def _greet(self) -> None:
@@ -178,10 +192,12 @@ class ClientInstance:
             self._greeting = None
 
     def _rebuild_broker_table(self) -> None:
+        """Each broker group's addresses, from the last-fetched route that names the group: an
+        older route of another topic may still list a master that has since failed over."""
         brokers: dict[str, dict[int, str]] = {}
-        for route in self._routes.values():
-            for name, broker_id, addr in route.addrs():
-                brokers.setdefault(name, {})[broker_id] = addr
+        for route in self._routes.values():  # oldest first
+            for data in route.broker_datas:
+                brokers[data.broker_name] = dict(data.addrs)
         self._brokers = brokers
 
     async def update_route(self, topic: str) -> TopicRoute | None:
@@ -212,6 +228,54 @@ class ClientInstance:
         borrowed = default.limited_to(queue_nums)
         self._store_route(topic, borrowed)
         return borrowed
+
+    async def refresh_stale_route(self, topic: str, timeout: float) -> bool:
+        """After a request for ``topic`` failed as ``staleroutes.means_stale_route`` describes:
+        fetch its route now, once per topic at a time and at most once a second (otherwise
+        return at once). True when the route changed. Waits at most ``timeout`` seconds (the
+        fetch goes on for the others); a name server failure is logged and gives False."""
+        pending = self._stale_refreshes.get(topic)
+        if pending is None:
+            if self.state is not ServiceState.RUNNING or not self._refresh_limiter.take(topic):
+                return False
+            pending = asyncio.ensure_future(self._refresh_stale(topic))
+            self._stale_refreshes[topic] = pending
+            pending.add_done_callback(lambda _f: self._stale_refreshes.pop(topic, None))
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending), max(timeout, 0.0))
+        except TimeoutError:
+            return False
+
+    async def call_current(self, topic: str, find: Callable[[], Awaitable[str]],
+                           call: Callable[[str], Awaitable[T]]) -> T:
+        """``call(await find())``: a request to the address ``find`` picks from the cached route.
+        When it fails as ``staleroutes.means_stale_route`` describes, the topic's route is
+        refreshed and, if ``find`` then gives another address (a promoted master), the request
+        is made once more there; otherwise the failure is raised."""
+        addr = await find()
+        try:
+            return await call(addr)
+        except (RemotingError, BrokerError) as exc:
+            if not staleroutes.means_stale_route(exc):
+                raise
+            await self.refresh_stale_route(topic, self.api_timeout)
+            moved = await find()
+            if moved == addr:
+                raise
+            log.info("%s: %s failed (%s); trying %s, the route's address now", self.client_id, addr, exc, moved)
+        return await call(moved)
+
+    async def _refresh_stale(self, topic: str) -> bool:
+        before = self._routes.get(topic)
+        try:
+            route = await self.update_route(topic)
+        except RouteError as exc:
+            log.warning("%s: route refresh of %s after a failure failed: %s", self.client_id, topic, exc)
+            return False
+        changed = route is not None and route != before
+        if changed:
+            log.info("%s: route of %s changed (refreshed after a failed request)", self.client_id, topic)
+        return changed
 
     async def refresh_routes(self) -> None:
         """Re-fetch every remembered topic; a topic the name server forgot keeps its last route."""
@@ -259,6 +323,12 @@ class ClientInstance:
         if found is None:
             raise RouteError(f"The broker[{mq.broker_name}] not exist")
         return found
+
+    async def subscribe_master(self, mq: MessageQueue) -> str:
+        """Where the group's offsets of ``mq`` go: the master; while the route has none, a slave
+        (RocketMQ's findBrokerAddressInSubscribe), which keeps them until the master is back."""
+        addr, _is_slave = await self.find_subscribe_addr(mq)
+        return addr
 
     async def any_broker_addr(self, topic: str) -> str | None:
         """An address of a random broker group serving the topic (for group-wide questions)."""

@@ -7,7 +7,9 @@ given up or the consumer closes.
 
 - ``RemoteBrokerOffsetStore`` (CLUSTERING): the group's offsets live on the queue's broker
   master. Read with QUERY_CONSUMER_OFFSET, written with UPDATE_CONSUMER_OFFSET (oneway on the
-  timer, as RocketMQ does; acknowledged when closing).
+  timer, as RocketMQ does; acknowledged when closing). A read or write that fails because the
+  master is gone refreshes the route and, if it names a new master, goes there at once
+  (``ClientInstance.call_current``).
 - ``LocalFileOffsetStore`` (BROADCASTING): every member has its own offsets, in
   ``<dir>/<clientId>/<group>/offsets.json`` (``dir`` defaults to ``~/.rocketmq_offsets``),
   written atomically (temp file, fsync, rename; the previous version kept as ``.bak`` and read
@@ -76,9 +78,10 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         """Nothing to load: offsets are read per queue when a queue is assigned."""
 
     async def read_from_store(self, mq: MessageQueue) -> int | None:
-        addr = await self._offset_addr(mq)
-        offset = await wire.query_consumer_offset(self._instance.remoting, addr, self._group, mq,
-                                                  self._instance.api_timeout)
+        offset = await self._instance.call_current(
+            mq.topic, lambda: self._instance.subscribe_master(mq),
+            lambda addr: wire.query_consumer_offset(self._instance.remoting, addr, self._group, mq,
+                                                    self._instance.api_timeout))
         if offset is not None:
             self.update(mq, offset, increase_only=False)
         return offset
@@ -87,18 +90,16 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         offset = self.table.get(mq)
         if offset is None:
             return
-        addr = await self._offset_addr(mq)
         rc = self._instance.remoting
-        if acknowledged:
-            await wire.update_consumer_offset(rc, addr, self._group, mq, offset, self._instance.api_timeout)
-        else:
-            await wire.update_consumer_offset_oneway(rc, addr, self._group, mq, offset)
 
-    async def _offset_addr(self, mq: MessageQueue) -> str:
-        """The master; while the route has none, a slave (RocketMQ's findBrokerAddressInSubscribe):
-        it keeps the offsets until the master is back, and its metadata sync hands them over."""
-        addr, _is_slave = await self._instance.find_subscribe_addr(mq)
-        return addr
+        async def write(addr: str) -> None:
+            if acknowledged:
+                await wire.update_consumer_offset(rc, addr, self._group, mq, offset, self._instance.api_timeout)
+            else:
+                await wire.update_consumer_offset_oneway(rc, addr, self._group, mq, offset)
+
+        # the master; while the route has none, a slave: its metadata sync hands them over
+        await self._instance.call_current(mq.topic, lambda: self._instance.subscribe_master(mq), write)
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, acknowledged: bool = False) -> None:
         """Write the offsets of ``mqs``; offsets of queues no longer held are dropped from memory."""

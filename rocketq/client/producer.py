@@ -10,7 +10,9 @@ Four ways to send:
 - ``send``: wait for the broker's answer. Up to ``1 + retryTimesWhenSendFailed`` attempts, each
   on the next queue round robin, avoiding the broker that just failed and brokers latency fault
   tolerance marks unavailable; all attempts together stay within ``sendMsgTimeout``. A broker
-  error is retried only for the codes RocketMQ retries (``sending.RETRY_CODES``).
+  error is retried only for the codes RocketMQ retries (``sending.RETRY_CODES``). A failure
+  that suggests a failover (``staleroutes.means_stale_route``) refreshes the topic's route
+  before the retry picks its queue, so the retry can reach a newly promoted master.
 - ``send(msg, selector=...)``: the application picks the queue (ordered messages); one attempt,
   never moved elsewhere.
 - ``send_async``: the same as ``send`` without waiting; returns a future and optionally calls
@@ -40,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rocketq.client import namechecks as names  # the SDK's topic/group checks
-from rocketq.client import replies, sending, tracing, wire
+from rocketq.client import replies, sending, staleroutes, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
@@ -197,7 +199,12 @@ class Producer:
         queues = await self._publish_queues(instance, out.topic)
         mq = self._select(selector, queues) if selector is not None else self._round_robin.choose(queues)
         addr = await instance.find_master(mq)
-        await wire.send_oneway(instance.remoting, addr, sending.header(out, self.group, mq, self.settings), out.body)
+        try:
+            await wire.send_oneway(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
+                                   out.body)
+        except RemotingError as exc:
+            await self._refresh_if_stale(instance, out.topic, mq.broker_name, exc, 0.0)
+            raise
 
     async def request(self, msg: Message, timeout_ms: int) -> Message:
         """Send ``msg`` and wait up to ``timeout_ms`` for the reply a consumer sends to it
@@ -262,11 +269,31 @@ class Producer:
             elapsed_ms = int(((self._loop or asyncio.get_running_loop()).time() - started) * 1000)
             self._faults.update(broker_name, elapsed_ms, isolation=isolation)
 
+    def _record_failure(self, instance: ClientInstance, mq: MessageQueue, addr: str | None, started: float) -> None:
+        """A transport failure isolates the broker group, unless ``addr`` is no longer its master
+        (the route moved on while the request was out: the failure was the old master's)."""
+        if addr is None or instance.master_addr(mq.broker_name) == addr:
+            self._record(mq.broker_name, started, isolation=True)
+
+    async def _refresh_if_stale(self, instance: ClientInstance, topic: str, broker_name: str,
+                                error: Exception | None, wait: float) -> None:
+        """After a failed attempt on ``broker_name``: when ``error`` suggests a failover, refresh
+        the topic's route, waiting at most ``wait`` seconds (0: start it for the next send)."""
+        if not staleroutes.means_stale_route(error):
+            return
+        failed_master = instance.master_addr(broker_name)
+        if await instance.refresh_stale_route(topic, wait):
+            master = instance.master_addr(broker_name)
+            if master is not None and master != failed_master:
+                # a new master: the fault mark was earned by the old one
+                self._faults.remove(broker_name)
+
     async def _attempt(self, instance: ClientInstance, out: Outgoing, mq: MessageQueue, timeout: float) -> SendResult:
         """One send to one queue; records the broker's latency or failure."""
         started = (self._loop or asyncio.get_running_loop()).time()
         # a trace's send time is wall-clock ms, taken before the send as RocketMQ does
         started_ms = time.time_ns() // 1_000_000 if self.tracer is not None else 0
+        addr: str | None = None
         try:
             addr = await instance.find_master(mq)
             reply = await wire.send(instance.remoting, addr, sending.header(out, self.group, mq, self.settings),
@@ -275,7 +302,7 @@ class Producer:
             self._record(mq.broker_name, started, isolation=False)
             raise
         except (RemotingError, ClientError):
-            self._record(mq.broker_name, started, isolation=True)
+            self._record_failure(instance, mq, addr, started)
             raise
         self._record(mq.broker_name, started, isolation=False)
         result = sending.to_result(reply, out, mq)
@@ -289,16 +316,25 @@ class Producer:
         self, instance: ClientInstance, out: Outgoing, selector: QueueSelector, timeout: float
     ) -> SendResult:
         queues = await self._publish_queues(instance, out.topic)
-        return await self._attempt(instance, out, self._select(selector, queues), timeout)
+        mq = self._select(selector, queues)
+        try:
+            return await self._attempt(instance, out, mq, timeout)
+        except (RemotingError, ClientError) as exc:
+            # never moved to another queue (the order), but the next send finds the new master
+            await self._refresh_if_stale(instance, out.topic, mq.broker_name, exc, 0.0)
+            raise
 
     async def _send_default(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
                             tried: list[str] | None = None, last_error: Exception | None = None) -> SendResult:
         """``tried``, ``last_error``: the attempts already made (an ``_InFlight`` send's first)."""
         loop = self._loop or asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        queues = await self._publish_queues(instance, out.topic)
         tried = tried or []
         last_broker = tried[-1] if tried else None
+        if last_broker is not None:
+            await self._refresh_if_stale(instance, out.topic, last_broker, last_error,
+                                         timeout if len(tried) < attempts else 0.0)
+        queues = await self._publish_queues(instance, out.topic)
         for attempt in range(len(tried), attempts):
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -322,11 +358,27 @@ class Producer:
                 return result
             log.info("send of %s to %s failed (attempt %d/%d): %s", out.msg_id, mq, attempt + 1, attempts, last_error)
             last_broker = mq.broker_name
+            wait = deadline - loop.time() if attempt + 1 < attempts else 0.0
+            await self._refresh_if_stale(instance, out.topic, last_broker, last_error, wait)
+            queues = self._retry_queues(out.topic, instance.cached_route(out.topic), queues)
         summary = f"send of {out.topic} failed after {len(tried)} attempt(s) on {tried}"
         if last_error is None or deadline - loop.time() <= 0:
             raise RemotingTimeoutError(f"{summary}: sendMsgTimeout {timeout * 1000:.0f} ms exceeded") from last_error
         last_error.add_note(summary)
         raise last_error
+
+    def _retry_queues(self, topic: str, route: TopicRoute | None,
+                      queues: tuple[MessageQueue, ...]) -> tuple[MessageQueue, ...]:
+        """The publish queues of ``route``, the topic's cached route (a refresh may have replaced
+        it); the old ones while it has none (no master right now: the retry then fails fast)."""
+        known = self._publish_cache.get(topic)
+        if route is None or (known is not None and known[0] is route):
+            return queues
+        fresh = route.publish_queues(topic)
+        if not fresh:
+            return queues
+        self._publish_cache[topic] = (route, fresh)
+        return fresh
 
 
 class _InFlight:
@@ -370,7 +422,7 @@ class _InFlight:
                 self._retry(exc)
             return
         except (RemotingError, ClientError) as exc:
-            producer._record(mq.broker_name, self._started, isolation=True)
+            producer._record_failure(self._instance, mq, self._addr, self._started)
             self._retry(exc)
             return
         producer._record(mq.broker_name, self._started, isolation=False)

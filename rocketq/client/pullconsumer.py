@@ -13,7 +13,10 @@ Nothing runs behind the application's back except the client instance's route re
 heartbeat (which lets brokers list this group). There is no rebalancing and no automatic offset
 commit: which queues to read and what to commit is the caller's business, as with RocketMQ's
 ``DefaultMQPullConsumer``. ``pull`` returns at once; ``pull_block_if_not_found`` lets the broker
-hold the request until a message arrives (up to ``brokerSuspendMaxTimeMillis``).
+hold the request until a message arrives (up to ``brokerSuspendMaxTimeMillis``). A request
+that fails because its broker is gone or no longer the master refreshes the topic's route and,
+when the route then names another address, is made once more there
+(``ClientInstance.call_current``).
 """
 
 from __future__ import annotations
@@ -123,12 +126,12 @@ class PullConsumer:
         if timeout_ms <= 0:
             raise ClientStateError(f"pull timeout must be positive, got {timeout_ms} ms")
         await self._register(instance, mq.topic)
-        addr, _is_slave = await instance.find_subscribe_addr(mq)
         flag = pulling.sys_flag(commit_offset=False, suspend=suspend, subscription=True)
         header = pulling.request_header(
             self.group, mq, offset, max_nums, sub, flag=flag,
             suspend_timeout_ms=self.settings.broker_suspend_max_time_millis if suspend else 0)
-        reply = await wire.pull(instance.remoting, addr, header, timeout_ms / 1000)
+        reply = await instance.call_current(mq.topic, lambda: instance.subscribe_master(mq),
+                                            lambda addr: wire.pull(instance.remoting, addr, header, timeout_ms / 1000))
         return pulling.to_result(reply, sub)
 
     @staticmethod
@@ -142,8 +145,9 @@ class PullConsumer:
         """The group's committed offset of ``mq`` on its master (a slave while the master is gone),
         None if it has none."""
         instance = self._running()
-        addr, _is_slave = await instance.find_subscribe_addr(mq)
-        return await wire.query_consumer_offset(instance.remoting, addr, self.group, mq, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.subscribe_master(mq),
+            lambda addr: wire.query_consumer_offset(instance.remoting, addr, self.group, mq, instance.api_timeout))
 
     async def update_offset(self, mq: MessageQueue, offset: int) -> None:
         """Commit ``offset`` (the next offset to read) for the group, acknowledged by the master;
@@ -151,20 +155,25 @@ class PullConsumer:
         instance = self._running()
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ClientStateError(f"offset {offset!r} must be a non-negative integer")
-        addr, _is_slave = await instance.find_subscribe_addr(mq)
-        await wire.update_consumer_offset(instance.remoting, addr, self.group, mq, offset, instance.api_timeout)
+        await instance.call_current(
+            mq.topic, lambda: instance.subscribe_master(mq),
+            lambda addr: wire.update_consumer_offset(instance.remoting, addr, self.group, mq, offset,
+                                                     instance.api_timeout))
 
     async def max_offset(self, mq: MessageQueue) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout))
 
     async def min_offset(self, mq: MessageQueue) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.get_min_offset(instance.remoting, addr, mq, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.get_min_offset(instance.remoting, addr, mq, instance.api_timeout))
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         instance = self._running()
-        addr = await instance.find_master(mq)
-        return await wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout))

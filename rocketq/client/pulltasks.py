@@ -16,7 +16,10 @@ timer's offset commits. Outcomes:
 - OFFSET_ILLEGAL: the offset is outside the queue (messages expired, or the queue was reset):
   move to ``next_begin_offset``, store and persist it, restart the cache and continue from
   there (RocketMQ drops the queue and waits for the next rebalance; the effect is the same);
-- an error (broker, transport, undecodable answer): log, wait 3 s, retry the same offset.
+- an error (broker, transport, undecodable answer): log, wait 3 s, retry the same offset. When
+  the error says the broker is gone or no longer the master (``staleroutes``), the topic's route
+  is refreshed first, and if it now names another address for the queue the pull is retried
+  at once there (a failover, found without waiting for the 30 s route timer).
 
 The broker may suggest pulling from a slave (``suggestWhichBrokerId``); the next pull follows
 it, and a pull from a slave never carries COMMIT_OFFSET (only a master stores offsets).
@@ -33,7 +36,7 @@ import logging
 from collections.abc import Callable
 from typing import Final, Protocol
 
-from rocketq.client import pulling, wire
+from rocketq.client import pulling, staleroutes, wire
 from rocketq.client.errors import ClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.offsetstores import OffsetStore
@@ -80,6 +83,8 @@ class PullTask:
         self._consume = consume
         self._subscription = subscription
         self._suggested_broker = MASTER_ID
+        self._pulled_from: str | None = None
+        """The address of the last pull sent."""
         self._flow_controlled = 0
         self._orderly = orderly
         self._needs_lock = orderly and settings.message_model is MessageModel.CLUSTERING
@@ -128,13 +133,26 @@ class PullTask:
             result = await self._pull(sub)
         except (ClientError, RemotingError) as exc:
             log.warning("%s: pull of %s at %d failed: %s", self._group, self.mq, self.next_offset, exc)
-            return ERROR_DELAY
+            return await self._after_failure(exc)
         if self.pq.dropped:
             return 0.0
         return await self._handle(result)
 
+    async def _after_failure(self, error: Exception) -> float:
+        """The delay before the next pull: none when a route refresh moved the queue to another
+        address (a promoted master), else ``ERROR_DELAY``."""
+        failed = self._pulled_from
+        if failed is None or not staleroutes.means_stale_route(error):
+            return ERROR_DELAY
+        self._suggested_broker = MASTER_ID  # a suggested slave may be the broker that is gone
+        await self._instance.refresh_stale_route(self.mq.topic, self._instance.api_timeout)
+        now = self._instance.subscribe_addr(self.mq.broker_name)
+        return 0.0 if now is not None and now[0] != failed else ERROR_DELAY
+
     async def _pull(self, sub: SubscriptionData) -> pulling.PullResult:
+        self._pulled_from = None
         addr, is_slave = await self._instance.find_subscribe_addr(self.mq, self._suggested_broker)
+        self._pulled_from = addr
         commit = None
         if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
             commit = self._offsets.read_memory(self.mq)

@@ -31,7 +31,7 @@ from typing import Protocol
 from rocketq import tasks
 from rocketq.client import wire
 from rocketq.client.allocation import AllocateStrategy
-from rocketq.client.errors import ClientError
+from rocketq.client.errors import ClientError, RouteError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.offsetstores import OffsetStore
 from rocketq.client.queues import MessageQueue
@@ -64,10 +64,13 @@ async def initial_offset(
     if policy is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (
             is_retry and policy is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET):
         return 0
-    addr = await instance.find_master(mq)
     if policy is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or is_retry:
-        return await wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout)
-    return await wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout)
+        return await instance.call_current(
+            mq.topic, lambda: instance.find_master(mq),
+            lambda addr: wire.get_max_offset(instance.remoting, addr, mq, instance.api_timeout))
+    return await instance.call_current(
+        mq.topic, lambda: instance.find_master(mq),
+        lambda addr: wire.search_offset(instance.remoting, addr, mq, timestamp_ms, instance.api_timeout))
 
 
 class Rebalancer:
@@ -146,12 +149,17 @@ class Rebalancer:
         return set(self._strategy(client_id, queues, sorted(consumers)))
 
     async def _consumer_ids(self, topic: str) -> list[str] | None:
-        try:
+        async def any_addr() -> str:
             addr = await self._instance.any_broker_addr(topic)
             if addr is None:
-                return None
-            return await wire.get_consumer_list(self._instance.remoting, addr, self._group,
-                                                self._instance.api_timeout)
+                raise RouteError(f"topic {topic} has no broker")
+            return addr
+
+        try:
+            return await self._instance.call_current(
+                topic, any_addr,
+                lambda addr: wire.get_consumer_list(self._instance.remoting, addr, self._group,
+                                                    self._instance.api_timeout))
         except (ClientError, RemotingError) as exc:
             log.warning("%s: consumer list for %s unavailable: %s", self._group, topic, exc)
             return None

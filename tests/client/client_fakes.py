@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -332,3 +333,12 @@ class FakeCluster:
 
     def topic(self, topic: str, queue_nums: int = 4, perm: int = 6) -> None:
         self.namesrv.set_route(topic, self.brokers, queue_nums, perm)
+
+
+async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None:
+    """Poll until ``predicate`` holds; the limit only turns a hang into a failure."""
+    for _ in range(int(limit / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from client_fakes import FakeCluster
+from client_fakes import FakeCluster, wait_until
 
 from rocketq.client import consuming
 from rocketq.client.allocation import allocate_averagely_by_circle
@@ -25,15 +25,6 @@ from rocketq.protocol.messagetypes import MessageExt
 
 FAST = {"rebalance_interval": 300, "broker_suspend_max_time_millis": 500,
         "consumer_timeout_millis_when_suspend": 3000, "persist_consumer_offset_interval": 100}
-
-
-async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None:
-    """Poll until ``predicate`` holds; the limit only turns a hang into a failure."""
-    for _ in range(int(limit / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
 
 
 class Collector:
