@@ -42,10 +42,12 @@ ADMIN_CODES: Final = frozenset({
     RequestCode.NOTIFY_BROKER_ROLE_CHANGED,
     RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
+    RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG,
 })
 """RocketMQ's ``Permission.ADMIN_CODE``; NOTIFY_BROKER_ROLE_CHANGED (RocketMQ's controller sends it,
-here an operator does: ha/role.py); and the ACL codes 50-53, which RocketMQ 4.9 lets any signed
-account use: rocketq keeps changing (and reading) who may do what to admin accounts."""
+here an operator does: ha/role.py); and the ACL codes 50-54, which RocketMQ 4.9 lets any signed
+account use (54 answers with every secret key): rocketq keeps changing (and reading) who may do
+what to admin accounts."""
 
 Resources = dict[str, int]
 

@@ -31,6 +31,7 @@ from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
 from rocketq.admin.stats import ConsumeStats, MessageQueue, TopicStats
 from rocketq.protocol import (
+    aclbodies,
     aclheaders,
     addresses,
     headers,
@@ -287,7 +288,7 @@ class AdminClient:
             ext["masterAddress"] = master_address
         await self.call(addr, RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext)
 
-    # --- broker: ACL (codes 50-53) ----------------------------------------------------------
+    # --- broker: ACL (codes 50-54) ----------------------------------------------------------
 
     async def update_acl_account(self, addr: str, header: aclheaders.CreateAccessConfigRequestHeader) -> None:
         """Create or update an account in the broker's ACL files (mqadmin updateAclConfig)."""
@@ -305,6 +306,12 @@ class AdminClient:
     async def acl_version(self, addr: str) -> aclheaders.GetBrokerAclConfigResponseHeader:
         response = await self.call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
         return _header(aclheaders.GetBrokerAclConfigResponseHeader, response)
+
+    async def acl_config(self, addr: str) -> aclbodies.ClusterAclConfig:
+        """Every account in force on the broker, secret keys included (mqadmin getAclConfig)."""
+        response = await self.call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        return aclbodies.ClusterAclConfig.decode(response.body)  # BodyError if unreadable
+
     async def dledger_status(self, addr: str) -> dledger.DLedgerStatus:
         """A DLedger member's role, term, leader, indexes (its runtime info's dLeger* keys);
         BodyError for a broker that is not a DLedger member."""

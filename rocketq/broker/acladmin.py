@@ -1,12 +1,16 @@
-"""The ACL admin requests of RocketMQ 4.9 (codes 50-53): ``mqadmin updateAclConfig``,
-``deleteAclConfig``, ``updateGlobalWhiteAddr`` and ``clusterAclConfigVersion``.
+"""The ACL admin requests of RocketMQ 4.9 (codes 50-54): ``mqadmin updateAclConfig``,
+``deleteAclConfig``, ``updateGlobalWhiteAddr``, ``clusterAclConfigVersion`` and ``getAclConfig``.
 
 Each change rewrites the ACL file that holds the account (rocketq/acl/editing.py) and reloads
 the table at once, so the answer comes after the change is in force. A failure is SYSTEM_ERROR
 with the reason in the remark, as RocketMQ answers; a broker with ``aclEnable=false`` has no
 table and says so. Unlike RocketMQ 4.9, which lets any signed account use these codes, rocketq
 counts them among the admin codes (rocketq/acl/validator.py): only an admin account may
-change who may do what.
+change who may do what, or read the accounts (code 54 answers with their secret keys).
+
+Code 54 lists the merged table as it is in force (rocketq/acl/reload.py): every file's global
+white addresses, and each accessKey once, from the first file that defines it. Values are what
+the table holds, not the file's text: a missing or invalid permission shows as the DENY it means.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import orjson
 
 from rocketq.acl import editing
 from rocketq.acl.editing import AccountChange, AclEditError
+from rocketq.acl.permissions import name as perm_name
+from rocketq.acl.plainacl import RETRY_GROUP_PREFIX, Account
 from rocketq.acl.reload import AclTable
+from rocketq.protocol.aclbodies import ClusterAclConfig, PlainAccessConfig
 from rocketq.protocol.aclheaders import (
     CreateAccessConfigRequestHeader,
     DeleteAccessConfigRequestHeader,
@@ -50,6 +57,7 @@ class AclAdminHandlers:
             RequestCode.DELETE_ACL_CONFIG: self.delete_account,
             RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white,
             RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.version_info,
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.acl_config,
         }
 
     async def update_account(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -92,6 +100,17 @@ class AclAdminHandlers:
         response.ext_fields.update(header.to_ext())
         return response
 
+    async def acl_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        table = self.table
+        if table is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, ACL_OFF)
+        config = table.config  # one read: the table is swapped whole, never changed in place
+        body = ClusterAclConfig(tuple(p.text for p in config.global_white_addresses),
+                                tuple(access_config(a) for a in config.accounts.values()))
+        response = request.response(ResponseCode.SUCCESS)
+        response.body = body.encode()
+        return response
+
     async def _edit(self, request: RemotingCommand, change: Callable[[AclTable], None]) -> RemotingCommand:
         table = self.table
         if table is None:
@@ -114,3 +133,17 @@ class AclAdminHandlers:
         if path not in table.files:
             raise AclEditError(f"{named} is not one of this broker's ACL files")
         return path
+
+
+def access_config(account: Account) -> PlainAccessConfig:
+    """An account as code 54 carries it; groups are kept under ``%RETRY%<group>`` in the table."""
+    topics = [f"{res}={perm_name(p)}" for res, p in account.resource_perms.items()
+              if not res.startswith(RETRY_GROUP_PREFIX)]
+    groups = [f"{res.removeprefix(RETRY_GROUP_PREFIX)}={perm_name(p)}" for res, p in account.resource_perms.items()
+              if res.startswith(RETRY_GROUP_PREFIX)]
+    return PlainAccessConfig(
+        access_key=account.access_key, secret_key=account.secret_key,
+        white_remote_address=account.white_remote_address.text, admin=account.admin,
+        default_topic_perm=perm_name(account.default_topic_perm),
+        default_group_perm=perm_name(account.default_group_perm),
+        topic_perms=tuple(topics), group_perms=tuple(groups))

@@ -1,5 +1,7 @@
 """``rocketq admin`` ACL commands: mqadmin's updateAclConfig, deleteAclConfig,
-updateGlobalWhiteAddr and clusterAclConfigVersion (RocketMQ 4.9's request codes 50-53).
+updateGlobalWhiteAddr, clusterAclConfigVersion and getAclConfig (RocketMQ 4.9's request codes
+50-54). ``getAclConfig`` prints every account as mqadmin does, but with the secret keys masked:
+a terminal, a CI log or a shared screen is no place for them (the ACL files hold them).
 
 With ``-c`` a change goes to every broker of the cluster, slaves included (each broker keeps
 its own ACL files), as mqadmin does. The broker only takes these from an admin account, so
@@ -136,6 +138,38 @@ def cluster_acl_config_version(s: Session, broker_addr: str | None, cluster: str
         return Output("\n".join(lines), rows)
 
     s.run(work)
+
+
+@mqadmin_command("getAclConfig")
+@broker_or_cluster
+def get_acl_config(s: Session, broker_addr: str | None, cluster: str | None) -> None:
+    """Every account of a broker, or of each master of a cluster (secret keys masked)."""
+    _need_target(broker_addr, cluster)
+
+    async def work(client: AdminClient) -> Output:
+        addrs = await cluster_ops.targets(client, broker_addr, cluster)
+        rows: list[dict[str, object]] = []
+        lines: list[str] = []
+        for addr in addrs:
+            config = await client.acl_config(addr)
+            accounts = [a.shown() for a in config.accounts]
+            rows.append({"brokerAddr": addr, "globalWhiteAddrs": list(config.global_white_addrs),
+                         "plainAccessConfigs": accounts})
+            lines += ["", f"{'globalWhiteRemoteAddresses':<20}: {list(config.global_white_addrs)}", "", "accounts:"]
+            for account in accounts:
+                lines += [f"  {key:<18}: {_shown_value(value)}" for key, value in account.items()]
+                lines.append("")
+        return Output("\n".join(lines), rows)
+
+    s.run(work)
+
+
+def _shown_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
 
 
 def _file_versions(all_files: str | None, default: str) -> dict[str, DataVersion]:

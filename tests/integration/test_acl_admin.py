@@ -1,11 +1,13 @@
-"""The ACL admin requests (codes 50-53) against a real `rocketq broker` with aclEnable=true,
+"""The ACL admin requests (codes 50-54) against a real `rocketq broker` with aclEnable=true,
 driven by `rocketq admin` as an operator would: accounts made, changed and deleted while the
 broker runs, each change in force when the command returns."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -16,6 +18,7 @@ from test_acl import ADMIN, APP, TOPIC, AclCluster, call, refused, send_v2
 from test_acl import cluster as cluster  # the module-scoped ACL cluster fixture
 
 from rocketq.acl import signing
+from rocketq.admin.client import AdminClient
 from rocketq.client import BrokerError, Message, Producer
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.remoting.client import RemotingClient
@@ -112,8 +115,60 @@ async def test_a_broker_without_acl_says_so(tmp_path: Path) -> None:
         try:
             answer = await call(client, broker.address, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
                                 {"accessKey": NEW[0], "secretKey": NEW[1]}, b"")
+            listing = await call(client, broker.address, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, {}, b"")
         finally:
             await client.close()
-        assert answer.code == ResponseCode.SYSTEM_ERROR and "aclEnable=false" in (answer.remark or "")
+        for each in (answer, listing):
+            assert each.code == ResponseCode.SYSTEM_ERROR and "aclEnable=false" in (each.remark or ""), each
     finally:
         procs.stop_all()
+
+
+TEAM_FILE = f"""
+globalWhiteRemoteAddresses: [10.9.*.*]
+accounts:
+- accessKey: teamOnlyKey
+  secretKey: teamOnlySecret
+  whiteRemoteAddress: 192.168.1.*
+  defaultGroupPerm: PUB|SUB
+  groupPerms: [teamGroup=SUB]
+- accessKey: {APP[0]}
+  secretKey: shadowedSecret
+  admin: true
+"""
+
+
+async def test_get_acl_config_lists_the_merged_table_to_admins_only(cluster: AclCluster) -> None:
+    team = cluster.acl_file.parent / "acl" / "team.yml"
+    team.parent.mkdir(exist_ok=True)
+    team.write_text(TEAM_FILE)
+    try:
+        async with AdminClient(cluster.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as client:
+            deadline = time.monotonic() + 30
+            while not any(a.access_key == "teamOnlyKey" for a in (await client.acl_config(cluster.broker)).accounts):
+                assert time.monotonic() < deadline, "the broker never loaded conf/acl/team.yml"
+                await asyncio.sleep(0.2)
+            config = await client.acl_config(cluster.broker)
+        by_key = {a.access_key: a for a in config.accounts}
+        assert sorted(by_key) == sorted([APP[0], ADMIN[0], "teamOnlyKey"])
+        assert config.global_white_addrs == ("10.9.*.*",)
+        app = by_key[APP[0]]  # plain_acl.yml defines it first: team.yml's copy is ignored
+        assert (app.secret_key, app.admin) == (APP[1], False)
+        assert (app.default_group_perm, app.group_perms) == ("SUB", ("deniedGroup=DENY",))
+        assert f"{TOPIC}=PUB|SUB" in app.topic_perms
+        teamed = by_key["teamOnlyKey"]
+        assert (teamed.white_remote_address, teamed.default_topic_perm, teamed.default_group_perm,
+                teamed.group_perms) == ("192.168.1.*", "DENY", "PUB|SUB", ("teamGroup=SUB",))
+
+        listed = admin(cluster, "getAclConfig", "--json")
+        assert listed.returncode == 0, listed.stderr
+        [row] = orjson.loads(listed.stdout)
+        assert {a["accessKey"] for a in row["plainAccessConfigs"]} == set(by_key)
+        assert APP[1] not in listed.stdout and "teamOnlySecret" not in listed.stdout  # masked
+        text = admin(cluster, "getAclConfig")
+        assert text.returncode == 0 and "teamOnlyKey" in text.stdout and APP[1] not in text.stdout
+
+        refused_list = admin(cluster, "getAclConfig", signer=APP)
+        assert refused_list.returncode == 1 and "Need admin permission" in refused_list.stderr
+    finally:
+        team.unlink()

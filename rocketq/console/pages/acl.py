@@ -1,16 +1,18 @@
-"""ACL accounts: each broker's ACL file versions, and creating, updating or deleting an account
-on every broker of a cluster (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, masters and slaves
-alike, as ``rocketq admin updateAclConfig -c``).
+"""ACL accounts: each broker's accounts and ACL file versions, and creating, updating or
+deleting an account on every broker of a cluster (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG,
+masters and slaves alike, as ``rocketq admin updateAclConfig -c``).
 
-RocketMQ 4.9's protocol has no request that lists accounts (secret keys must not travel), so
-the page shows what the brokers do report: which ACL files they hold and each file's version,
-which tells whether every broker has the same accounts. A broker without ACL answers with an
-error, shown as "ACL off".
+The accounts come from GET_BROKER_CLUSTER_ACL_CONFIG (code 54, ``mqadmin getAclConfig``): each
+broker's merged table as it is in force. That answer carries every secret key; the page turns
+each account into an ``AccountRow`` first, which has no secret-key field, so no template can show
+one by mistake. Every broker is asked, since each keeps its own files: equal file versions mean
+equal accounts. A broker without ACL answers with an error, shown as "ACL off".
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp_jinja2
@@ -18,22 +20,66 @@ from aiohttp import web
 
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
-from rocketq.admin.errors import AdminError
+from rocketq.admin.errors import AdminError, BodyError
 from rocketq.console import forms, keys
 from rocketq.console.pages.common import audited, done
-from rocketq.protocol import aclheaders
+from rocketq.protocol import aclbodies, aclheaders
+from rocketq.remoting.errors import RemotingError
 
 routes = web.RouteTableDef()
 
 PERMS: Final = ("", "DENY", "PUB", "SUB", "PUB|SUB")
 """What an account's default topic/group permission may be (empty: leave unchanged)."""
+ACL_OFF_MARK: Final = "aclEnable=false"
+"""In the remark of a broker whose ACL is off (rocketq/broker/acladmin.py ACL_OFF)."""
 
 
-async def acl_state(admin: AdminClient, addr: str) -> aclheaders.GetBrokerAclConfigResponseHeader | str:
+@dataclass(frozen=True, slots=True)
+class AccountRow:
+    """An account as the page shows it: everything but the secret key."""
+
+    access_key: str
+    admin: bool
+    white_remote_address: str
+    default_topic_perm: str
+    default_group_perm: str
+    topic_perms: tuple[str, ...]
+    group_perms: tuple[str, ...]
+
+    @classmethod
+    def of(cls, account: aclbodies.PlainAccessConfig) -> AccountRow:
+        return cls(account.access_key, account.admin, account.white_remote_address, account.default_topic_perm,
+                   account.default_group_perm, account.topic_perms, account.group_perms)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAcl:
+    addr: str
+    versions: str = ""
+    """The ACL files and their versions (JSON, as the broker reports them)."""
+    global_white_addrs: tuple[str, ...] = ()
+    accounts: tuple[AccountRow, ...] = ()
+    problem: str = ""
+    """Why nothing is shown: "ACL off (...)" or the error of an unreadable answer."""
+
+
+async def broker_acl(admin: AdminClient, addr: str) -> BrokerAcl:
     try:
-        return await admin.acl_version(addr)
-    except AdminError as exc:
-        return f"ACL off ({exc.name})"
+        version = await admin.acl_version(addr)
+    except (AdminError, BodyError, RemotingError) as exc:
+        return BrokerAcl(addr, problem=problem(exc))
+    versions = version.all_acl_file_version or version.version
+    try:
+        config = await admin.acl_config(addr)
+    except (AdminError, BodyError, RemotingError) as exc:  # e.g. a broker older than code 54
+        return BrokerAcl(addr, versions, problem=f"accounts not listed: {problem(exc)}")
+    return BrokerAcl(addr, versions, config.global_white_addrs, tuple(AccountRow.of(a) for a in config.accounts))
+
+
+def problem(exc: Exception) -> str:
+    if isinstance(exc, AdminError):
+        return f"ACL off ({exc.name})" if ACL_OFF_MARK in exc.remark else f"{exc.name}: {exc.remark}"
+    return f"no answer: {exc}" if isinstance(exc, RemotingError) else f"unreadable answer: {exc}"
 
 
 @routes.get("/acl")
@@ -41,9 +87,9 @@ async def acl_state(admin: AdminClient, addr: str) -> aclheaders.GetBrokerAclCon
 async def acl_page(request: web.Request) -> dict[str, Any]:
     admin = request.app[keys.ADMIN]
     info = await admin.cluster_info()
-    addrs = info.all_addrs()
-    states = await asyncio.gather(*(acl_state(admin, addr) for addr in addrs))
-    return {"brokers": list(zip(addrs, states, strict=True)), "clusters": info.cluster_names(), "perms": PERMS}
+    brokers = await asyncio.gather(*(broker_acl(admin, addr) for addr in info.all_addrs()))
+    return {"brokers": brokers, "clusters": info.cluster_names(), "perms": PERMS,
+            "secret_mask": aclbodies.SECRET_MASK}
 
 
 def perm(form: forms.Form, name: str) -> str | None:
