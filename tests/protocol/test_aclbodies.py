@@ -26,7 +26,7 @@ def test_round_trip(config: ClusterAclConfig) -> None:
     assert ClusterAclConfig.decode(config.encode()) == config
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=8),
                            lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.sampled_from(["globalWhiteAddrs", "plainAccessConfigs", "accessKey",
                                                               "admin", "topicPerms", "x"]), inner, max_size=4),
