@@ -84,10 +84,6 @@ class ProxySettings:
     def __post_init__(self) -> None:
         settings.check_port("grpcServerPort", self.grpc_server_port)
         _check_tls_mode(self.tls_server_mode.lower())
-
-    @property
-    def tls_enabled(self) -> bool:
-        return self.tls_server_mode.lower() == ENFORCING
         if self.proxy_mode is ProxyMode.CLUSTER:
             if not self.namesrv_addr:
                 raise SettingsError("namesrvAddr is required in CLUSTER mode")
@@ -99,6 +95,10 @@ class ProxySettings:
         if self.max_delay_time_mills <= 0:
             raise SettingsError(f"maxDelayTimeMills={self.max_delay_time_mills}: expected a positive time")
         parse_delay_levels(self.message_delay_level)
+
+    @property
+    def tls_enabled(self) -> bool:
+        return self.tls_server_mode.lower() == ENFORCING
 
 
 def _check_tls_mode(mode: str) -> None:

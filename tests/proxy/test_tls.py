@@ -16,15 +16,20 @@ from dataclasses import dataclass
 import grpc
 import pytest
 from clusterprocs import Proc, Processes
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from pyclient import PyClient
 
 from conftest import create_topics
 from rocketq.local.ports import free_port
+from rocketq.proxy import settings as proxy_settings
 from rocketq.proxy import tls
+from rocketq.proxy.settings import ProxySettings
 from rocketq.proxy.status import Code
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb
 from rocketq.proxy.v2 import service_pb2_grpc as grpc_v2
+from rocketq.settings import SettingsError
 
 ID = (("x-mq-client-id", "tls-test@1"),)
 CALL_TIMEOUT_S = 20.0
@@ -201,3 +206,49 @@ def test_a_broker_serves_its_local_endpoint_over_tls(tmp_path: pathlib.Path) -> 
         assert asyncio.run(ask()).status.code == Code.OK
     finally:
         procs.stop_all()
+
+
+# --- the settings and the key pair, without processes ------------------------------------------
+
+def _settings(**values: str) -> ProxySettings:
+    return proxy_settings.load({"namesrvAddr": "127.0.0.1:9876", **values})[0]
+
+
+def test_tls_is_off_by_default_and_the_mode_is_read_in_any_case() -> None:
+    assert not _settings().tls_enabled and tls.key_pair(_settings(), ("localhost",)) is None
+    assert _settings(**{"tls.server.mode": "ENFORCING"}).tls_enabled
+    with pytest.raises(SettingsError, match="expected one of disabled, permissive, enforcing"):
+        _settings(**{"tls.server.mode": "on"})
+
+
+def test_the_test_mode_certificate_names_the_hosts_and_matches_its_key(tmp_path: pathlib.Path) -> None:
+    pair = tls.key_pair(_settings(**ENFORCING), ("localhost", "127.0.0.1", "broker-0.example", "127.0.0.1"))
+    assert pair is not None
+    names = x509.load_pem_x509_certificate(pair.cert_pem).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["localhost", "broker-0.example"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    (tmp_path / "c.pem").write_bytes(pair.cert_pem)
+    (tmp_path / "k.pem").write_bytes(pair.key_pem)
+    assert tls.read_pair(tmp_path / "c.pem", tmp_path / "k.pem") == pair  # the files check accepts it
+
+
+def test_files_default_to_rocketmqs_place_under_rocketmq_home(tmp_path: pathlib.Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    files_mode = _settings(**ENFORCING, tlsTestModeEnable="false")
+    monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
+    with pytest.raises(SettingsError, match="set tlsCertPath or ROCKETMQ_HOME"):
+        tls.key_pair(files_mode, ("localhost",))
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))
+    with pytest.raises(SettingsError, match=f"tlsCertPath {tmp_path / 'conf/tls/rocketmq.crt'}: cannot read"):
+        tls.key_pair(files_mode, ("localhost",))
+
+
+def test_an_encrypted_key_is_refused_by_name(tmp_path: pathlib.Path) -> None:
+    pair = tls.self_signed(("localhost",))
+    key = serialization.load_pem_private_key(pair.key_pem, password=None)
+    (tmp_path / "c.pem").write_bytes(pair.cert_pem)
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.BestAvailableEncryption(b"secret")))
+    with pytest.raises(SettingsError, match="not an unencrypted PEM private key"):
+        tls.read_pair(tmp_path / "c.pem", tmp_path / "k.pem")
