@@ -3,7 +3,8 @@
 Reads an optional rmq-proxy.json (RocketMQ proxy's keys: ``grpcServerPort``,
 ``rocketMQClusterName``, ``namesrvAddr``, ...); ``-n`` and ``--grpc-port`` override it. A bad
 value stops it before anything binds (exit 2, the key named); keys it does not use are listed in
-one warning. When serving it prints ``rocketq proxy listening on HOST:PORT``.
+one warning; unreadable or mismatched TLS files (``tls.server.mode=enforcing``) stop it too
+(exit 2). When serving it prints ``rocketq proxy listening on HOST:PORT``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def command(config: str | None, namesrv_addr: str | None, grpc_port: int | None)
         log.warning("ignoring config keys rocketq proxy does not use: %s", ", ".join(unknown))
     from rocketq.proxy.server import ProxyServer  # grpc loads only when a proxy runs
 
-    server = ProxyServer(settings, acl_settings=acl)
+    try:
+        server = ProxyServer(settings, acl_settings=acl)  # reads and checks the TLS files, if any
+    except SettingsError as exc:
+        sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     sys.exit(serving.run(lambda: server,
                          lambda s: f"rocketq proxy listening on {settings.bind_address}:{s.port}",
                          (AclFileError,)))

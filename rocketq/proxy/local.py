@@ -17,7 +17,8 @@ from collections.abc import Mapping
 
 from rocketq import settings
 from rocketq.broker.server import BrokerServer
-from rocketq.proxy.server import ProxyServer
+from rocketq.proxy import tls
+from rocketq.proxy.server import ProxyServer, certificate_hosts
 from rocketq.proxy.settings import ProxyMode, ProxySettings
 from rocketq.settings import SettingsError
 
@@ -42,6 +43,8 @@ class BrokerWithEndpoint:
         self.broker = broker
         self.proxy_settings = proxy_settings
         self.proxy: ProxyServer | None = None
+        # the certificate files are checked here, before the broker binds anything
+        self.key_pair = tls.key_pair(proxy_settings, certificate_hosts(proxy_settings, broker.host))
 
     @property
     def address(self) -> str:
@@ -50,7 +53,7 @@ class BrokerWithEndpoint:
     async def start(self) -> None:
         await self.broker.start()
         self.proxy = ProxyServer(self.proxy_settings, local_host=self.broker.host,
-                                 acl_settings=self.broker.acl_settings)
+                                 acl_settings=self.broker.acl_settings, key_pair=self.key_pair)
         await self.proxy.start()
 
     async def close(self) -> None:

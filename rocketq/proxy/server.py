@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from rocketq.acl import plainacl
 from rocketq.acl.settings import AclSettings
-from rocketq.proxy import routing
+from rocketq.proxy import routing, tls
 from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
 from rocketq.proxy.clients import ClientTable
 from rocketq.proxy.service import MessagingService
@@ -41,9 +41,15 @@ HEALTH_SERVICES: Final = ("", pb.DESCRIPTOR.package + ".MessagingService")
 """What the health service reports on: the server as a whole, and MessagingService by name."""
 
 
+def certificate_hosts(settings: ProxySettings, local_host: str) -> tuple[str, ...]:
+    """The names a test-mode certificate carries: loopback and the host routes advertise."""
+    return tuple(h for h in ("localhost", LOOPBACK, settings.advertised_host, local_host) if h)
+
+
 class ProxyServer:
     def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK,
-                 acl_settings: AclSettings | None = None) -> None:
+                 acl_settings: AclSettings | None = None, key_pair: tls.KeyPair | None = None) -> None:
+        """``key_pair``: what a caller already loaded (``tls.key_pair``); else loaded here (SettingsError if bad)."""
         self.settings = settings
         self.acl_settings = acl_settings or AclSettings()
         table = ClientTable()
@@ -51,6 +57,7 @@ class ProxyServer:
                                transactions=Transactions(table, PROXY_PRODUCER_GROUP))
         self.port = settings.grpc_server_port
         self._local_host = settings.advertised_host or local_host
+        self.key_pair = key_pair or tls.key_pair(settings, certificate_hosts(settings, local_host))
         self.service = MessagingService(settings, self.backend, table, self._advertised)
         self._server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
@@ -69,7 +76,11 @@ class ProxyServer:
                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
         grpc_v2.add_MessagingServiceServicer_to_server(self.service, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        self.port = server.add_insecure_port(f"{self.settings.bind_address}:{self.settings.grpc_server_port}")
+        address = f"{self.settings.bind_address}:{self.settings.grpc_server_port}"
+        if self.key_pair is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, self.key_pair.credentials())
         if self.port == 0:
             raise OSError(f"cannot bind the gRPC port {self.settings.bind_address}:{self.settings.grpc_server_port}")
         self._server = server
@@ -77,6 +88,9 @@ class ProxyServer:
         for name in HEALTH_SERVICES:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("gRPC endpoint (%s mode) on port %d", self.settings.proxy_mode.value, self.port)
+        if self.key_pair is not None:
+            log.info("gRPC endpoint serves TLS, certificate SHA-256 %s%s", self.key_pair.fingerprint,
+                     " (self-signed, tlsTestModeEnable)" if self.settings.tls_test_mode_enable else "")
 
     async def close(self) -> None:
         if self._server is not None:

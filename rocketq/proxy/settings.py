@@ -30,6 +30,12 @@ MIN_INVISIBLE_MS_FOR_RECEIVE: Final = 10_000
 MAX_INVISIBLE_MS: Final = 12 * 3600 * 1000
 MAX_DELAY_MS: Final = 24 * 3600 * 1000
 DEFAULT_DELAY_LEVELS: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+MODE_KEY: Final = "tls.server.mode"
+"""RocketMQ's TlsSystemConfig property; rocketq reads it as a key (rocketq/proxy/tls.py explains)."""
+DISABLED: Final = "disabled"
+PERMISSIVE: Final = "permissive"
+ENFORCING: Final = "enforcing"
+TLS_MODES: Final = (DISABLED, PERMISSIVE, ENFORCING)
 
 
 class ProxyMode(enum.Enum):
@@ -65,8 +71,19 @@ class ProxySettings:
         "messageDelayLevel", DEFAULT_DELAY_LEVELS,
         "The brokers' delay levels (rocketq: a delivery timestamp is sent as the first level that is not earlier).")
 
+    tls_server_mode: str = setting(
+        MODE_KEY, DISABLED,
+        "disabled: plaintext gRPC; enforcing: TLS only (any case); permissive is refused (see proxy/tls.py).")
+    tls_test_mode_enable: bool = setting(
+        "tlsTestModeEnable", True, "With TLS: serve a self-signed certificate made at start instead of the files.")
+    tls_cert_path: str = setting("tlsCertPath", "", "With TLS, test mode off: the certificate chain (PEM); "
+                                 "empty = $ROCKETMQ_HOME/conf/tls/rocketmq.crt")
+    tls_key_path: str = setting("tlsKeyPath", "", "With TLS, test mode off: its unencrypted private key (PEM); "
+                                "empty = $ROCKETMQ_HOME/conf/tls/rocketmq.key")
+
     def __post_init__(self) -> None:
         settings.check_port("grpcServerPort", self.grpc_server_port)
+        _check_tls_mode(self.tls_server_mode.lower())
         if self.proxy_mode is ProxyMode.CLUSTER:
             if not self.namesrv_addr:
                 raise SettingsError("namesrvAddr is required in CLUSTER mode")
@@ -78,6 +95,18 @@ class ProxySettings:
         if self.max_delay_time_mills <= 0:
             raise SettingsError(f"maxDelayTimeMills={self.max_delay_time_mills}: expected a positive time")
         parse_delay_levels(self.message_delay_level)
+
+    @property
+    def tls_enabled(self) -> bool:
+        return self.tls_server_mode.lower() == ENFORCING
+
+
+def _check_tls_mode(mode: str) -> None:
+    if mode not in TLS_MODES:
+        raise SettingsError(f"{MODE_KEY}={mode!r}: expected one of {', '.join(TLS_MODES)}")
+    if mode == PERMISSIVE:
+        raise SettingsError(f"{MODE_KEY}=permissive: rocketq's gRPC port is either TLS or plaintext "
+                            f"(no per-connection detection); use {ENFORCING} or {DISABLED}")
 
 
 def read_json(path: str | Path) -> dict[str, str]:

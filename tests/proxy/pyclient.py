@@ -21,6 +21,8 @@ DRIVER: Final = Path(__file__).with_name("pyclient_driver.py")
 ANSWER_TIMEOUT_S: Final = 60.0
 """Generous: receives long-poll, and the machine is shared."""
 CLOSE_WAIT_S: Final = 15.0
+RECEIVE_TRIES: Final = 20
+ROOTS_ENV: Final = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"
 
 
 class PyClientError(RuntimeError):
@@ -28,12 +30,19 @@ class PyClientError(RuntimeError):
 
 
 class PyClient:
-    def __init__(self, endpoint: str, home: Path, credentials: tuple[str, str] = ("", "")) -> None:
+    def __init__(self, endpoint: str, home: Path, credentials: tuple[str, str] = ("", ""),
+                 trust: Path | None = None) -> None:
+        """``trust``: a PEM certificate; the client then connects with TLS (``tls_enable=True``) trusting it."""
         home.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "HOME": str(home)}
+        if trust is not None:
+            # the client makes grpc.ssl_channel_credentials() with no roots: gRPC's default roots, which
+            # this gRPC core variable replaces (the only way to make that client trust a test certificate)
+            env[ROOTS_ENV] = str(trust)
         with open(home / "driver.stderr", "wb") as stderr:
             self._proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), endpoint, *credentials], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=stderr, env={**os.environ, "HOME": str(home)}, text=True)
+                [sys.executable, str(DRIVER), endpoint, *credentials, "tls" if trust else "plaintext"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
         self._answers: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self._next()  # the ready line
@@ -58,6 +67,18 @@ class PyClient:
         if "error" in answer:
             raise PyClientError(answer["error"])
         return answer
+
+    def send_and_receive(self, topic: str, group: str, body: str) -> tuple[str, list[dict[str, Any]]]:
+        """One message produced and received back (up to ``RECEIVE_TRIES`` receives): its id and what came."""
+        self.call("producer", topics=[topic])
+        sent: str = self.call("send", topic=topic, body=body)["id"]
+        self.call("consumer", group=group, topic=topic, await_s=5)
+        got: list[dict[str, Any]] = []
+        for _ in range(RECEIVE_TRIES):
+            got += self.call("receive", n=8, invisible_s=30)["messages"]
+            if got:
+                break
+        return sent, got
 
     def close(self) -> None:
         """Shut the client down cleanly if it still answers; end the process in any case."""

@@ -61,8 +61,9 @@ class Collector(MessageListener):
 
 
 class Driver:
-    def __init__(self, endpoint: str, access_key: str = "", secret_key: str = "") -> None:
+    def __init__(self, endpoint: str, access_key: str = "", secret_key: str = "", transport: str = "plaintext") -> None:
         self.config = ClientConfiguration(endpoint, Credentials(access_key, secret_key), request_timeout=10)
+        self.tls = transport == "tls"
         self.producer: Producer | None = None
         self.checker: Checker | None = None
         self.consumer: SimpleConsumer | None = None
@@ -72,7 +73,7 @@ class Driver:
 
     def op_producer(self, cmd: dict[str, Any]) -> dict[str, Any]:
         self.checker = Checker(cmd["transactions"]) if cmd.get("transactions") else None
-        self.producer = Producer(self.config, tuple(cmd["topics"]), self.checker)
+        self.producer = Producer(self.config, tuple(cmd["topics"]), self.checker, tls_enable=self.tls)
         self.producer.startup()
         return {}
 
@@ -112,7 +113,7 @@ class Driver:
 
     def op_consumer(self, cmd: dict[str, Any]) -> dict[str, Any]:
         self.consumer = SimpleConsumer(self.config, cmd["group"], {cmd["topic"]: FilterExpression(cmd.get("tag", "*"))},
-                                       await_duration=cmd.get("await_s", 5))
+                                       await_duration=cmd.get("await_s", 5), tls_enable=self.tls)
         self.consumer.startup()
         return {}
 
@@ -153,7 +154,7 @@ class Driver:
 
 
 def main() -> None:
-    driver = Driver(*sys.argv[1:4])  # endpoint [access key, secret key]
+    driver = Driver(*sys.argv[1:5])  # endpoint, access key, secret key, "tls" | "plaintext"
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)

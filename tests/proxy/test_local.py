@@ -33,14 +33,7 @@ def test_a_broker_with_grpc_server_port_serves_the_python_client(processes: Proc
     asyncio.run(create_topics(ns.address, broker.address))
     client = PyClient(f"127.0.0.1:{grpc_port}", tmp_path / "pyclient")
     try:
-        client.call("producer", topics=["GrpcNormal"])
-        sent = client.call("send", topic="GrpcNormal", body="local")["id"]
-        client.call("consumer", group="local-cg", topic="GrpcNormal", await_s=5)
-        got = []
-        for _ in range(20):
-            got += client.call("receive", n=8, invisible_s=30)["messages"]
-            if got:
-                break
+        sent, got = client.send_and_receive("GrpcNormal", "local-cg", "local")
         assert [(m["id"], m["body"]) for m in got] == [(sent, "local")]
         client.call("ack", id=sent)
     finally:
