@@ -96,10 +96,13 @@ MAX_PROXY_REPLICAS: Final = 64
 PROXY_OPERATOR_KEYS: Final = frozenset({
     "namesrvAddr", "grpcServerPort", "grpcBindAddress", "grpcAdvertisedHost", "proxyMode", "rocketMQClusterName",
     "aclEnable", "rocketmq.acl.plain.file",
+    "tlsTestModeEnable", "tlsCertPath", "tlsKeyPath", "tls.server.mode",
 })
 """rmq-proxy.json keys the operator decides: where the proxy listens, which name servers and cluster it
 fronts. ACL is among them because the proxy's calls to brokers are unsigned (docs/proxy.md): a
-cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount."""
+cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount. TLS
+too, for now: the kubelet's gRPC probes speak plaintext, and certificates would need mounting, so an
+operator-run proxy serves plaintext (``tls.server.mode`` disabled, rocketq's default)."""
 PROXY_CONFIG_KEYS: Final = tuple(sorted(rocketq_settings.keys_of(proxy_settings.ProxySettings) - PROXY_OPERATOR_KEYS))
 """What ``spec.proxy.config`` may set: every key ``rocketq proxy`` uses that the operator does not own
 (a key rocketq ignores would do nothing, so it is refused rather than passed on)."""
