@@ -48,7 +48,7 @@ import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
 from rocketq.protocol import frames
@@ -101,8 +101,12 @@ SWEEP_MIN_GAP: Final = 0.01
 dead peer with 60 000 waiting) are failed in passes of 10 ms, each one scan of ``_pending``,
 rather than one scan per deadline. A timeout therefore ends at most 10 ms late."""
 
-_Waiting = tuple["asyncio.Future[RemotingCommand]", float, int, float]
-"""A request waiting for its answer: its future, deadline (loop time), request code, timeout."""
+AnswerCallback: TypeAlias = Callable[[RemotingCommand | None, BaseException | None], None]
+"""Told a request's outcome (``request_callback``): ``(response, None)`` or ``(None, error)``."""
+_Waiter: TypeAlias = "asyncio.Future[RemotingCommand] | AnswerCallback"
+_Waiting: TypeAlias = "tuple[_Waiter, float, int, float]"
+"""A request waiting for its answer: who is told (a future or a callback), deadline (loop
+time), request code, timeout."""
 
 
 class Connection(asyncio.Protocol):
@@ -344,6 +348,23 @@ class Connection(asyncio.Protocol):
         RemotingSendError when the connection is lost; cancelling it forgets the request.
         Unlike ``invoke`` it does not wait while the peer is slow to read: check ``writable``.
         """
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._send_request(cmd, timeout, fut)
+        fut.add_done_callback(self._forget_cancelled_cb)
+        return fut
+
+    def request_callback(self, cmd: RemotingCommand, timeout: float, on_answer: AnswerCallback) -> int:
+        """Send a request now; ``on_answer`` is told its outcome once, from inside the read that
+        brings the answer (or the timeout timer, or the connection's loss): no future and no loop
+        turn in between, for the producer's pipelined sends. Returns the request's opaque, which
+        ``forget`` takes to withdraw it (``on_answer`` is then never called). Errors as ``request``."""
+        return self._send_request(cmd, timeout, on_answer)
+
+    def forget(self, opaque: int) -> None:
+        """Withdraw a ``request_callback`` request: its answer, if one comes, is dropped."""
+        self._pending.pop(opaque, None)
+
+    def _send_request(self, cmd: RemotingCommand, timeout: float, waiter: _Waiter) -> int:
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
         if len(self._pending) >= MAX_PENDING_INVOKES:
@@ -351,24 +372,29 @@ class Connection(asyncio.Protocol):
         cmd.opaque = opaque = next(self._opaques) & 0x7FFFFFFF
         cmd.flag &= ~ONEWAY_FLAG
         self._write(cmd.encode())
-        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         deadline = self._loop.time() + timeout
-        self._pending[opaque] = (fut, deadline, cmd.code, timeout)
-        fut.add_done_callback(self._forget_cancelled_cb)
+        self._pending[opaque] = (waiter, deadline, cmd.code, timeout)
         if deadline < self._sweep_at:
             self._arm(deadline)
-        return fut
+        return opaque
 
-    def _end(self, fut: asyncio.Future[RemotingCommand], response: RemotingCommand | None = None,
+    def _end(self, waiter: _Waiter, response: RemotingCommand | None = None,
              exc: BaseException | None = None) -> None:
-        """Settle a request's future (unless its caller cancelled it), without the cancel callback."""
-        if fut.done():
+        """Tell a request's outcome: settle its future (unless its caller cancelled it, and
+        without the cancel callback) or call its callback."""
+        if not isinstance(waiter, asyncio.Future):
+            try:
+                waiter(response, exc)
+            except Exception:
+                log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
             return
-        fut.remove_done_callback(self._forget_cancelled_cb)
+        if waiter.done():
+            return
+        waiter.remove_done_callback(self._forget_cancelled_cb)
         if exc is not None:
-            fut.set_exception(exc)
+            waiter.set_exception(exc)
         else:
-            fut.set_result(response)  # type: ignore[arg-type]
+            waiter.set_result(response)  # type: ignore[arg-type]
 
     def _forget_cancelled(self, fut: asyncio.Future[RemotingCommand]) -> None:
         """The caller cancelled a request's future: forget the request (a late answer is dropped).
