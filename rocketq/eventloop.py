@@ -58,11 +58,20 @@ def run(main: Coroutine[Any, Any, T], *, tune: bool = True) -> T:
     ``tune``: apply ``GC_THRESHOLDS`` first."""
     if tune:
         tune_gc()
+    box: list[T] = []
     uvloop = _uvloop()
     if uvloop is None:
-        return asyncio.run(main)
-    result: T = uvloop.run(main)
-    return result
+        asyncio.run(_boxed(main, box))
+    else:
+        uvloop.run(_boxed(main, box))
+    return box[0]
+
+
+async def _boxed(main: Coroutine[Any, Any, T], box: list[T]) -> None:
+    """Run ``main`` and keep its result out of the main task's. Python 3.11's ``asyncio.Runner``
+    formats that task (result included) when it restores the SIGINT handler at exit, and a
+    benchmark's result holds every latency sample: ~0.8 µs of CPU per message it sent."""
+    box.append(await main)
 
 
 def _uvloop() -> Any:
