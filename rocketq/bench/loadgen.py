@@ -9,7 +9,8 @@ Numbers belong in docs/benchmarks.md, never in test assertions.
 A producer can be held to a rate (``rate`` messages per second, for latency at a given load),
 and either side can be split over several processes (``run_producers``/``run_consumers``) so
 that one Python client process is not what limits the measurement; the processes' results
-are summed (latency samples merged). Every run uses uvloop when it is installed.
+are summed (latency samples merged). Every run uses uvloop when it is installed and the
+servers' garbage-collector thresholds (``rocketq.eventloop``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any, Final, TypeVar
 
+from rocketq import eventloop
 from rocketq.client.consuming import ConsumeContext, ConsumeStatus, Listener
 from rocketq.client.producer import Producer
 from rocketq.client.pushconsumer import PushConsumer
@@ -39,12 +41,9 @@ T = TypeVar("T")
 
 
 def run_loop(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` on uvloop when it is installed (as the servers do), else on asyncio's loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    return uvloop.run(main)
+    """Run ``main`` as the servers run theirs (``rocketq.eventloop``: uvloop unless
+    ``ROCKETQ_UVLOOP=0``, the servers' collector thresholds)."""
+    return eventloop.run(main)
 
 
 class SendMode(enum.Enum):

@@ -17,13 +17,13 @@ code a supervisor can act on:
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Final, Protocol, TypeVar
 
+from rocketq import eventloop
 from rocketq.settings import SettingsError
 
 log = logging.getLogger(__name__)
@@ -59,22 +59,12 @@ def exit_code(exc: BaseException, config_errors: ConfigErrors = ()) -> int:
 def run(
     make_server: Callable[[], S], ready_line: Callable[[S], str], config_errors: ConfigErrors = ()
 ) -> int:
-    """Run a server until a termination signal; returns the process exit code."""
-    try:
-        import uvloop
-    except ImportError:  # uvloop is optional (not on Windows)
-        return asyncio.run(_serve(make_server, ready_line, config_errors))
-    return uvloop.run(_serve(make_server, ready_line, config_errors))
-
-
-GC_THRESHOLDS = (100_000, 50, 1_000)
-"""A server allocates many short-lived objects per request and few long-lived ones; collecting
-the youngest generation every 100 000 allocations instead of 700 cut a broker's CPU per sync send
-by ~14 % (docs/benchmarks.md) without growing its memory noticeably."""
+    """Run a server until a termination signal (on uvloop and with the collector set as
+    ``rocketq.eventloop`` says); returns the process exit code."""
+    return eventloop.run(_serve(make_server, ready_line, config_errors))
 
 
 async def _serve(make_server: Callable[[], S], ready_line: Callable[[S], str], config_errors: ConfigErrors) -> int:
-    gc.set_threshold(*GC_THRESHOLDS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -55,7 +55,7 @@ from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
-from rocketq.remoting.connection import Handler
+from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
@@ -184,14 +184,15 @@ class Producer:
         if addr is None:
             return None
         request = wire.send_request(sending.header(out, self.group, mq, self.settings), out.body, batch=False)
+        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout)
         try:
-            answer = instance.remoting.request_now(addr, request, timeout)
+            conn = instance.remoting.request_now(addr, request, timeout, flight.answered)
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
-        if answer is None:
+        if conn is None:
             return None
-        assert self._loop is not None
-        return _InFlight(self, instance, out, mq, addr, attempts, timeout, answer).result
+        flight.sent(conn, request.opaque)
+        return flight.result
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -384,36 +385,50 @@ class Producer:
 class _InFlight:
     """One ``send_async`` whose first attempt was written at once (``Producer._send_now``).
 
-    The connection's read loop resolves ``answer``; ``_answered`` then does what
+    The connection calls ``answered`` from the read that brings the broker's answer (or on
+    timeout or loss; no future in between, ``Connection.request_callback``), which does what
     ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
     either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
     in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
     whatever is under way: the request (the connection forgets it) or that task.
     """
 
-    __slots__ = ("_addr", "_attempts", "_current", "_instance", "_mq", "_out", "_producer", "_started",
-                 "_timeout", "result")
+    __slots__ = ("_addr", "_attempts", "_conn", "_current", "_instance", "_mq", "_opaque", "_out", "_producer",
+                 "_started", "_timeout", "result")
 
     def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
-                 attempts: int, timeout: float, answer: asyncio.Future[RemotingCommand]) -> None:
+                 attempts: int, timeout: float) -> None:
         loop = producer._loop
         assert loop is not None
         self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
         self._attempts, self._timeout, self._started = attempts, timeout, loop.time()
-        self._current: asyncio.Future[Any] = answer
+        self._conn: Connection | None = None
+        """Where the first attempt waits for its answer (``_opaque``), until it comes."""
+        self._opaque = 0
+        self._current: asyncio.Task[SendResult] | None = None
+        """The remaining attempts, once the first one failed."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
-        answer.add_done_callback(self._answered)
         self.result.add_done_callback(self._settled)
 
-    def _answered(self, answer: asyncio.Future[RemotingCommand]) -> None:
+    def sent(self, conn: Connection, opaque: int) -> None:
+        """The first attempt is on its way on ``conn`` as request ``opaque``."""
+        self._conn, self._opaque = conn, opaque
+
+    def answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        self._conn = None
         if self.result.done():
             return  # cancelled by its caller
-        if answer.cancelled():
-            self.result.cancel()
-            return
         producer, mq = self._producer, self._mq
+        if error is not None:
+            if not isinstance(error, RemotingError):
+                self.result.set_exception(error)
+                return
+            producer._record(mq.broker_name, self._started, isolation=True)
+            self._retry(error)
+            return
+        assert response is not None
         try:
-            reply = wire.send_reply(answer.result(), self._addr)
+            reply = wire.send_reply(response, self._addr)
         except BrokerError as exc:
             producer._record(mq.broker_name, self._started, isolation=False)
             if exc.code not in sending.RETRY_CODES:
@@ -458,7 +473,10 @@ class _InFlight:
     def _settled(self, result: asyncio.Future[SendResult]) -> None:
         self._producer._async_sends.discard(result)
         if result.cancelled():
-            self._current.cancel()
+            if self._current is not None:
+                self._current.cancel()
+            elif self._conn is not None:
+                self._conn.forget(self._opaque)
 
 
 def _run_callback(callback: SendCallback, task: asyncio.Future[SendResult]) -> None:

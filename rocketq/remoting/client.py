@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from rocketq.protocol import addresses, frames
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import idle, limits
-from rocketq.remoting.connection import COALESCE_FRAMES, Connection, Handler
+from rocketq.remoting.connection import COALESCE_FRAMES, AnswerCallback, Connection, Handler
 from rocketq.remoting.errors import RemotingConnectError
 
 RpcHook = Callable[[RemotingCommand], None]
@@ -102,16 +102,19 @@ class RemotingClient:
             self._rpc_hook(cmd)
         return await conn.invoke(cmd, timeout)
 
-    def request_now(self, addr: str, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand] | None:
-        """Send ``cmd`` at once on the open connection to ``addr`` and return the future of its
-        answer (``Connection.request``), or None, having sent nothing, when that would need a
-        wait first (no connection yet, or one whose peer is slow to read): ``invoke`` then."""
+    def request_now(self, addr: str, cmd: RemotingCommand, timeout: float,
+                    on_answer: AnswerCallback) -> Connection | None:
+        """Send ``cmd`` at once on the open connection to ``addr``; ``on_answer`` is told its
+        outcome (``Connection.request_callback``; ``cmd.opaque`` then names it for
+        ``Connection.forget``). None, having sent nothing, when that would need a wait first
+        (no connection yet, or one whose peer is slow to read): ``invoke`` then."""
         conn = self._connections.get(addr)
         if conn is None or not conn.writable:
             return None
         if self._rpc_hook is not None:
             self._rpc_hook(cmd)
-        return conn.request(cmd, timeout)
+        conn.request_callback(cmd, timeout, on_answer)
+        return conn
 
     def invoke_async(
         self,

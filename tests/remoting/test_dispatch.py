@@ -1,4 +1,5 @@
-"""Request dispatch on one connection: handlers run eagerly, waiting ones keep a task's semantics.
+"""Request dispatch on one connection: handlers run eagerly, waiting ones keep a task's semantics;
+the requests it sends time out by one timer per connection, on asyncio's loop and on uvloop.
 
 A ``Connection`` is driven through an in-memory transport, so each test sees exactly which
 frames were written and when, without sockets.
@@ -7,19 +8,23 @@ frames were written and when, without sockets.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
+from rocketq import eventloop
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, FrameDecoder, RemotingCommand
 from rocketq.protocol.headers import TopicHeader
 from rocketq.remoting import connection as connection_mod
 from rocketq.remoting import grouping
-from rocketq.remoting.connection import Connection
+from rocketq.remoting.connection import TIMEOUT_EARLY, Connection
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError
 
 SYNC, WAITS, WAITS_OFTEN, FAILS_LATE, STRICT, CANCELS_ITSELF, LATER = 1, 2, 3, 4, 5, 6, 7
+LOOPS = ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(
+    eventloop.loop_name() != "uvloop", reason="uvloop not installed or switched off"))]
 
 
 class MemoryTransport:
@@ -292,3 +297,82 @@ async def test_a_failing_group_answers_each_request_and_a_lost_connection_ends_a
     await _turns()
     assert conn._in_flight() == 0 and not conn._tasks
     assert sorted(_answers(transport)) == [1, 2]
+
+
+# --- timeouts of the requests a connection sends -------------------------------------------
+
+
+def _on(loop: str, scenario: Callable[[], Coroutine[Any, Any, None]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(eventloop.SWITCH, "1" if loop == "uvloop" else "0")
+    eventloop.run(scenario(), tune=False)
+
+
+async def _ends(fut: asyncio.Future[RemotingCommand]) -> tuple[float, BaseException | None]:
+    """When (loop time) the request's future ended, and with which error."""
+    try:
+        await asyncio.wait_for(asyncio.shield(fut), 5)
+    except (RemotingTimeoutError, RemotingSendError) as exc:
+        return asyncio.get_running_loop().time(), exc
+    return asyncio.get_running_loop().time(), None
+
+
+async def _short_after_long() -> None:
+    conn, _transport = _open(Handlers())
+    loop = asyncio.get_running_loop()
+    long = conn.request(RemotingCommand(code=1), 30)
+    started = loop.time()
+    short = conn.request(RemotingCommand(code=2), 0.05)
+    ended, error = await _ends(short)
+    assert isinstance(error, RemotingTimeoutError) and "to code 2 within 0.050s" in str(error)
+    assert ended >= started + 0.05 - TIMEOUT_EARLY
+    assert not long.done() and len(conn._pending) == 1  # the long one waits on
+    conn.connection_lost(None)
+    assert isinstance((await _ends(long))[1], RemotingSendError)
+    assert conn._pending == {} and conn._sweep is None
+
+
+async def _many_deadlines() -> None:
+    conn, transport = _open(Handlers())
+    loop = asyncio.get_running_loop()
+    timeouts = [0.005 * (i % 40 + 1) for i in range(200)]
+    started = loop.time()
+    futures = [conn.request(RemotingCommand(code=i), t) for i, t in enumerate(timeouts)]
+    answered = futures[7]  # answered before its deadline: ends with the answer, once
+    (_first, *_rest) = [cmd for cmd in FrameDecoder().feed(bytes(transport.written)) if cmd.code == 7]
+    conn.data_received(_first.response(ResponseCode.SUCCESS, "in time").encode())
+    ends = await asyncio.gather(*(_ends(f) for f in futures))
+    for i, ((ended, error), timeout) in enumerate(zip(ends, timeouts, strict=True)):
+        if i == 7:
+            assert error is None and answered.result().remark == "in time"
+        else:
+            assert isinstance(error, RemotingTimeoutError), i
+            assert ended >= started + timeout - TIMEOUT_EARLY, (i, ended - started, timeout)
+    assert conn._pending == {}
+    conn.data_received(_first.response(ResponseCode.SUCCESS, "too late").encode())  # dropped, no error
+
+
+async def _cancelled_then_answered() -> None:
+    conn, transport = _open(Handlers())
+    cancelled = conn.request(RemotingCommand(code=1), 5)
+    kept = conn.request(RemotingCommand(code=2), 5)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    assert len(conn._pending) == 1
+    for sent in FrameDecoder().feed(bytes(transport.written)):
+        conn.data_received(sent.response(ResponseCode.SUCCESS, str(sent.code)).encode())
+    assert (await kept).remark == "2" and cancelled.cancelled() and conn._pending == {}
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_short_timeout_is_not_held_up_by_a_long_one(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _on(loop, _short_after_long, monkeypatch)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_many_deadlines_each_end_once_and_never_early(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _on(loop, _many_deadlines, monkeypatch)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_cancelled_request_is_forgotten_and_its_answer_dropped(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _on(loop, _cancelled_then_answered, monkeypatch)

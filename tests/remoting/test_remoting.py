@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -97,26 +97,44 @@ async def test_async_rpc_with_callback(served, client) -> None:
         await failing
 
 
+class Outcomes:
+    """What ``request_now`` callbacks were told, by name."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, list[tuple[RemotingCommand | None, BaseException | None]]] = {}
+
+    def callback(self, name: str) -> Callable[[RemotingCommand | None, BaseException | None], None]:
+        return lambda response, error: self.told.setdefault(name, []).append((response, error))
+
+    async def wait_for(self, name: str) -> tuple[RemotingCommand | None, BaseException | None]:
+        for _ in range(500):
+            if name in self.told:
+                (outcome,) = self.told[name]  # told exactly once
+                return outcome
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{name} never told")
+
+
 async def test_request_now_needs_an_open_connection_and_ends_every_way(served, client) -> None:
     _fx, _server, addr = served
-    assert client.request_now(addr, RemotingCommand(code=ECHO), 2) is None  # not connected yet: nothing sent
+    seen = Outcomes()
+    assert client.request_now(addr, RemotingCommand(code=ECHO), 2, seen.callback("early")) is None  # nothing sent
     conn = await client.connection(addr)
-    answers = [client.request_now(addr, RemotingCommand(code=ECHO, body=str(i).encode()), 2) for i in range(50)]
-    assert [(await a).body for a in answers if a is not None] == [str(i).encode() for i in range(50)]
-    timed_out = client.request_now(addr, RemotingCommand(code=SLOW), 0.05)
-    cancelled = client.request_now(addr, RemotingCommand(code=SLOW), 5)
-    assert timed_out is not None and cancelled is not None and len(conn._pending) == 2
-    cancelled.cancel()
-    with pytest.raises(RemotingTimeoutError):
-        await timed_out
-    await asyncio.sleep(0)
-    assert not conn._pending  # neither the timed-out nor the cancelled request stays behind
-    lost = client.request_now(addr, RemotingCommand(code=SLOW), 5)
-    assert lost is not None
+    for i in range(50):
+        assert client.request_now(addr, RemotingCommand(code=ECHO, body=str(i).encode()), 2, seen.callback(str(i)))
+    assert [(await seen.wait_for(str(i)))[0].body for i in range(50)] == [str(i).encode() for i in range(50)]  # type: ignore[union-attr]
+    timed_out = RemotingCommand(code=SLOW)
+    forgotten = RemotingCommand(code=SLOW)
+    assert client.request_now(addr, timed_out, 0.05, seen.callback("timed out")) is conn
+    assert client.request_now(addr, forgotten, 5, seen.callback("forgotten")) is conn
+    assert len(conn._pending) == 2
+    conn.forget(forgotten.opaque)
+    assert isinstance((await seen.wait_for("timed out"))[1], RemotingTimeoutError)
+    assert not conn._pending  # neither the timed-out nor the forgotten request stays behind
+    assert client.request_now(addr, RemotingCommand(code=SLOW), 5, seen.callback("lost")) is conn
     conn.abort()
-    with pytest.raises(RemotingSendError):
-        await lost
-    assert not conn._pending
+    assert isinstance((await seen.wait_for("lost"))[1], RemotingSendError)
+    assert not conn._pending and "forgotten" not in seen.told and "early" not in seen.told
 
 
 async def test_unknown_code_is_not_supported(served, client) -> None:
