@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,8 @@ class RaftGroup:
         """Message faults now in force (None: only cuts); may be changed at any time."""
         self.seed = seed
         self._rng = random.Random(seed)
+        self.fault_counts: Counter[str] = Counter()
+        """How often each message fault struck (keys: the Faults field names)."""
 
     def settings(self, member_id: str) -> DLedgerSettings:
         return DLedgerSettings(dleger_group="g", dleger_peers=self.peers, dleger_self_id=member_id,
@@ -151,8 +154,11 @@ class RaftGroup:
         lose_answer = rng.random() < faults.drop_answer
         answer_delay = rng.uniform(0, faults.max_delay) if rng.random() < faults.delay_answer else 0.0
         if lose_request:
+            self.fault_counts["drop_request"] += 1
             await asyncio.sleep(min(timeout, LOST_AFTER))
             raise transport.PeerUnavailable(f"{line}: request lost")
+        self.fault_counts.update({"delay_request": request_delay > 0, "drop_answer": lose_answer,
+                                  "delay_answer": answer_delay > 0 and not lose_answer})
         try:
             async with asyncio.timeout(timeout):
                 await asyncio.sleep(request_delay)

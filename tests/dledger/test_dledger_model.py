@@ -79,6 +79,8 @@ async def test_message_faults_keep_raft_safe(tmp_path: Path, seed: int, caplog: 
         await group.close()
 
     assert monitor.violations == []
+    assert all(group.fault_counts[kind] > 0 for kind in ("drop_request", "delay_request", "drop_answer",
+                                                          "delay_answer")), group.fault_counts
     # A Raft invariant broken inside a member (MemLog's checks, two leaders seen by a follower, a
     # truncation below the commit index) is logged by the member, not raised into the test.
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
