@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, cast
 
@@ -205,6 +206,16 @@ def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) 
     kopf.on.event(GROUP, VERSION, CLUSTERS, id="cluster-seen", registry=registry)(cluster_seen)
 
 
+def spread(body: kopf.Body, interval: float) -> float:
+    """A timer's first delay, in [0, interval), fixed per object (its uid).
+
+    kopf starts a timer when its object appears and, without a delay, runs it at once: right
+    after the create or resume pass, and for thousands of objects seen at startup, all in the
+    same moment of every interval afterwards. Spread by uid, their passes are spread too."""
+    uid = str(body.get("metadata", {}).get("uid", ""))
+    return interval * (zlib.crc32(uid.encode()) / 2**32)
+
+
 def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, kind: str) -> None:
     plural = PLURALS[kind]
     prefix = plural.removeprefix("rocketmq").rstrip("s")
@@ -234,9 +245,13 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
             raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
         runtime.forget(kind, *_key(body))
 
-    for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
-        decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)
+    kopf.on.create(GROUP, VERSION, plural, id=f"{prefix}-create", registry=registry)(entity_pass)
+    kopf.on.resume(GROUP, VERSION, plural, id=f"{prefix}-resume", registry=registry)(entity_pass)
+    # Only a spec change needs a pass: the operator's own annotation (rocketq.io/applied-name)
+    # would otherwise start a second pass, and a second status write, for every new object.
+    kopf.on.update(GROUP, VERSION, plural, id=f"{prefix}-update", field="spec", registry=registry)(entity_pass)
     kopf.timer(GROUP, VERSION, plural, id=f"{prefix}-timer", interval=config.entity_interval,
+               initial_delay=lambda body, **_: spread(body, config.entity_interval),
                registry=registry)(entity_timer)
     kopf.on.delete(GROUP, VERSION, plural, id=f"{prefix}-delete", registry=registry)(entity_delete)
 

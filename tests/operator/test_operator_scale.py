@@ -19,7 +19,18 @@ from typing import Any
 import kopf
 import pytest
 from operator_fakes import FakeBrokerAdmin
-from rocketq_operator import cachedadmin, conditions, entities, entitysync, handlers, names, observing, runtime, spec
+from rocketq_operator import (
+    cachedadmin,
+    conditions,
+    entities,
+    entitysync,
+    handlers,
+    names,
+    observing,
+    runtime,
+    spec,
+    ticking,
+)
 from rocketq_operator.brokeradmin import BrokerAdminError, TopicConfig
 from rocketq_operator.metrics import Metrics
 from rocketq_operator.readcache import TtlCache
@@ -212,3 +223,36 @@ async def test_a_status_whose_message_alone_changes_is_written_at_most_once_per_
     assert await run(stored) == {}, "a new message only, right after the last write: held back"
     wanted[0] = {**_status("Applied", "present"), "phase": "Ready"}
     assert (await run(stored))["phase"] == "Ready", "a new phase goes out at once"
+
+
+def test_entity_timers_start_spread_over_the_interval() -> None:
+    delays = [handlers.spread(kopf.Body({"metadata": {"uid": f"uid-{n}"}}), 60.0) for n in range(1000)]
+    assert all(0 <= d < 60.0 for d in delays)
+    assert handlers.spread(kopf.Body({"metadata": {"uid": "uid-1"}}), 60.0) == delays[1], "fixed per object"
+    assert len({int(d // 6) for d in delays}) == 10, "every tenth of the interval gets some"
+
+
+async def test_the_cluster_ticker_runs_passes_side_by_side_up_to_its_limit() -> None:
+    active, most, seen = 0, 0, []
+    round_done = asyncio.Event()
+
+    async def run_one(namespace: str, name: str) -> None:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        seen.append(name)
+        if name == "c03":
+            raise RuntimeError("a broken cluster")
+        if len(seen) == 20:
+            round_done.set()
+
+    ticker = ticking.Ticker(0.01, run_one)
+    for n in range(20):
+        ticker.track(NAMESPACE, f"c{n:02d}", present=True)
+    ticker.start()
+    await asyncio.wait_for(round_done.wait(), 10)
+    await ticker.close()
+    assert most == ticking.CONCURRENT_PASSES
+    assert sorted(seen[:20]) == [f"c{n:02d}" for n in range(20)], "one broken cluster stops no other"
