@@ -56,7 +56,7 @@ from rocketq_operator import kubeapi  # noqa: E402
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 POLL = 0.5
 """Seconds between convergence checks."""
-CONTROLLER_TICK = 0.5
+CONTROLLER_TICK = 2.0
 """The StatefulSet emulator's period (the tests' 0.05 s would cost more than the operator)."""
 OPERATOR_THREADS = ("operator", "asyncio_")
 """The operator's loop thread (OperatorEnv) and its default executor's workers; the bench's
