@@ -89,3 +89,19 @@ def status_patch(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) 
     mine = {key: value for key, value in (current or {}).items() if key in desired}
     target = {key: value for key, value in desired.items() if value is not None}
     return applying.merge_diff(mine, target)
+
+
+def _without_messages(status: Mapping[str, Any] | None, keys: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in keys:
+        value = (status or {}).get(key)
+        if key == "conditions" and isinstance(value, list):
+            value = [{k: v for k, v in c.items() if k != "message"} if isinstance(c, Mapping) else c for c in value]
+        out[key] = value
+    return out
+
+
+def only_messages_differ(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
+    """Whether writing ``desired`` would change nothing but conditions' messages (the kind of
+    change a status rate limit may hold back; phase, reason and status flips always go out)."""
+    return _without_messages(current, desired) == _without_messages(desired, desired)

@@ -6,6 +6,10 @@ group's master has it. Each pass finds the cluster's masters (MasterSlave: the p
 (``list_topics``/``list_groups``) and creates or updates only where the config differs. Groups
 still being seeded or being drained are left to the cluster reconciler (see ``scaling``).
 
+Both reads are shared by every object of the cluster: the view through ``Runtime.cluster_views``
+and the tables through ``cachedadmin`` (one read per ``read_cache_ttl``, see ``readcache``), so a
+round of passes over thousands of topics costs a few reads per cluster and master, not per object.
+
 Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a
 topic also from the name servers' routes. If the cluster itself is gone or being deleted there
 is nothing to clean up and the object is released at once. While a broker cannot be reached
@@ -56,7 +60,15 @@ class ClusterView:
 
 
 async def _cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
-    """The cluster's mode, state and registrations, or why they cannot be known."""
+    """The cluster's mode, state and registrations, or why they cannot be known: one read per
+    cluster every ``read_cache_ttl`` seconds, shared by all its topics and groups."""
+    view = await ctx.runtime.cluster_views.get((namespace, name), lambda: _read_cluster(ctx, namespace, name))
+    if not isinstance(view, ClusterView | str):
+        raise TypeError(f"cluster view cache holds a {type(view).__name__}")
+    return view
+
+
+async def _read_cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
     body = await ctx.runtime.api.get("RocketMQCluster", namespace, name)
     if body is None:
         return f"RocketMQCluster {name!r} does not exist in namespace {namespace!r}"

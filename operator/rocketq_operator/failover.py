@@ -167,6 +167,7 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
          "metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: None, observing.FAILOVER_BLOCKED: None,
                                       observing.FORCE_FAILOVER: None, observing.MASTER_LAST_OFFSET: None}}},
     )
+    ctx.runtime.cluster_views.drop((meta.namespace, meta.name))  # topic passes: write to the new master
     restarted = []
     for ordinal in identities.changed_by_master_move(max(group.replicas, master + 1), master, best):
         if ordinal in group.pods:

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, cast
 
 import kopf
 
-from rocketq_operator import brokeradmin, conditions, entities, entitysync, kubeapi, reconciler, ticking
+from rocketq_operator import brokeradmin, cachedadmin, conditions, entities, entitysync, kubeapi, reconciler, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer, Result
 from rocketq_operator.runtime import Context, OperatorConfig, Runtime
 
@@ -96,8 +97,13 @@ async def _measured(runtime: Runtime, kind: str, key: tuple[str, str], load: Cal
 
 
 async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, work: Pass,
-               stopped: Callable[[], bool] = lambda: False) -> None:
-    """A pass from a kopf handler: its status goes into kopf's patch, only if it changed."""
+               stopped: Callable[[], bool] = lambda: False, message_interval: float | None = None) -> None:
+    """A pass from a kopf handler: its status goes into kopf's patch, only if it changed.
+
+    With ``message_interval``, a change of nothing but condition messages (a Pending topic's
+    list of brokers it still waits for) is written at most once per that many seconds per
+    object: thousands of objects waiting for one cluster must not rewrite their status on every
+    pass. A change of phase, reason, brokers or generation is written at once."""
     runtime = _runtime(memo)
 
     async def given() -> kopf.Body:  # kopf hands its handlers the body of the newest event
@@ -110,6 +116,14 @@ async def _run(kind: str, body: kopf.Body, patch: kopf.Patch, memo: Any, logger:
     if done is None:
         return
     changes = conditions.status_patch(body.get("status"), done[1])
+    if not changes:
+        return
+    written = (kind, *_key(body))
+    last = runtime.status_written.get(written)
+    if (message_interval is not None and last is not None and time.monotonic() - last < message_interval
+            and conditions.only_messages_differ(body.get("status"), done[1])):
+        return
+    runtime.status_written[written] = time.monotonic()
     for key, value in changes.items():
         patch.status[key] = value
 
@@ -154,7 +168,8 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
         settings.background.cancellation_polling = FINALIZER_POLLING
         metrics = Metrics()
         server = MetricsServer(metrics, "0.0.0.0", config.metrics_port) if config.metrics_port else None
-        runtime = Runtime(api=api_factory(), admin=admin_factory(config), config=config,
+        admin = cachedadmin.CachingBrokerAdmin(admin_factory(config), config.read_cache_ttl)
+        runtime = Runtime(api=api_factory(), admin=admin, config=config,
                           metrics=metrics, server=server)
         runtime.ticker = ticking.Ticker(config.reconcile_interval,
                                         lambda namespace, name: _tick_cluster(runtime, namespace, name))
@@ -191,16 +206,27 @@ def _register_clusters(registry: kopf.OperatorRegistry, config: OperatorConfig) 
     kopf.on.event(GROUP, VERSION, CLUSTERS, id="cluster-seen", registry=registry)(cluster_seen)
 
 
+def spread(body: kopf.Body, interval: float) -> float:
+    """A timer's first delay, in [0, interval), fixed per object (its uid).
+
+    kopf starts a timer when its object appears and, without a delay, runs it at once: right
+    after the create or resume pass, and for thousands of objects seen at startup, all in the
+    same moment of every interval afterwards. Spread by uid, their passes are spread too."""
+    uid = str(body.get("metadata", {}).get("uid", ""))
+    return interval * (zlib.crc32(uid.encode()) / 2**32)
+
+
 def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, kind: str) -> None:
     plural = PLURALS[kind]
     prefix = plural.removeprefix("rocketmq").rstrip("s")
 
     async def entity_pass(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
-        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current))
+        await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current),
+                   message_interval=config.entity_interval)
 
     async def entity_timer(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **kwargs: Any) -> None:
         await _run(kind, body, patch, memo, logger, lambda ctx, current: entitysync.sync(ctx, kind, current),
-                   stopped=lambda: bool(kwargs.get("stopped")))
+                   stopped=lambda: bool(kwargs.get("stopped")), message_interval=config.entity_interval)
 
     async def entity_delete(body: kopf.Body, patch: kopf.Patch, memo: Any, logger: Any, **_: Any) -> None:
         runtime = _runtime(memo)
@@ -219,9 +245,13 @@ def _register_entity(registry: kopf.OperatorRegistry, config: OperatorConfig, ki
             raise kopf.TemporaryError(str(exc), delay=runtime.config.retry_delay) from exc
         runtime.forget(kind, *_key(body))
 
-    for decorator, suffix in ((kopf.on.create, "create"), (kopf.on.update, "update"), (kopf.on.resume, "resume")):
-        decorator(GROUP, VERSION, plural, id=f"{prefix}-{suffix}", registry=registry)(entity_pass)
+    kopf.on.create(GROUP, VERSION, plural, id=f"{prefix}-create", registry=registry)(entity_pass)
+    kopf.on.resume(GROUP, VERSION, plural, id=f"{prefix}-resume", registry=registry)(entity_pass)
+    # Only a spec change needs a pass: the operator's own annotation (rocketq.io/applied-name)
+    # would otherwise start a second pass, and a second status write, for every new object.
+    kopf.on.update(GROUP, VERSION, plural, id=f"{prefix}-update", field="spec", registry=registry)(entity_pass)
     kopf.timer(GROUP, VERSION, plural, id=f"{prefix}-timer", interval=config.entity_interval,
+               initial_delay=lambda body, **_: spread(body, config.entity_interval),
                registry=registry)(entity_timer)
     kopf.on.delete(GROUP, VERSION, plural, id=f"{prefix}-delete", registry=registry)(entity_delete)
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from rocketq_operator import brokeradmin, kubeapi, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer
+from rocketq_operator.readcache import TtlCache
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
 CLUSTER_KIND: Final = "RocketMQCluster"
@@ -50,6 +51,9 @@ class OperatorConfig:
     """A DLedger follower this close (committed entries) to its leader counts as caught up: a
     roll restarts the next member, or hands leadership to it, only then."""
     admin_timeout: float = 5.0
+    read_cache_ttl: float = 5.0
+    """Seconds a cluster's view and a broker's topic and group tables are shared between topic and
+    consumer-group passes (``readcache``): one read per cluster and per broker, not per object."""
     """Seconds to wait for a broker or name server to answer an admin request."""
     metrics_port: int = 9090
     """Port of /metrics (and a /healthz of its own); 0 turns the endpoint off. Not 8080: that is
@@ -67,7 +71,7 @@ class OperatorConfig:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name in ("reconcile_interval", "entity_interval", "failover_grace", "drain_timeout",
-                     "retry_delay", "admin_timeout"):
+                     "retry_delay", "admin_timeout", "read_cache_ttl"):
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None:
                 values[name] = _positive_float(name, raw)
@@ -146,7 +150,15 @@ class Runtime:
     ticker: ticking.Ticker | None = None
     _locks: dict[tuple[str, str, str], asyncio.Lock] = field(default_factory=dict, init=False)
     announcements: Announcements = field(default_factory=Announcements, init=False)
+    cluster_views: TtlCache[tuple[str, str], object] = field(init=False)
+    """(namespace, cluster) -> what the topic and group passes need to know of that cluster
+    (``entitysync.ClusterView``, or why it cannot be known), shared for ``read_cache_ttl``."""
+    status_written: dict[tuple[str, str, str], float] = field(default_factory=dict, init=False)
+    """(kind, namespace, name) -> when (monotonic) a pass last wrote that object's status."""
     _closed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.cluster_views = TtlCache(self.config.read_cache_ttl)
 
     def lock(self, kind: str, namespace: str, name: str) -> asyncio.Lock:
         """The lock every pass over this object holds, so that passes never overlap."""
@@ -156,6 +168,7 @@ class Runtime:
         """Drop a deleted object's lock (a pass holding it keeps its own reference)."""
         self._locks.pop((kind, namespace, name), None)
         self.announcements.forget(kind, namespace, name)
+        self.status_written.pop((kind, namespace, name), None)
         if kind == CLUSTER_KIND:
             self.metrics.forget_cluster(namespace, name)
 

@@ -68,6 +68,7 @@ async def seed(ctx: Context, meta: ClusterMeta, group: GroupState, master: str |
     except brokeradmin.BrokerAdminError as exc:
         return f"cannot create topics and groups on {group.name} yet: {exc}"
     await _annotate(ctx, meta, group.index, {observing.METADATA_SYNCED: "true"})
+    ctx.runtime.cluster_views.drop((meta.namespace, meta.name))  # topic passes: include this group now
     ctx.logger.info(f"Created {len(groups)} consumer groups and {len(topics)} topics on {group.name}.")
     return None
 

@@ -402,7 +402,8 @@ def _pod(statefulset: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def fast_config(**overrides: Any) -> OperatorConfig:
     values: dict[str, Any] = {"reconcile_interval": 0.2, "entity_interval": 0.3, "failover_grace": 10.0,
-                              "drain_timeout": 30.0, "retry_delay": 0.2, "admin_timeout": 1.0, "metrics_port": 0}
+                              "drain_timeout": 30.0, "retry_delay": 0.2, "admin_timeout": 1.0, "metrics_port": 0,
+                              "read_cache_ttl": 0.1}
     values.update(overrides)
     return OperatorConfig(**values)
 

@@ -209,9 +209,10 @@ def test_operator_config_from_environment() -> None:
     config = runtime.OperatorConfig.from_env({
         "ROCKETQ_OPERATOR_FAILOVER_GRACE": "45", "ROCKETQ_OPERATOR_METRICS_PORT": "0",
         "ROCKETQ_OPERATOR_STANDALONE": "false", "ROCKETQ_OPERATOR_CAUGHT_UP_ENTRIES": "64", "UNRELATED": "x",
+        "ROCKETQ_OPERATOR_READ_CACHE_TTL": "2.5",
     })
     assert config.failover_grace == 45.0 and config.metrics_port == 0 and config.standalone is False
-    assert config.caught_up_entries == 64
+    assert config.caught_up_entries == 64 and config.read_cache_ttl == 2.5
     assert runtime.OperatorConfig.from_env({}) == runtime.OperatorConfig()
 
 
