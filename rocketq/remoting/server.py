@@ -32,6 +32,8 @@ from rocketq.remoting.stats import RemotingStats
 log = logging.getLogger(__name__)
 CLOSE_GRACE_SECONDS: Final = 5.0
 """How long ``close`` lets connections write what is queued before it aborts them."""
+LISTEN_BACKLOG: Final = 1024
+"""Pending connections the kernel queues before the server accepts them."""
 _limit_log = ratelimit.LogLimiter(log)
 
 
@@ -102,12 +104,18 @@ class RemotingServer:
         assert sock is not None
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(self._new_connection, sock=sock, backlog=1024)
+            # listen here, not in create_server: a port taken meanwhile (another process bound
+            # it between bind and listen) is then an OSError naming it on every event loop
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.listen(LISTEN_BACKLOG)
+        except OSError as exc:
+            sock.close()
+            raise OSError(exc.errno, f"cannot listen on {self._host}:{self._requested_port}: {exc.strerror}") from None
+        try:
+            self._server = await loop.create_server(self._new_connection, sock=sock, backlog=LISTEN_BACKLOG)
         except BaseException:
             sock.close()
             raise
-        for listening in self._server.sockets:
-            listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._idle.start()
 
     def _new_connection(self) -> Connection:

@@ -8,12 +8,14 @@ frames were written and when, without sockets.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
 from rocketq import eventloop
+from rocketq.local.ports import free_port
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, FrameDecoder, RemotingCommand
 from rocketq.protocol.headers import TopicHeader
@@ -21,6 +23,7 @@ from rocketq.remoting import connection as connection_mod
 from rocketq.remoting import grouping
 from rocketq.remoting.connection import TIMEOUT_EARLY, Connection
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError
+from rocketq.remoting.server import RemotingServer
 
 SYNC, WAITS, WAITS_OFTEN, FAILS_LATE, STRICT, CANCELS_ITSELF, LATER = 1, 2, 3, 4, 5, 6, 7
 LOOPS = ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(
@@ -376,3 +379,30 @@ def test_many_deadlines_each_end_once_and_never_early(loop: str, monkeypatch: py
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_cancelled_request_is_forgotten_and_its_answer_dropped(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _on(loop, _cancelled_then_answered, monkeypatch)
+
+
+# --- a port taken between bind and listen --------------------------------------------------
+
+
+async def _port_taken_before_listen() -> None:
+    server = RemotingServer({}, host="127.0.0.1", port=free_port())
+    await server.bind()
+    port = server._requested_port
+    thief = socket.socket()
+    try:  # binds beside the reserved socket (both SO_REUSEADDR, neither listening yet), listens first
+        thief.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        thief.bind(("0.0.0.0", port))
+        thief.listen()
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
+            await server.start()
+    finally:
+        thief.close()
+        await server.close()
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_port_taken_between_bind_and_listen_is_an_os_error_naming_it(
+        loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker's HA port could take its client port this way; uvloop used to leave the server
+    half made (an AttributeError at start) instead of saying which port was taken."""
+    _on(loop, _port_taken_before_listen, monkeypatch)
