@@ -3,6 +3,7 @@ resend to a group; a real consumer's dead letters listed, exported and resent.""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -83,16 +84,47 @@ async def test_find_by_key_id_and_time_then_view_and_resend(cluster: ClusterStat
     assert admin_console.app[keys.AUDIT].recent[-1].action == "resend message to console_rs"
 
 
+NEXT_PAGE = re.compile(r'<a href="\?([^"]+)" id="next-page">')
+
+
+async def time_pages(admin_console: Client, namesrv: str, topic: str,
+                     between_pages: int = 0) -> tuple[list[str], int]:
+    """Every message id shown by following "next page" from the first page, and how many pages."""
+    query: str | None = f"topic={topic}&begin=0&end=now"
+    seen: list[str] = []
+    pages_read = 0
+    while query is not None:
+        text = await (await admin_console.get(f"/messages?{html.unescape(query)}")).text()
+        pages_read += 1
+        seen += MSG_IDS.findall(text)
+        match = NEXT_PAGE.search(text)
+        query = match.group(1) if match else None
+        if between_pages:  # the topic keeps taking messages while someone pages through it
+            await send_some(namesrv, topic, between_pages)
+    return seen, pages_read
+
+
 async def test_time_pages(cluster: ClusterState, admin_console: Client, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(pages.messages, "PAGE_SIZE", 2)
     ids = await send_some(cluster.namesrv, "ConsoleMsgPaged", 5)
-    seen = []
-    for page in range(3):
-        text = await (await admin_console.get("/messages", params={"topic": "ConsoleMsgPaged", "begin": "0",
-                                                                   "end": "now", "page": str(page)})).text()
-        seen += MSG_IDS.findall(text)
-        assert ('id="next-page"' in text) == (page < 2)
-    assert sorted(seen) == sorted(ids)
+    seen, pages_read = await time_pages(admin_console, cluster.namesrv, "ConsoleMsgPaged")
+    assert sorted(seen) == sorted(ids) and pages_read == 3
+
+
+async def test_time_pages_hold_still_while_the_topic_grows(cluster: ClusterState, admin_console: Client,
+                                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(pages.messages, "PAGE_SIZE", 2)
+    ids = await send_some(cluster.namesrv, "ConsoleMsgGrowing", 5)
+    seen, _ = await time_pages(admin_console, cluster.namesrv, "ConsoleMsgGrowing", between_pages=3)
+    assert sorted(seen) == sorted(ids)  # the end was pinned by the first page: later sends stay out
+
+
+async def test_a_bad_page_cursor_is_answered_on_the_page(admin_console: Client) -> None:
+    for after in ("broker-a:x:1", "nobroker", ":1:2", "broker-a:-1:2"):
+        response = await admin_console.get("/messages", params={"topic": "ConsoleMsgT", "begin": "0",
+                                                                "end": "now", "after": after})
+        assert response.status == 400, after
+        assert "after:" in await response.text()
 
 
 async def test_bad_searches(admin_console: Client) -> None:

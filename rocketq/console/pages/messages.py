@@ -6,11 +6,16 @@ Finding uses ``rocketq.admin.messages`` (pulls with the tools group, which commi
 the brokers' key index). "Resend to a group" stores a copy in the group's retry topic
 ``%RETRY%group`` (``rocketq.admin.deadletters.retry_copy``): only that group gets it again, with a
 full set of retries, and no running consumer needs to be reached. The same is done for dead
-letters. A time-range page reads at most ``MAX_SCANNED`` messages from the start of the range.
+letters.
+
+Time-range pages resume where the previous page stopped (a cursor of queue and offset in the
+"next page" link, with the range's end pinned to the millisecond), so pages never overlap or skip
+messages while the topic takes new ones, whatever the route order.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 from typing import Any, Final
@@ -31,8 +36,8 @@ from rocketq.protocol.messagetypes import MessageExt
 routes = web.RouteTableDef()
 
 PAGE_SIZE: Final = 50
-MAX_PAGES: Final = 40
-MAX_SCANNED: Final = PAGE_SIZE * MAX_PAGES
+MAX_SCANNED: Final = 2000
+"""Dead letters listed or resent in one go."""
 MAX_BY_KEY: Final = 64
 DEFAULT_SPAN_S: Final = 3600
 """The time range the search form starts with: the last hour."""
@@ -43,7 +48,8 @@ DEFAULT_SPAN_S: Final = 3600
 async def search(request: web.Request) -> dict[str, Any]:
     query = request.query
     mode = query.get("mode", "time")
-    context: dict[str, Any] = {"mode": mode, "q": dict(query), "rows": None, "page": 0, "more": False}
+    context: dict[str, Any] = {"mode": mode, "q": dict(query), "rows": None, "page": 0, "more": False,
+                               "form": None}
     if "topic" not in query:
         now = time.time()
         context["q"] = {"begin": local_minute(now - DEFAULT_SPAN_S), "end": local_minute(now + 60)}
@@ -56,33 +62,78 @@ async def search(request: web.Request) -> dict[str, Any]:
     elif mode == "id":
         context["rows"] = await find(admin, topic, forms.text(query, "id", max_length=128))
     else:
-        page = forms.integer(query, "page", low=0, high=MAX_PAGES - 1, default=0)
-        rows, more = await by_time(admin, topic, forms.moment(query, "begin"), forms.moment(query, "end"), page)
-        context.update(rows=rows, page=page, more=more)
+        page = forms.integer(query, "page", low=0, high=1_000_000, default=0)
+        begin, end = forms.moment(query, "begin"), forms.moment(query, "end")
+        resume = Resume.parse(query["after"]) if query.get("after") else None
+        rows, after = await by_time(admin, topic, begin, end, resume)
+        context.update(rows=rows, page=page, more=after is not None,
+                       next_query={**query, "end": str(end), "page": str(page + 1),
+                                   "after": after.encode() if after else ""},
+                       first_query={**query, "end": str(end), "page": "0", "after": ""},
+                       form={"begin": local_second(begin / 1000), "end": local_second(end / 1000)})
     return context
 
 
-async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: int) -> tuple[list[MessageExt], bool]:
+@dataclasses.dataclass(frozen=True)
+class Resume:
+    """Where the next time page starts. Queues are read in (broker, queue id) order: those before
+    this queue are done, this one resumes at ``offset``."""
+
+    broker_name: str
+    queue_id: int
+    offset: int
+
+    def encode(self) -> str:
+        return f"{self.broker_name}:{self.queue_id}:{self.offset}"
+
+    @classmethod
+    def parse(cls, raw: str) -> Resume:
+        head, _, offset_text = raw.rpartition(":")
+        broker_name, _, queue_text = head.rpartition(":")
+        try:
+            queue_id, offset = int(queue_text), int(offset_text)
+        except ValueError:
+            raise InvalidInput(f"after: {raw!r} is not broker:queue:offset") from None
+        if not broker_name or queue_id < 0 or offset < 0:
+            raise InvalidInput(f"after: {raw!r} is not broker:queue:offset")
+        return cls(broker_name, queue_id, offset)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.broker_name, self.queue_id
+
+
+def _queue_key(r: messages.QueueRange) -> tuple[str, int]:
+    return r.queue.broker_name, r.queue.queue_id
+
+
+async def by_time(admin: AdminClient, topic: str, begin: int, end: int,
+                  resume: Resume | None = None) -> tuple[list[MessageExt], Resume | None]:
+    """One page of the messages stored in [begin, end], and where the next page starts (None: last)."""
     if end < begin:
         raise InvalidInput("end: before begin")
-    ranges = await messages.scan_ranges(admin, topic, begin, end)
-    skip = page * PAGE_SIZE
+    ranges = sorted(await messages.scan_ranges(admin, topic, begin, end), key=_queue_key)
+    if resume is not None:
+        ranges = [dataclasses.replace(r, begin=max(r.begin, resume.offset)) if _queue_key(r) == resume.key else r
+                  for r in ranges if _queue_key(r) >= resume.key]
     rows: list[MessageExt] = []
-    async for _, record in messages.scan(admin, ranges, end_ms=end):
+    async for queue, record in messages.scan(admin, ranges, end_ms=end):
         if record.store_timestamp < begin:
             continue
-        if skip:
-            skip -= 1
-            continue
         if len(rows) == PAGE_SIZE:
-            return rows, True
+            return rows, Resume(queue.broker_name, queue.queue_id, record.queue_offset)
         rows.append(record)
-    return rows, False
+    return rows, None
 
 
 def local_minute(seconds: float) -> str:
     """What an HTML datetime-local input shows: local time to the minute."""
     return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%dT%H:%M")
+
+
+def local_second(seconds: float) -> str:
+    """A datetime-local value to the second (the input's ``step=1`` shows seconds)."""
+    return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 async def find(admin: AdminClient, topic: str, msg_id: str) -> list[MessageExt]:
