@@ -24,8 +24,8 @@ from rocketq.client.producer import Producer
 from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.pulling import PullStatus
 from rocketq.client.pushconsumer import PushConsumer
-from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.client.settings import ConsumeFromWhere
+from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.messagetypes import MessageExt
 from rocketq.remoting.errors import (
