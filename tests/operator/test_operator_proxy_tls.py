@@ -9,6 +9,8 @@ import asyncio
 import base64
 import json
 import pathlib
+import subprocess
+import sys
 from typing import Any
 
 import crdschema
@@ -20,6 +22,7 @@ from rocketq_operator import spec as specs
 from rocketq_operator.rendering import common
 from rocketq_operator.rendering import proxy as rendering
 
+from rocketq.local.ports import free_port
 from rocketq.proxy import settings as proxy_settings
 from rocketq.proxy import tls
 
@@ -178,6 +181,14 @@ def test_the_tls_deployment_mounts_the_secret_carries_its_digest_and_probes_with
                              "--timeout", "5"]},
         "periodSeconds": 20, "timeoutSeconds": 10, "failureThreshold": 3}
     assert container["command"] == ["rocketq", "proxy", "-c", "/etc/rocketq/rmq-proxy.json"]
+
+
+def test_the_liveness_exec_command_runs_as_rendered(tmp_path: pathlib.Path) -> None:
+    """``python -m rocketq.cli.proxy health ...`` parses and asks (here a closed port: exit 1)."""
+    command = rendering.health_command(free_port())
+    assert command[0] == "python"  # the rocketq image is python:3.11-slim's, where python is on PATH
+    done = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1 and "not serving: no TLS handshake" in done.stderr, done.stderr
 
 
 def test_a_plaintext_proxy_renders_as_before_even_with_a_secret_named() -> None:

@@ -118,7 +118,7 @@ def _probes(port: int, tls: bool) -> dict[str, Any]:
 
 
 def render_proxy_deployment(cluster: Cluster, tls_digest: str | None = None) -> dict[str, Any]:
-    """The proxy's Deployment; ``tls_digest`` (``proxytls.Inspected.digest``) is required with TLS."""
+    """The proxy's Deployment; with TLS, ``tls_digest`` is the Secret's (``proxytls.inspect``)."""
     spec, wanted = cluster.spec, cluster.spec.proxy
     tls_secret = _tls_secret(wanted.tls, tls_digest)
     selector = common.selector_labels(cluster.meta.name, common.COMPONENT_PROXY)
