@@ -17,7 +17,7 @@ import crdschema
 import kubernetes_validate
 import pytest
 from operator_harness import NAMESPACE, OperatorEnv
-from rocketq_operator import proxytls
+from rocketq_operator import kubeapi, proxytls
 from rocketq_operator import spec as specs
 from rocketq_operator.rendering import common
 from rocketq_operator.rendering import proxy as rendering
@@ -144,6 +144,19 @@ def test_unusable_secrets_are_named_with_their_problem() -> None:
         found = proxytls.check(body, SECRET)
         assert isinstance(found, proxytls.Unusable), body
         assert found.reason == reason and message in found.message, found
+
+
+class RefusingApi:
+    """An API server that refuses the operator's GET of Secrets, as one without the chart's RBAC."""
+
+    async def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        raise kubeapi.Forbidden(f'secrets "{name}" is forbidden', 403)
+
+
+async def test_a_secret_the_operator_may_not_read_is_a_condition_not_a_failed_pass() -> None:
+    found = await proxytls.inspect(RefusingApi(), NAMESPACE, SECRET)
+    assert isinstance(found, proxytls.Unusable) and found.reason == proxytls.FORBIDDEN
+    assert "grant get on secrets" in found.message
 
 
 # ---- rendering ----------------------------------------------------------------------------------
