@@ -81,11 +81,12 @@ async def route_masters(admin: AdminClient, topic: str) -> tuple[TopicRoute, lis
 
 
 async def create_topic(admin: AdminClient, config: TopicConfig, *, broker_addr: str | None = None,
-                       cluster: str | None = None) -> list[str]:
-    """Create or update a topic on one broker or on every master of a cluster; the brokers changed."""
+                       cluster: str | None = None, attributes: str | None = None) -> list[str]:
+    """Create or update a topic on one broker or on every master of a cluster; the brokers changed.
+    ``attributes``: a modification string (``AdminClient.create_topic``)."""
     config.validate()
     addrs = await targets(admin, broker_addr, cluster)
-    await _each(admin.create_topic(addr, config) for addr in addrs)
+    await _each(admin.create_topic(addr, config, attributes) for addr in addrs)
     return addrs
 
 

@@ -117,11 +117,13 @@ def topic_status_json(table: TopicStats) -> list[dict[str, Any]]:
              "lastUpdateTimestamp": o.last_update_timestamp} for mq, o in table.offsets]
 
 
-def topic_config_line(config: TopicConfig) -> str:
+def topic_config_line(config: TopicConfig, attributes: str | None = None) -> str:
+    """mqadmin's TopicConfig line; ``attributes`` (the modification sent) shown when there is one."""
+    shown = f", attributes={{{attributes}}}" if attributes else ""
     return (f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
             f"writeQueueNums={config.write_queue_nums}, perm={perm_name(config.perm)}, "
             f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
-            f"order={tables.cell(config.order)}]")
+            f"order={tables.cell(config.order)}{shown}]")
 
 
 def group_config_line(config: GroupConfig) -> str:
