@@ -75,6 +75,34 @@ def test_the_official_client_will_not_send_a_type_the_route_does_not_accept(prox
         producer.call("send", topic="GrpcNormal", body="fifo?", group="g")
 
 
+async def _fifo_setting(stub: grpc_v2.MessagingServiceStub, group: str) -> bool:
+    settings = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name=group),
+        subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name="GrpcOrderly"),
+                                            expression=pb.FilterExpression(type=pb.TAG, expression="*"))]))
+    call = stub.Telemetry(metadata=((ID[0][0], f"settings-{group}@1"),))
+    await call.write(spb.TelemetryCommand(settings=settings))
+    reply = await call.read()
+    await call.done_writing()
+    assert reply.status.code == Code.OK
+    return bool(reply.settings.subscription.fifo)
+
+
+async def _assigned_queue_ids(stub: grpc_v2.MessagingServiceStub, group: str) -> list[int]:
+    answer = await stub.QueryAssignment(spb.QueryAssignmentRequest(
+        topic=pb.Resource(name="GrpcOrderly"), group=pb.Resource(name=group)), metadata=ID)
+    assert answer.status.code == Code.OK
+    assert all(list(a.message_queue.accept_message_types) == [pb.FIFO] for a in answer.assignments)
+    return sorted(a.message_queue.id for a in answer.assignments)
+
+
+async def test_an_orderly_group_is_told_fifo_and_assigned_each_queue(stub: grpc_v2.MessagingServiceStub) -> None:
+    assert await _fifo_setting(stub, "grpc-orderly") is True
+    assert await _fifo_setting(stub, "grpc-not-orderly") is False
+    assert await _assigned_queue_ids(stub, "grpc-orderly") == list(range(QUEUES))
+    assert await _assigned_queue_ids(stub, "grpc-not-orderly") == [-1]  # pop every queue
+
+
 def _groups_on_two_queues() -> tuple[str, str]:
     """Two message groups that the proxy puts on different queues of a topic."""
     def queue_of(group: str) -> int:
