@@ -241,6 +241,17 @@ class AdminClient:
         response = await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, headers.TopicHeader(topic=topic))
         return stats.parse_topic_stats(response.body)
 
+    async def topic_config(self, addr: str, topic: str) -> TopicConfig | None:
+        """GET_TOPIC_CONFIG (RocketMQ 5): the topic on that broker with its attributes; None when the
+        broker does not hold it or predates the request."""
+        adminbodies.check_topic(topic)
+        response = await self.call(addr, RequestCode.GET_TOPIC_CONFIG, headers.GetTopicConfigRequestHeader(topic=topic),
+                                   ok=frozenset({ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST,
+                                                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED}))
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        return TopicConfig.from_json(adminbodies.load(response.body, "topic config"), name=topic)
+
     async def create_group(self, addr: str, config: GroupConfig) -> None:
         config.validate()
         await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.body())

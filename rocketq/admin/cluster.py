@@ -134,6 +134,15 @@ async def topic_status(admin: AdminClient, topic: str) -> TopicStats:
     return stats.merge_topic_stats(parts)
 
 
+async def topic_attributes(admin: AdminClient, topic: str) -> dict[str, dict[str, str]]:
+    """RocketMQ 5 attributes of a topic on each master that has some, by broker name."""
+    route = await admin.topic_route(topic)
+    masters = route.master_addrs()
+    configs = await _each(admin.topic_config(addr, topic) for _, addr in masters)
+    return {name: config.attribute_map for (name, _), config in zip(masters, configs, strict=True)
+            if config is not None and config.attributes}
+
+
 async def topic_clusters(admin: AdminClient, topic: str, info: ClusterInfo) -> list[str]:
     """The clusters whose broker groups hold a topic (for ``topicList -c``)."""
     route = await admin.topic_route(topic)

@@ -112,6 +112,12 @@ def topic_status_table(table: TopicStats) -> str:
                           timestamps.human(o.last_update_timestamp)] for mq, o in table.offsets])
 
 
+def topic_attributes_lines(by_broker: dict[str, dict[str, str]]) -> str:
+    """Lines under topicStatus naming each broker's topic attributes (none: nothing, as mqadmin 4.x)."""
+    return "".join(f"\n{name} attributes: " + ", ".join(f"{k}={v}" for k, v in sorted(attrs.items()))
+                   for name, attrs in sorted(by_broker.items()))
+
+
 def topic_status_json(table: TopicStats) -> list[dict[str, Any]]:
     return [{**mq.to_json(), "minOffset": o.min_offset, "maxOffset": o.max_offset,
              "lastUpdateTimestamp": o.last_update_timestamp} for mq, o in table.offsets]

@@ -331,7 +331,9 @@ def topic_status(s: Session, topic: str) -> None:
 
     async def work(admin: AdminClient) -> Output:
         table = await cluster_ops.topic_status(admin, topic)
-        return Output(views.topic_status_table(table), views.topic_status_json(table))
+        attributes = await cluster_ops.topic_attributes(admin, topic)  # RocketMQ 5's message.type, ...
+        return Output(views.topic_status_table(table) + views.topic_attributes_lines(attributes),
+                      views.topic_status_json(table))
 
     s.run(work)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from admin_processes import Cluster
-from test_admin_integration import run
+from test_admin_integration import eventually, run
 
 from rocketq.client import wire
 from rocketq.protocol.sharedbodies import SubscriptionGroupConfig, TopicConfig
@@ -52,6 +52,8 @@ def test_update_topic_sets_changes_and_refuses_message_types_as_rocketmq(cluster
     run(cluster, "updateTopic", "-b", broker.addr, "-t", "AttrTopic", "-a", "+message.type=DELAY")
     config = asyncio.run(_topic_config(broker.addr, "AttrTopic"))
     assert config is not None and config.message_type is MessageType.DELAY
+    shown = eventually(lambda: run(cluster, "topicStatus", "-t", "AttrTopic").output)  # once routed
+    assert "broker-a attributes: message.type=DELAY" in shown
 
     refused = [(["-t", "AttrTopic", "-a", "+message.type=MIXED"], "MIXED message type is not supported"),
                (["-t", "AttrTopic", "-a", "+queue.type=BatchCQ"], "unchangeable"),
