@@ -7,12 +7,16 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
 - QueryRoute / QueryAssignment: the name server's route, with the proxy as every broker's
   endpoint (``routing``).
 - Heartbeat / NotifyClientTermination: need the client's Settings (Telemetry) first.
-- SendMessage: each message converted (``convert.to_remoting``) and sent by the SDK producer.
+- SendMessage: each message converted (``convert.to_remoting``), its type checked against the
+  topic's ``message.type`` (``typecheck``, ``metadata``) and sent by the SDK producer.
 - ReceiveMessage: one POP_MESSAGE on the broker the queue names (every queue of it: the v2
-  queue id is not used), answered as status, then the messages, then a delivery timestamp.
+  queue id is not used; orderly for a ``consumeMessageOrderly`` group), answered as status,
+  then the messages, then a delivery timestamp.
 - AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue: the receipt handle
   names broker, queue and checkpoint (``receipts``).
 - Telemetry: the Settings exchange, and the stream the proxy writes server commands to.
+
+Every call is counted and timed by method and answer code (``metrics``).
 
 Not implemented (gRPC status UNIMPLEMENTED, as RocketMQ's proxy answers the calls it does not
 override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription, RecallMessage
