@@ -10,11 +10,14 @@ module: a value is fetched from a master of the topic's route when older than ``
 A failed fetch keeps the last value known. With none, the answers are RocketMQ's: a topic whose
 config cannot be read is UNSPECIFIED (every send to it then conflicts), a group that cannot be
 read (or does not exist) is not orderly. Each cache holds at most ``MAX_ENTRIES`` names; the
-oldest entry makes room for a new one.
+oldest entry makes room for a new one. Callers that find a value due while it is being fetched
+wait for that fetch instead of starting their own (a send per message must not mean a broker
+request per message when the value expires).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
@@ -53,18 +56,35 @@ class TtlCache(Generic[K, V]):
         self._max = max_entries
         self._clock = clock
         self._entries: dict[K, tuple[float, V]] = {}
+        self._pending: dict[K, asyncio.Future[V]] = {}
+        """Fetches under way, by key (at most one each)."""
         self._warnings = LogLimiter(log)
 
     async def get(self, name: K) -> V:
+        """The value; one fetch at a time per key (concurrent callers wait for that one)."""
         now = self._clock()
         cached = self._entries.get(name)
         if cached is not None and now - cached[0] < self._refresh_s:
             return cached[1]
+        pending = self._pending.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)  # a waiter's cancellation must not cancel the others'
+        known = cached[1] if cached is not None else self._fallback
+        pending = self._pending[name] = asyncio.get_running_loop().create_future()
+        value = known
+        try:
+            value = await self._load(name, now, known)
+            return value
+        finally:  # also when this caller is cancelled: its waiters get what was known
+            del self._pending[name]
+            pending.set_result(value)
+
+    async def _load(self, name: K, now: float, known: V) -> V:
         try:
             value = await self._fetch(name)
         except FETCH_ERRORS as exc:
             self._warnings.warning(str(name), "cannot read the config of %s from a broker: %s", name, exc)
-            return cached[1] if cached is not None else self._fallback
+            return known
         self._entries.pop(name, None)  # re-inserted last: the dict's order is the age order
         if len(self._entries) >= self._max:
             del self._entries[next(iter(self._entries))]

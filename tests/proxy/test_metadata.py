@@ -39,3 +39,20 @@ def test_values_are_refetched_when_old_kept_when_a_read_fails_and_bounded() -> N
         assert await cache.get("a") == 10 and fetched == ["a"]
 
     asyncio.run(scenario())
+
+
+def test_concurrent_callers_share_one_fetch() -> None:
+    calls: list[str] = []
+
+    async def slow(name: str) -> str:
+        calls.append(name)
+        await asyncio.sleep(0.05)
+        return name.upper()
+
+    cache: TtlCache[str, str] = TtlCache(slow, "")
+
+    async def scenario() -> list[str]:
+        return list(await asyncio.gather(*(cache.get("t") for _ in range(20))))
+
+    assert asyncio.run(scenario()) == ["T"] * 20
+    assert calls == ["t"]
