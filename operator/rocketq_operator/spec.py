@@ -95,6 +95,7 @@ DEFAULT_PROXY_REPLICAS: Final = 2
 MAX_PROXY_REPLICAS: Final = 64
 PROXY_OPERATOR_KEYS: Final = frozenset({
     "namesrvAddr", "grpcServerPort", "grpcBindAddress", "grpcAdvertisedHost", "proxyMode", "rocketMQClusterName",
+    "metricsPort",
     "aclEnable", "rocketmq.acl.plain.file",
     "tlsTestModeEnable", "tlsCertPath", "tlsKeyPath", "tls.server.mode",
 })

@@ -1,7 +1,8 @@
 """``rocketq proxy``: the RocketMQ 5 gRPC endpoint in CLUSTER mode, until SIGTERM or SIGINT.
 
 Reads an optional rmq-proxy.json (RocketMQ proxy's keys: ``grpcServerPort``,
-``rocketMQClusterName``, ``namesrvAddr``, ...); ``-n`` and ``--grpc-port`` override it. A bad
+``rocketMQClusterName``, ``namesrvAddr``, ``metricsPort``, ...); ``-n``, ``--grpc-port`` and
+``--metrics-port`` override it. A bad
 value stops it before anything binds (exit 2, the key named); keys it does not use are listed in
 one warning; unreadable or mismatched TLS files (``tls.server.mode=enforcing``) stop it too
 (exit 2). When serving it prints ``rocketq proxy listening on HOST:PORT``.
@@ -32,19 +33,24 @@ EXIT_NOT_SERVING = 1
 @click.option("-c", "--config", type=click.Path(dir_okay=False), help="rmq-proxy.json (RocketMQ proxy keys)")
 @click.option("-n", "--namesrv-addr", help="name servers, host:port;host:port (overrides namesrvAddr)")
 @click.option("--grpc-port", type=int, help="gRPC port (overrides grpcServerPort; 0 = any free port)")
+@click.option("--metrics-port", type=int,
+              help="HTTP /metrics and /health port (overrides metricsPort; 0 = any free port, -1 = off)")
 @click.pass_context
-def command(ctx: click.Context, config: str | None, namesrv_addr: str | None, grpc_port: int | None) -> None:
+def command(ctx: click.Context, config: str | None, namesrv_addr: str | None, grpc_port: int | None,
+            metrics_port: int | None) -> None:
     """Serve RocketMQ 5 (gRPC) clients in front of the brokers a name server lists."""
     if ctx.invoked_subcommand is None:
-        _serve(config, namesrv_addr, grpc_port)
+        _serve(config, namesrv_addr, grpc_port, metrics_port)
 
 
-def _serve(config: str | None, namesrv_addr: str | None, grpc_port: int | None) -> None:
+def _serve(config: str | None, namesrv_addr: str | None, grpc_port: int | None, metrics_port: int | None) -> None:
     overrides = {"proxyMode": "CLUSTER"}
     if namesrv_addr is not None:
         overrides["namesrvAddr"] = namesrv_addr
     if grpc_port is not None:
         overrides["grpcServerPort"] = str(grpc_port)
+    if metrics_port is not None:
+        overrides["metricsPort"] = str(metrics_port)
     try:
         values = proxy_settings.read_json(config) if config else {}
         settings, acl, unknown = proxy_settings.load(values, overrides)

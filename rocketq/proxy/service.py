@@ -7,12 +7,16 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
 - QueryRoute / QueryAssignment: the name server's route, with the proxy as every broker's
   endpoint (``routing``).
 - Heartbeat / NotifyClientTermination: need the client's Settings (Telemetry) first.
-- SendMessage: each message converted (``convert.to_remoting``) and sent by the SDK producer.
+- SendMessage: each message converted (``convert.to_remoting``), its type checked against the
+  topic's ``message.type`` (``typecheck``, ``metadata``) and sent by the SDK producer.
 - ReceiveMessage: one POP_MESSAGE on the broker the queue names (every queue of it: the v2
-  queue id is not used), answered as status, then the messages, then a delivery timestamp.
+  queue id is not used; orderly for a ``consumeMessageOrderly`` group), answered as status,
+  then the messages, then a delivery timestamp.
 - AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue: the receipt handle
   names broker, queue and checkpoint (``receipts``).
 - Telemetry: the Settings exchange, and the stream the proxy writes server commands to.
+
+Every call is counted and timed by method and answer code (``metrics``).
 
 Not implemented (gRPC status UNIMPLEMENTED, as RocketMQ's proxy answers the calls it does not
 override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription, RecallMessage
@@ -35,9 +39,11 @@ from google.protobuf import timestamp_pb2
 from rocketq.acl import permissions, validator
 from rocketq.acl.plainacl import AclConfig
 from rocketq.client.errors import BrokerError, ClientError
+from rocketq.protocol import topicattributes
 from rocketq.protocol.poprequests import PopStatus
-from rocketq.proxy import auth, clients, convert, routing, status
+from rocketq.proxy import auth, clients, convert, routing, status, typecheck
 from rocketq.proxy.backend import Backend
+from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.receipts import ReceiptHandle
 from rocketq.proxy.settings import ProxySettings
 from rocketq.proxy.status import Code, ProxyError
@@ -66,8 +72,11 @@ def _now_ms() -> int:
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
     def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
-                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None):
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None,
+                 metrics: ProxyMetrics | None = None):
         self.settings = settings
+        self.metrics = metrics or ProxyMetrics(settings.rocketmq_cluster_name, settings.proxy_mode.value,
+                                               table.count_by_type)
         self.acl = acl
         """The accounts when ACL is on (``auth``); None: no call is checked."""
         self.backend = backend
@@ -87,14 +96,18 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],
                       body: Callable[[clients.Caller], Awaitable[R]]) -> R:
-        """Run ``body`` for the caller; any failure becomes the response's status."""
+        """Run ``body`` for the caller; any failure becomes the response's status. Counted and timed."""
+        started = time.perf_counter()
         try:
-            return await body(self._identify(context))
+            answer = await body(self._identify(context))
         except EXPECTED_ERRORS as exc:
-            return make(status=status.from_exception(exc))
+            answer = make(status=status.from_exception(exc))
         except Exception as exc:
             self._warnings.warning(type(exc).__name__, "v2 call failed unexpectedly: %r", exc)
-            return make(status=status.from_exception(exc))
+            answer = make(status=status.from_exception(exc))
+        self.metrics.rpc(make.__name__.removesuffix("Response"), answer.status.code,  # type: ignore[attr-defined]
+                         time.perf_counter() - started)
+        return answer
 
     # --- routes and clients -------------------------------------------------------------------
 
@@ -103,8 +116,9 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             topic = convert.check_topic(request.topic)
             auth.authorize(caller.account, {topic: permissions.ANY})
             route = await self.backend.route(topic)
+            accept = typecheck.accepted(await self.backend.metadata.topic_type(topic))
             queues = routing.message_queues(route, topic, self._advertised(request.endpoints),
-                                            request.topic.resource_namespace)
+                                            request.topic.resource_namespace, accept)
             return spb.QueryRouteResponse(status=status.ok(), message_queues=queues)
         return await self._answer(context, spb.QueryRouteResponse, body)
 
@@ -115,7 +129,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             group = convert.check_group(request.group)
             auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
             route = await self.backend.route(topic)
-            found = routing.assignments(route, topic, self._advertised(request.endpoints), fifo=False)
+            found = routing.assignments(
+                route, topic, self._advertised(request.endpoints),
+                fifo=await self.backend.metadata.group_orderly(group, topic),
+                accept=typecheck.accepted(await self.backend.metadata.topic_type(topic)))
             if not found:
                 raise ProxyError(Code.FORBIDDEN, "no readable queue")
             return spb.QueryAssignmentResponse(status=status.ok(), assignments=found)
@@ -142,11 +159,15 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             msg = convert.to_remoting(message, max_body_size=self.settings.max_message_size,
                                       max_delay_ms=self.settings.max_delay_time_mills,
                                       delay_levels_ms=self._delay_levels, now_ms=_now_ms())
+            if self.settings.enable_topic_message_type_check:
+                typecheck.check(msg.topic, await self.backend.metadata.topic_type(msg.topic),
+                                topicattributes.of_properties(msg.properties))
             result = await self.backend.send(msg)
         except EXPECTED_ERRORS as exc:
             return spb.SendResultEntry(status=status.from_exception(exc))
         sent = status.ok() if result.status.name == "SEND_OK" else status.of(
             SEND_STATUS_CODES.get(result.status.name, Code.INTERNAL_SERVER_ERROR), result.status.name)
+        self.metrics.sent(message.system_properties.message_type)
         return spb.SendResultEntry(status=sent, message_id=result.msg_id, transaction_id=result.msg_id,
                                    offset=result.queue_offset)
 
@@ -201,8 +222,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         poll_ms = self._poll_ms(request, context)
         invisible_ms = self._invisible_ms(request)
         expression, kind = convert.check_filter(topic, request.filter_expression)
-        client = self.clients.get(caller.client_id)
-        fifo = bool(client and client.settings.subscription.fifo)
+        fifo = await self.backend.metadata.group_orderly(group, topic)  # orderly pops block per queue
         addr = await self.backend.master(topic, request.message_queue.broker.name)
         result = await self.backend.pops.pop(
             addr, request.message_queue.broker.name, group, topic,
@@ -214,19 +234,22 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         if not result.messages:
             return [spb.ReceiveMessageResponse(status=status.of(Code.MESSAGE_NOT_FOUND, "no new message"))]
         out = [spb.ReceiveMessageResponse(status=status.ok())]
-        out.extend(spb.ReceiveMessageResponse(message=convert.to_v2(p.message, topic=topic,
-                                                                    receipt_handle=p.receipt_handle))
-                   for p in result.messages)
+        for p in result.messages:
+            message = convert.to_v2(p.message, topic=topic, receipt_handle=p.receipt_handle)
+            self.metrics.received(message.system_properties.message_type)
+            out.append(spb.ReceiveMessageResponse(message=message))
         return out
 
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
                              context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        started = time.perf_counter()
         try:
             answers = await self._receive(request, context)
         except Exception as exc:
             if not isinstance(exc, EXPECTED_ERRORS):
                 self._warnings.warning(type(exc).__name__, "receive failed unexpectedly: %r", exc)
             answers = [spb.ReceiveMessageResponse(status=status.from_exception(exc))]
+        self.metrics.rpc("ReceiveMessage", answers[0].status.code, time.perf_counter() - started)
         for answer in answers:
             yield answer
         now = timestamp_pb2.Timestamp()
@@ -240,6 +263,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             addr = await self.backend.master(topic, handle.extra.broker_name)
             await self.backend.pops.ack(addr, group, handle.as_popped(topic, group, entry.message_id))
             answer = status.ok()
+            self.metrics.acked()
         except EXPECTED_ERRORS as exc:
             answer = status.from_exception(exc)
         return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
@@ -293,15 +317,23 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     # --- telemetry ----------------------------------------------------------------------------
 
-    def _on_command(self, caller: clients.Caller, command: spb.TelemetryCommand,
-                    stream: clients.Outgoing) -> spb.TelemetryCommand | None:
+    async def _fifo(self, received: pb.Settings) -> bool:
+        """``fifo`` for a consumer's settings: its group's consumeMessageOrderly (RocketMQ's proxy)."""
+        sub = received.subscription
+        if not received.HasField("subscription") or not sub.HasField("group") or not sub.subscriptions:
+            return False
+        return await self.backend.metadata.group_orderly(sub.group.name, sub.subscriptions[0].topic.name)
+
+    async def _on_command(self, caller: clients.Caller, command: spb.TelemetryCommand,
+                          stream: clients.Outgoing) -> spb.TelemetryCommand | None:
         """The reply to one client command (None: the command needs none)."""
         which = command.WhichOneof("command")
         if which == "settings":
             try:
                 merged = clients.merged_settings(
                     command.settings, max_body_size=self.settings.max_message_size,
-                    validate_type=self.settings.enable_topic_message_type_check)
+                    validate_type=self.settings.enable_topic_message_type_check,
+                    fifo=await self._fifo(command.settings))
             except ProxyError as exc:
                 return spb.TelemetryCommand(status=status.of(exc.code, exc.message))
             self.clients.register(caller.client_id, command.settings, stream)
@@ -323,7 +355,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
-                    reply = self._on_command(caller, command, stream)
+                    reply = await self._on_command(caller, command, stream)
                     if reply is not None:
                         await stream.put(reply)
             finally:
@@ -331,10 +363,12 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                     stream.put_nowait(None)
 
         reader = asyncio.create_task(read())
+        self.metrics.telemetry_streams.inc()
         try:
             while (item := await stream.get()) is not None:
                 yield item
         finally:
+            self.metrics.telemetry_streams.dec()
             reader.cancel()
             self.clients.detach(caller.client_id, stream)
 

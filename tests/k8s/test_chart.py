@@ -391,7 +391,7 @@ def test_prometheus_rule_alerts() -> None:
     rule = one(monitoring_objects(), "PrometheusRule")
     alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
     assert set(alerts) == {
-        "RocketQBrokerDown", "RocketQNameServerDown", "RocketQBrokerGroupNoMaster",
+        "RocketQBrokerDown", "RocketQNameServerDown", "RocketQProxyDown", "RocketQBrokerGroupNoMaster",
         "RocketQBrokerDiskAlmostFull", "RocketQConsumerLagGrowing", "RocketQConsumerQueuesStuck",
         "RocketQDLedgerGroupNoLeader", "RocketQDLedgerMemberLagging",
     }

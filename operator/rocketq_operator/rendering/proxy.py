@@ -8,10 +8,12 @@ dialled and its own gRPC port, which is why the Service's port is the container'
 why there is no NodePort type (see ``spec.ProxyServiceType``).
 
 rmq-proxy.json carries ``rocketMQClusterName`` (the cluster's name, as every broker.conf
-carries ``brokerClusterName``), ``grpcServerPort`` and ``spec.proxy.config`` over the brokers'
-``maxMessageSize`` / ``messageDelayLevel``. Its digest is a pod-template annotation, so a config
-change rolls the Deployment like an image or resources change does; Kubernetes' RollingUpdate
-brings a new pod up (and ready) before it stops an old one.
+carries ``brokerClusterName``), ``grpcServerPort``, ``metricsPort`` (the pods' /metrics, scraped
+through the pod annotations as brokers are; the Service, possibly a LoadBalancer, does not
+expose it) and ``spec.proxy.config`` over the brokers' ``maxMessageSize`` /
+``messageDelayLevel``. Its digest is a pod-template annotation, so a config change rolls the
+Deployment like an image or resources change does; Kubernetes' RollingUpdate brings a new pod
+up (and ready) before it stops an old one.
 
 Probes are gRPC probes (``grpc.health.v1.Health/Check`` on the gRPC port, Kubernetes 1.24+):
 ``rocketq proxy`` serves the health service on the same server as MessagingService, so a
@@ -67,8 +69,8 @@ LIVENESS_EXEC_PERIOD_S: Final = 20
 def proxy_config(cluster: Cluster) -> dict[str, Any]:
     """rmq-proxy.json's keys: what the operator decides, then the spec's (already checked) values."""
     wanted = cluster.spec.proxy
-    return {"rocketMQClusterName": cluster.meta.name, "grpcServerPort": wanted.grpc_port, **_tls_config(cluster),
-            **wanted.config}
+    return {"rocketMQClusterName": cluster.meta.name, "grpcServerPort": wanted.grpc_port,
+            "metricsPort": names.METRICS_PORT, **_tls_config(cluster), **wanted.config}
 
 
 def _tls_config(cluster: Cluster) -> dict[str, Any]:
@@ -127,7 +129,8 @@ def render_proxy_deployment(cluster: Cluster, tls_digest: str | None = None) -> 
         "image": wanted.image or spec.image,
         "imagePullPolicy": spec.image_pull_policy.value,
         "command": command(),
-        "ports": [{"name": PORT_NAME, "containerPort": wanted.grpc_port, "protocol": "TCP"}],
+        "ports": [{"name": PORT_NAME, "containerPort": wanted.grpc_port, "protocol": "TCP"},
+                  {"name": "metrics", "containerPort": names.METRICS_PORT, "protocol": "TCP"}],
         "env": [{"name": "NAMESRV_ADDR", "value": names.namesrv_addresses(
             cluster.meta.name, cluster.meta.namespace, spec.name_servers.replicas)}],
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
@@ -140,7 +143,8 @@ def render_proxy_deployment(cluster: Cluster, tls_digest: str | None = None) -> 
     template: dict[str, Any] = {
         "metadata": {
             "labels": common.labels(cluster.meta.name, common.COMPONENT_PROXY),
-            "annotations": {common.ANNOTATION_CONFIG_HASH: common.digest(render_proxy_config_text(cluster))},
+            "annotations": {common.ANNOTATION_CONFIG_HASH: common.digest(render_proxy_config_text(cluster)),
+                            **common.metrics_annotations(spec.metrics_enabled)},
         },
         "spec": {
             "securityContext": common.pod_security_context(),
