@@ -66,10 +66,10 @@ def _now_ms() -> int:
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
     def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
-                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None):
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: Callable[[], AclConfig] | None = None):
         self.settings = settings
         self.acl = acl
-        """The accounts when ACL is on (``auth``); None: no call is checked."""
+        """The current accounts when ACL is on (``auth``; a reloading table's); None: no call is checked."""
         self.backend = backend
         self.clients = table
         self._advertised = advertised
@@ -82,7 +82,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         caller = clients.caller(context.invocation_metadata())
         if self.acl is None:
             return caller
-        account = auth.authenticate(self.acl, caller.headers, auth.peer_ip(context.peer()))
+        account = auth.authenticate(self.acl(), caller.headers, auth.peer_ip(context.peer()))
         return dataclasses.replace(caller, account=account)
 
     async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from rocketq import settings
 from rocketq.acl.settings import AclSettings
+from rocketq.proxy.credentials import InnerClientSettings
 from rocketq.settings import SettingsError, setting
 from rocketq.store.settings import parse_delay_levels
 
@@ -131,9 +132,11 @@ def _text(key: str, value: Any) -> str:
     return json.dumps(value)
 
 
-def load(values: Mapping[str, str],
-         overrides: Mapping[str, str] | None = None) -> tuple[ProxySettings, AclSettings, list[str]]:
-    """Settings (the proxy's and its ACL's) from the file's values plus overrides, and the keys nothing uses."""
+def load(values: Mapping[str, str], overrides: Mapping[str, str] | None = None,
+         ) -> tuple[ProxySettings, AclSettings, InnerClientSettings, list[str]]:
+    """Settings (the proxy's, its ACL's, its own account's) from the file's values plus overrides,
+    and the keys nothing uses."""
     merged = {**values, **(overrides or {})}
     return (settings.build(ProxySettings, merged), settings.build(AclSettings, merged),
-            settings.unknown_keys(merged, [ProxySettings, AclSettings]))
+            settings.build(InnerClientSettings, merged),
+            settings.unknown_keys(merged, [ProxySettings, AclSettings, InnerClientSettings]))
