@@ -123,6 +123,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         async def body(caller: clients.Caller) -> spb.HeartbeatResponse:
+            auth.authorize(caller.account, auth.heartbeat_needs(request.client_type, request.group))
             self.clients.require(caller.client_id)
             return spb.HeartbeatResponse(status=status.ok())
         return await self._answer(context, spb.HeartbeatResponse, body)
@@ -130,6 +131,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest,
                                       context: Any) -> spb.NotifyClientTerminationResponse:
         async def body(caller: clients.Caller) -> spb.NotifyClientTerminationResponse:
+            auth.authorize(caller.account, auth.group_needs(request.group))
             self.clients.require(caller.client_id)
             self.clients.forget(caller.client_id)
             return spb.NotifyClientTerminationResponse(status=status.ok())
@@ -299,6 +301,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         which = command.WhichOneof("command")
         if which == "settings":
             try:
+                auth.authorize(caller.account, auth.settings_needs(command.settings))
                 merged = clients.merged_settings(
                     command.settings, max_body_size=self.settings.max_message_size,
                     validate_type=self.settings.enable_topic_message_type_check)

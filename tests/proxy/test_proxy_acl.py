@@ -72,6 +72,19 @@ def test_topic_and_group_permissions() -> None:
     assert err.value.code == Code.FORBIDDEN
 
 
+def test_what_heartbeats_terminations_and_settings_need() -> None:
+    group, topic = pb.Resource(name="cg1"), pb.Resource(name="T1")
+    assert auth.heartbeat_needs(pb.ClientType.SIMPLE_CONSUMER, group) == {"%RETRY%cg1": 8}
+    assert auth.heartbeat_needs(pb.ClientType.PRODUCER, group) == {}
+    assert auth.group_needs(pb.Resource()) == {}
+    publishing = pb.Settings(publishing=pb.Publishing(topics=[topic, pb.Resource(name="T2")]))
+    assert auth.settings_needs(publishing) == {"T1": 4, "T2": 4}
+    subscription = pb.Settings(subscription=pb.Subscription(
+        group=group, subscriptions=[pb.SubscriptionEntry(topic=topic)]))
+    assert auth.settings_needs(subscription) == {"%RETRY%cg1": 8, "T1": 8}
+    assert auth.settings_needs(pb.Settings()) == {}
+
+
 @pytest.mark.parametrize(("peer", "ip"), [("ipv4:127.0.0.1:5000", "127.0.0.1"), ("ipv6:[::1]:5000", "::1")])
 def test_peer_ip(peer: str, ip: str) -> None:
     assert auth.peer_ip(peer) == ip
@@ -173,6 +186,27 @@ def route_code(endpoint: str, account: tuple[str, str]) -> int:
             spb.QueryRouteRequest(topic=pb.Resource(name="GrpcNormal")),
             metadata=(("x-mq-client-id", "acl-test@1"), *headers(*account).items()), timeout=10)
     return int(answer.status.code)
+
+
+def settings_code(endpoint: str, account: tuple[str, str], settings: pb.Settings) -> int:
+    """The status a Telemetry stream answers to ``settings`` signed with ``account``."""
+    with grpc.insecure_channel(endpoint) as channel:
+        replies = grpc_v2.MessagingServiceStub(channel).Telemetry(
+            iter([spb.TelemetryCommand(settings=settings)]),
+            metadata=(("x-mq-client-id", "acl-test@2"), *headers(*account).items()), timeout=10)
+        return int(next(replies).status.code)
+
+
+def test_telemetry_settings_need_the_rights_they_announce(acl_cluster: AclCluster) -> None:
+    topic = pb.Resource(name="GrpcNormal")
+    publishing = pb.Settings(client_type=pb.ClientType.PRODUCER, publishing=pb.Publishing(topics=[topic]))
+    assert settings_code(acl_cluster.endpoint, PRODUCER, publishing) == Code.OK
+    assert settings_code(acl_cluster.endpoint, CONSUMER, publishing) == Code.FORBIDDEN
+    subscribing = pb.Settings(client_type=pb.ClientType.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name=CONSUMER_GROUP), subscriptions=[pb.SubscriptionEntry(topic=topic)]))
+    assert settings_code(acl_cluster.endpoint, CONSUMER, subscribing) == Code.OK
+    subscribing.subscription.group.name = "other-cg"
+    assert settings_code(acl_cluster.endpoint, CONSUMER, subscribing) == Code.FORBIDDEN
 
 
 def test_a_wrong_secret_is_unauthorized(acl_cluster: AclCluster) -> None:
