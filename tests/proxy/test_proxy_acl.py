@@ -16,7 +16,7 @@ import yaml
 from clusterprocs import Processes
 from pyclient import RECEIVE_TRIES, PyClient, PyClientError
 
-from conftest import FAST_BROKER, create_topics
+from conftest import FAST_BROKER, create_topics, wait_until
 from rocketq.acl import plainacl
 from rocketq.local.ports import free_port
 from rocketq.proxy import auth
@@ -217,6 +217,16 @@ def test_a_wrong_secret_is_unauthorized(acl_cluster: AclCluster) -> None:
     with pytest.raises(PyClientError):  # at start-up or at the send: the client fetches routes in the background
         bad.call("producer", topics=["GrpcNormal"])
         bad.call("send", topic="GrpcNormal", body="refused")
+
+
+def test_an_account_added_to_the_file_is_known_to_the_proxy_without_a_restart(acl_cluster: AclCluster) -> None:
+    newcomer = ("lateJoiner", "lateSecret")
+    assert route_code(acl_cluster.endpoint, newcomer) == Code.UNAUTHORIZED
+    accounts = acl_cluster.tmp / "plain_acl.yml"
+    data = yaml.safe_load(accounts.read_text())
+    data["accounts"].append({"accessKey": newcomer[0], "secretKey": newcomer[1], "topicPerms": ["GrpcNormal=SUB"]})
+    accounts.write_text(yaml.safe_dump(data))
+    wait_until(lambda: route_code(acl_cluster.endpoint, newcomer) == Code.OK, timeout=30)
 
 
 def test_an_account_without_pub_on_the_topic_cannot_send(acl_cluster: AclCluster) -> None:
