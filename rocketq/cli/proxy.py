@@ -37,8 +37,9 @@ def command(config: str | None, namesrv_addr: str | None, grpc_port: int | None)
         overrides["grpcServerPort"] = str(grpc_port)
     try:
         values = proxy_settings.read_json(config) if config else {}
-        settings, acl, inner, unknown = proxy_settings.load(values, overrides)
-        signing = credentials.resolve(inner)  # reads tools.yml when that is where the account is
+        settings, acl, unknown = proxy_settings.load(values, overrides)
+        # reads tools.yml when that is where the account is
+        signing = credentials.resolve(proxy_settings.load_inner_client(values, overrides))
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     if unknown:

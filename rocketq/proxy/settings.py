@@ -132,11 +132,15 @@ def _text(key: str, value: Any) -> str:
     return json.dumps(value)
 
 
-def load(values: Mapping[str, str], overrides: Mapping[str, str] | None = None,
-         ) -> tuple[ProxySettings, AclSettings, InnerClientSettings, list[str]]:
-    """Settings (the proxy's, its ACL's, its own account's) from the file's values plus overrides,
-    and the keys nothing uses."""
+def load(values: Mapping[str, str],
+         overrides: Mapping[str, str] | None = None) -> tuple[ProxySettings, AclSettings, list[str]]:
+    """Settings (the proxy's and its ACL's) from the file's values plus overrides, and the keys nothing
+    uses (the proxy's own account, ``load_inner_client``, is a use)."""
     merged = {**values, **(overrides or {})}
     return (settings.build(ProxySettings, merged), settings.build(AclSettings, merged),
-            settings.build(InnerClientSettings, merged),
             settings.unknown_keys(merged, [ProxySettings, AclSettings, InnerClientSettings]))
+
+
+def load_inner_client(values: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> InnerClientSettings:
+    """The keys of the proxy's own ACL account (rocketq/proxy/credentials.py)."""
+    return settings.build(InnerClientSettings, {**values, **(overrides or {})})

@@ -148,7 +148,7 @@ def test_rmq_proxy_json_is_read_with_rocketmqs_keys(tmp_path: Path) -> None:
     conf = tmp_path / "rmq-proxy.json"
     conf.write_text(json.dumps({"rocketMQClusterName": "C1", "grpcServerPort": 9081, "namesrvAddr": "127.0.0.1:9876",
                                 "enableTopicMessageTypeCheck": False, "remotingListenPort": 8080}))
-    settings, _acl, _inner, unknown = proxy_settings.load(proxy_settings.read_json(conf))
+    settings, _acl, unknown = proxy_settings.load(proxy_settings.read_json(conf))
     assert (settings.rocketmq_cluster_name, settings.grpc_server_port) == ("C1", 9081)
     assert settings.enable_topic_message_type_check is False and unknown == ["remotingListenPort"]
 

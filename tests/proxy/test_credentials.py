@@ -44,8 +44,9 @@ def test_a_json_object_in_rmq_proxy_json_works_too(tmp_path: pathlib.Path) -> No
     account = {"accessKey": "ak12345", "secretKey": 12345678}  # an object, not JSON text; a bare number
     conf.write_text(json.dumps({"namesrvAddr": "127.0.0.1:9876", "enableAclRpcHookForClusterMode": True,
                                 "innerClientAuthenticationCredentials": account}))
-    _proxy, _acl, inner, unknown = proxy_settings.load(proxy_settings.read_json(conf))
-    assert credentials.resolve(inner) == Credentials("ak12345", "12345678") and unknown == []
+    values = proxy_settings.read_json(conf)
+    assert proxy_settings.load(values)[2] == [], "the account's keys are not reported as unused"
+    assert credentials.resolve(proxy_settings.load_inner_client(values)) == Credentials("ak12345", "12345678")
 
 
 def test_tools_yml_under_rocketmq_home_when_the_json_key_is_blank(tmp_path: pathlib.Path,
