@@ -95,7 +95,7 @@ async def test_the_rendered_proxy_pod_signs_its_calls_to_acl_brokers_and_checks_
     assert {"name": "acl", "mountPath": brokerconf.ACL_DIR, "readOnly": True} in container["volumeMounts"]
     port = free_port()
     mount = tmp_path / "etc-rocketq"
-    config = _mount_configmap(proxy_rendering.render_proxy_configmap(cluster), mount, port)
+    config = _mount_configmap(proxy_rendering.render_proxy_configmap(cluster), mount, port, free_port())
     (mount / proxy_rendering.CONFIG_KEY).write_text(_mounted(json.dumps(config), acl_mount))
     log = tmp_path / "proxy.log"
     proc = _pod_process(container, mount, namesrv, log)

@@ -74,6 +74,7 @@ def _mount_configmap(configmap: dict[str, Any], mount: pathlib.Path, tls_mount: 
     config = {key: value.replace(proxy_rendering.TLS_DIR, str(tls_mount)) if isinstance(value, str) else value
               for key, value in config.items()}
     config["grpcServerPort"] = port
+    config["metricsPort"] = free_port()  # the pod's own network namespace has 5557 free; this machine may not
     (mount / proxy_rendering.CONFIG_KEY).write_text(json.dumps(config))
 
 

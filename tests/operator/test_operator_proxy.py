@@ -160,7 +160,7 @@ ACL_ENABLED = {"proxy": {"enabled": True}, "acl": {"secretName": "demo-acl"}}
 def test_with_acl_the_proxy_checks_clients_and_signs_with_the_acl_secrets_accounts() -> None:
     cluster = cluster_of(ACL_ENABLED)
     assert json.loads(rendering.render_proxy_configmap(cluster)["data"]["rmq-proxy.json"]) == {
-        "rocketMQClusterName": "demo", "grpcServerPort": 8081,
+        "rocketMQClusterName": "demo", "grpcServerPort": 8081, "metricsPort": 5557,
         "aclEnable": True, "rocketmq.acl.plain.file": "/etc/rocketq-acl/plain_acl.yml",
         "enableAclRpcHookForClusterMode": True, "innerClientCredentialsFile": "/etc/rocketq-acl/tools.yml"}
     pod = rendering.render_proxy_deployment(cluster)["spec"]["template"]["spec"]
