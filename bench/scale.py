@@ -1,6 +1,6 @@
 """Scale: tens of thousands of topics and thousands of clients on one broker and one name server.
 
-    .venv/bin/python bench/scale.py [--topics 1000,10000,50000] [--concurrency 64]
+    .venv/bin/python bench/scale.py [--topics 1000,10000,50000] [--concurrency 64] [--no-slave]
                                     [--clients 5000] [--groups 1000] [--idle-seconds 60] [--out FILE]
 
 Starts ``rocketq namesrv`` and ``rocketq broker`` as processes on 127.0.0.1 (temporary store),
@@ -14,6 +14,12 @@ client (UPDATE_AND_CREATE_TOPIC with 8 queues, ``--concurrency`` creates in flig
   to encode it, and the name server's CPU to apply it (sent once by a probe broker identity);
 * route lookup latency (GET_ROUTEINFO_BY_TOPIC of random topics);
 * broker restart time (SIGTERM, start, until the name server routes a topic again).
+
+At the largest size, ``--slave`` (on by default) starts a slave of that broker and reports its
+metadata sync (``rocketq.ha.metasync``) from the slave's runtime info: the first copy (requests,
+bytes, time until converged), an unchanged round (requests, bytes, CPU of both processes), and the
+round after one topic is created on the master; next to the whole-table answer's size, which is
+what every 10 s round fetched before the sync paged and skipped unchanged tables.
 
 Then the many-clients run: ``--clients`` connections in ``--groups`` consumer groups send
 HEART_BEAT (joining, then every 30 s as clients do), ask GET_CONSUMER_LIST_BY_GROUP, and the
@@ -30,10 +36,7 @@ import asyncio
 import json
 import os
 import random
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +49,9 @@ import orjson
 
 from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
+from rocketq.local import processes
 from rocketq.local.ports import free_port
+from rocketq.local.processes import ServerProcess
 from rocketq.namesrv import registerbodies
 from rocketq.protocol import headers
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -54,70 +59,20 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.sharedbodies import DataVersion
 from rocketq.remoting.client import RemotingClient
 
-ROCKETQ = str(Path(sys.executable).with_name("rocketq"))
-READY = re.compile(rb"listening on (\S+)")
-START_DEADLINE_S = 120.0
 WINDOW = 1000
 """Creates at the end of each step whose rate is reported as the rate at that table size."""
 QUEUES = 8
 ROUTE_LOOKUPS = 2000
 HEARTBEAT_PERIOD_S = 30.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # --- processes ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Proc:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-    port: int
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
-
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(60)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-
-def start(name: str, args: list[str], log: Path, port: int) -> Proc:
-    with log.open("wb") as sink:
-        popen = subprocess.Popen([ROCKETQ, *args], stdout=sink, stderr=subprocess.STDOUT,
-                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    proc = Proc(name, popen, log, port)
-    deadline = time.monotonic() + START_DEADLINE_S
-    while not READY.search(log.read_bytes()):
-        if popen.poll() is not None or time.monotonic() > deadline:
-            proc.stop()
-            raise SystemExit(f"{name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.02)
-    return proc
-
-
-def start_broker(work: Path, namesrv: Proc, port: int, ha_port: int) -> Proc:
-    args = ["broker", "-n", namesrv.addr, "-p", str(port), "--store-dir", str(work / "store"),
-            "--metrics-port", "-1", "--set", "brokerName=scale-broker", "--set", "brokerIP1=127.0.0.1",
-            "--set", f"haListenPort={ha_port}", "--set", "autoCreateSubscriptionGroup=true"]
-    return start("broker", args, work / "broker.log", port)
+def start_broker(work: Path, namesrv: ServerProcess, port: int, ha_port: int, name: str = "scale-broker",
+                 *settings: str, log_name: str | None = None) -> ServerProcess:
+    return processes.start_broker(work, namesrv.addr, name, "autoCreateSubscriptionGroup=true", *settings,
+                                  port=port, ha_port=ha_port, metrics_port=-1, log_name=log_name)
 
 
 # --- measuring ---------------------------------------------------------------------------------
@@ -182,7 +137,7 @@ async def grow_topics(admin: AdminClient, broker: str, start_at: int, target: in
                         "latency": percentiles(window)}}
 
 
-async def registration_cost(admin: AdminClient, namesrv: Proc, broker_addr: str) -> dict[str, Any]:
+async def registration_cost(admin: AdminClient, namesrv: ServerProcess, broker_addr: str) -> dict[str, Any]:
     """The broker's full registration body at this size, its encoding time, and what the name
     server spends applying it (sent once under a probe identity, whose table is then new)."""
     table = await admin.all_topic_config(broker_addr)
@@ -255,7 +210,7 @@ def heartbeat(n: int, groups: int) -> bytes:
                              "subscriptionDataSet": [{"topic": f"ScaleTopic{n % groups}", "subString": "*"}]}]})
 
 
-async def many_clients(broker: Proc, clients: int, groups: int, idle_seconds: float) -> dict[str, Any]:
+async def many_clients(broker: ServerProcess, clients: int, groups: int, idle_seconds: float) -> dict[str, Any]:
     conns = [RemotingClient(name=f"scale-client-{n}") for n in range(clients)]
     addr = broker.addr
 
@@ -298,11 +253,68 @@ async def many_clients(broker: Proc, clients: int, groups: int, idle_seconds: fl
                      "broker_cpu_percent": round(100 * idle_cpu / idle_wall, 2)}}
 
 
+# --- a slave's metadata sync -------------------------------------------------------------------
+
+
+SLAVE_PROBE_TOPIC = "ScaleSlaveProbe"
+
+
+async def slave_runtime(admin: AdminClient, slave: ServerProcess, after_rounds: int) -> dict[str, str]:
+    """The slave's runtime info once it has done more than ``after_rounds`` metadata sync rounds."""
+    while True:
+        info = await admin.runtime_info(slave.addr)
+        if int(info.get("metadataSyncRounds", "0")) > after_rounds:
+            return info
+        await asyncio.sleep(0.1)
+
+
+def sync_round(info: dict[str, str]) -> dict[str, Any]:
+    return {"requests": int(info["metadataSyncLastRequests"]), "millis": int(info["metadataSyncLastMillis"]),
+            "topic_bytes": int(info["metadataSyncLastTopicBytes"]),
+            "all_bytes": sum(int(v) for k, v in info.items()
+                             if k.startswith("metadataSyncLast") and k.endswith("Bytes"))}
+
+
+async def slave_sync(work: Path, namesrv: ServerProcess, master: ServerProcess) -> dict[str, Any]:
+    """Start a slave of the grown broker and measure its metadata sync: the first copy, an
+    unchanged round, and the round after one topic was created on the master. For comparison,
+    the whole-table GET_ALL_TOPIC_CONFIG answer: what every round fetched before paging."""
+    whole_client = RemotingClient(name="scale-whole")
+    try:
+        whole = await whole_client.invoke(master.addr, RemotingCommand(code=RequestCode.GET_ALL_TOPIC_CONFIG), 60)
+    finally:
+        await whole_client.close()
+    began = time.perf_counter()
+    slave = start_broker(work, namesrv, free_port(), free_port(), "scale-broker", "brokerId=1", "brokerRole=SLAVE",
+                         log_name="scale-slave")
+    try:
+        async with AdminClient(namesrv.addr, timeout=60) as admin:
+            first = await slave_runtime(admin, slave, 0)
+            converged_s = time.perf_counter() - began
+            topics_on_slave = len(await admin.all_topic_config(slave.addr))
+            master_cpu, slave_cpu = master.cpu_s(), slave.cpu_s()
+            idle = await slave_runtime(admin, slave, int(first["metadataSyncRounds"]))
+            idle_cpu = {"master_cpu_ms": round((master.cpu_s() - master_cpu) * 1000),
+                        "slave_cpu_ms": round((slave.cpu_s() - slave_cpu) * 1000)}
+            await admin.create_topic(master.addr, adminbodies.TopicConfig(SLAVE_PROBE_TOPIC, QUEUES, QUEUES))
+            created = time.perf_counter()
+            changed = await slave_runtime(admin, slave, int(idle["metadataSyncRounds"]))
+            while SLAVE_PROBE_TOPIC not in await admin.all_topic_config(slave.addr):
+                changed = await slave_runtime(admin, slave, int(changed["metadataSyncRounds"]))
+            arrived_s = time.perf_counter() - created
+    finally:
+        slave.stop()
+    return {"topics_on_slave": topics_on_slave, "whole_table_bytes": len(whole.body),
+            "first_copy": {**sync_round(first), "converged_s": round(converged_s, 2)},
+            "unchanged_round": {**sync_round(idle), **idle_cpu},
+            "after_one_create": {**sync_round(changed), "arrived_s": round(arrived_s, 2)}}
+
+
 # --- driver ------------------------------------------------------------------------------------
 
 
-async def topic_steps(args: argparse.Namespace, work: Path, namesrv: Proc, broker: Proc,
-                      ports: tuple[int, int]) -> tuple[Proc, list[dict[str, Any]]]:
+async def topic_steps(args: argparse.Namespace, work: Path, namesrv: ServerProcess, broker: ServerProcess,
+                      ports: tuple[int, int]) -> tuple[ServerProcess, list[dict[str, Any]]]:
     results = []
     have = 0
     async with AdminClient(namesrv.addr, timeout=60) as admin:
@@ -331,13 +343,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rocketq-scale-") as tmp:
         work = Path(tmp)
         ns_port = free_port()
-        namesrv = start("namesrv", ["namesrv", "-p", str(ns_port), "--metrics-port", "-1"],
-                        work / "namesrv.log", ns_port)
+        namesrv = processes.start_namesrv(work, port=ns_port, metrics_port=-1)
         ports = (free_port(), free_port())
         broker = start_broker(work, namesrv, *ports)
         report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()[0]}}
         try:
             broker, report["topic_steps"] = await topic_steps(args, work, namesrv, broker, ports)
+            if args.slave:
+                print("a slave's metadata sync ...", file=sys.stderr, flush=True)
+                report["slave_sync"] = await slave_sync(work, namesrv, broker)
             if args.clients:
                 print(f"{args.clients} clients in {args.groups} groups ...", file=sys.stderr, flush=True)
                 report["many_clients"] = await many_clients(broker, args.clients, args.groups, args.idle_seconds)
@@ -355,6 +369,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=5000)
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--slave", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure a slave's metadata sync at the largest table size")
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
     args = parser.parse_args()
     args.topics = [int(t) for t in args.topics.split(",")]

@@ -3,7 +3,8 @@
 ``aclEnable`` is RocketMQ's. RocketMQ 4.9 reads its account file from
 ``$ROCKETMQ_HOME/conf/plain_acl.yml``, or from the Java system property
 ``rocketmq.acl.plain.file``; rocketq takes that property's name as a broker.conf key (and
-``--set``), so a pod can point it at a mounted Secret.
+``--set``), so a pod can point it at a mounted Secret. ``innerClientAuthenticationCredentials``
+(RocketMQ 5.3's key) is the account the broker signs its own calls with (``acl.innerclient``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from rocketq.acl import innerclient
 from rocketq.settings import SettingsError, setting
 
 PLAIN_FILE_KEY: Final = "rocketmq.acl.plain.file"
@@ -24,10 +26,17 @@ class AclSettings:
     acl_enable: bool = setting("aclEnable", False, "check every request against plain_acl.yml")
     plain_file: str = setting(
         PLAIN_FILE_KEY, "", "the account file; empty = $ROCKETMQ_HOME/conf/plain_acl.yml (RocketMQ's place)")
+    inner_client_credentials: str = setting(
+        innerclient.KEY, "", '{"accessKey": ..., "secretKey": ...}: signs this broker\'s calls to other brokers '
+        "(a slave's metadata sync); empty = unsigned", env=innerclient.ENV, secret=True)
 
     def __post_init__(self) -> None:
         if self.acl_enable:
             self.path()  # a missing location stops the broker before it binds
+        try:
+            innerclient.parse(self.inner_client_credentials)
+        except innerclient.CredentialsError as exc:
+            raise SettingsError(str(exc)) from None
 
     def path(self) -> Path:
         if self.plain_file:

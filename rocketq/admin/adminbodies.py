@@ -84,10 +84,11 @@ def parse_topic_list(body: bytes) -> tuple[str, ...]:
     return tuple(sorted(strings(raw.get("topicList", []), "topicList")))
 
 
-def parse_data_version_text(body: bytes) -> str:
-    """A table wrapper's ``dataVersion`` as JSON text, to send back as a page request's version."""
+def parse_data_version(body: bytes) -> shared.DataVersion | None:
+    """A table wrapper's ``dataVersion`` (None when it has none), to read the next page under."""
     raw = obj(load(body, "table wrapper"), "table wrapper")
-    return orjson.dumps(raw.get("dataVersion")).decode() if raw.get("dataVersion") is not None else ""
+    version = raw.get("dataVersion")
+    return shared.DataVersion.from_json(version) if version is not None else None
 
 
 def parse_topic_config_table(body: bytes) -> dict[str, TopicConfig]:

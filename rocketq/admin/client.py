@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from rocketq.acl import signing
-from rocketq.admin import adminbodies, dledger, routes, stats
+from rocketq.admin import adminbodies, dledger, routes, stats, tablepages
 from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError
 from rocketq.admin.routes import ClusterInfo, TopicRoute
@@ -55,6 +55,7 @@ from rocketq.protocol.requests import (
     PullResult,
     SendResult,
 )
+from rocketq.protocol.sharedbodies import DataVersion
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
 
@@ -229,9 +230,8 @@ class AdminClient:
         await self.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, headers.TopicHeader(topic=topic))
 
     async def all_topic_config(self, addr: str) -> dict[str, TopicConfig]:
-        def page(seq: int, version: str) -> Header:
-            return headers.GetAllTopicConfigRequestHeader(topic_seq=seq, data_version=version,
-                                                          max_topic_num=METADATA_PAGE_SIZE)
+        def page(seq: int, version: str, max_num: int) -> Header:
+            return headers.GetAllTopicConfigRequestHeader(topic_seq=seq, data_version=version, max_topic_num=max_num)
 
         return await self._all_pages(addr, RequestCode.GET_ALL_TOPIC_CONFIG, page, "totalTopicNum",
                                      adminbodies.parse_topic_config_table)
@@ -257,35 +257,24 @@ class AdminClient:
         await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.body())
 
     async def all_groups(self, addr: str) -> dict[str, GroupConfig]:
-        def page(seq: int, version: str) -> Header:
+        def page(seq: int, version: str, max_num: int) -> Header:
             return headers.GetAllSubscriptionGroupRequestHeader(group_seq=seq, data_version=version,
-                                                                max_group_num=METADATA_PAGE_SIZE)
+                                                                max_group_num=max_num)
 
         return await self._all_pages(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, page, "totalGroupNum",
                                      adminbodies.parse_group_table)
 
-    async def _all_pages(self, addr: str, code: RequestCode, page: Callable[[int, str], Header], total_field: str,
-                         parse: Callable[[bytes], dict[str, E]]) -> dict[str, E]:
-        """A broker table page by page, as RocketMQ 5's MQClientAPIImpl reads it: the next page
-        starts after the entries seen, under the DataVersion of the first; a page under another
-        version (the table changed) starts the walk again. A broker that answers without
-        ``total_field`` (RocketMQ 4.x) has sent the whole table at once."""
-        table: dict[str, E] = {}
-        version = ""
-        while True:
-            response = await self.call(addr, code, page(len(table), version))
-            entries = parse(response.body)
-            total = response.ext_fields.get(total_field)
-            if total is None or not total.isdigit():
-                return entries
-            page_version = adminbodies.parse_data_version_text(response.body)
-            if version and page_version != version:
-                table, version = {}, page_version
-                continue
-            version = page_version
-            table.update(entries)
-            if len(table) >= int(total) or not entries:
-                return table
+    async def _all_pages(self, addr: str, code: RequestCode, page: Callable[[int, str, int], Header],
+                         total_field: str, parse: Callable[[bytes], dict[str, E]]) -> dict[str, E]:
+        """A broker table page by page, as RocketMQ 5's MQClientAPIImpl reads it (``tablepages``)."""
+        async def fetch(seq: int, version: DataVersion | None, max_num: int) -> tablepages.Page[E]:
+            response = await self.call(addr, code, page(seq, tablepages.version_text(version), max_num))
+            return tablepages.Page(parse(response.body), adminbodies.parse_data_version(response.body),
+                                   tablepages.total_of(response.ext_fields.get(total_field)))
+
+        table = await tablepages.read(fetch, METADATA_PAGE_SIZE)
+        assert table is not None  # read without a held version always reads
+        return table.entries
 
     async def delete_group(self, addr: str, group: str, *, clean_offset: bool = False) -> None:
         adminbodies.check_group(group)

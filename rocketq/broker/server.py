@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 from prometheus_client import CollectorRegistry
 
-from rocketq.acl import guard
+from rocketq.acl import guard, innerclient
 from rocketq.acl.plainacl import Account
 from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
@@ -111,7 +111,8 @@ class BrokerServer:
             on_connection_closed=self._connection_closed,
             limits=behaviour.connection_limits,
         )
-        self._client = RemotingClient(name="broker-out")
+        self._client = RemotingClient(  # signed with innerClientAuthenticationCredentials (acl/innerclient.py)
+            name="broker-out", rpc_hook=innerclient.signer(self.acl_settings.inner_client_credentials))
         self._tasks = [
             OwnedTask("broker-client-scan", self._scan_clients),
             OwnedTask("broker-offset-flush", self._flush_offsets),
@@ -347,6 +348,10 @@ class BrokerServer:
             return
         table = self.acl = AclTable(self.acl_settings.path())
         await table.start()
+        credentials = self.acl_settings.inner_client_credentials
+        reason = innerclient.unusable_reason(table.config, credentials)
+        if reason is not None and (credentials or not self.is_master or self.dledger is not None):
+            log.warning("%s", reason)  # a slave's metadata sync would be refused by its master
         self._handlers.update(self._acl_admin_handlers())
         self._handlers.update(guard.guarded(self._handlers, lambda: table.config, self.acl_internal))
 
@@ -622,6 +627,7 @@ class BrokerServer:
             "brokerRole": self.identity.broker_role.value,
             **self.ha.runtime_info(),
             **({} if self.is_master else {"masterAddr": self.registrar.master_addr or ""}),
+            **(self.metadata_sync.runtime_info() if self.metadata_sync is not None else {}),
             **({"fencedBy": f"{self.fence.by.master_addr}@{self.fence.by.epoch}"} if self.fence.by else {}),
             "heldPullRequests": str(self.pull.held_count),
             "heldPopRequests": str(self.pop.pop.held_count),

@@ -6,13 +6,23 @@ which subscription groups, and where every group got to. Every ``SYNC_INTERVAL_S
 ``FIRST_SYNC_S``; sooner after a replicated message of a topic it does not know, or when the
 master reappears) the slave asks the master's remoting address (learned at registration) for:
 
-1. GET_ALL_TOPIC_CONFIG: adopted whole, with the master's DataVersion, when the versions differ;
-2. GET_ALL_CONSUMER_OFFSET: each ``topic@group`` entry replaces the slave's;
+1. GET_ALL_TOPIC_CONFIG, page by page (``rocketq.admin.tablepages``, RocketMQ 5's split
+   metadata, pages of ``PAGE_SIZE``): the first page asks for one topic, and when its
+   DataVersion is the one the slave holds the table is unchanged and nothing more is asked;
+   otherwise the pages are read and the table is adopted whole, with the master's DataVersion.
+   A RocketMQ 4.x master, which does not page, answers the whole table every time;
+2. GET_ALL_CONSUMER_OFFSET: each ``topic@group`` entry replaces the slave's (written to
+   consumerOffset.json only when an entry changed);
 3. GET_ALL_DELAY_OFFSET: the master's delay-level offsets (``rocketq.broker.schedule``),
    written to ``config/delayOffset.json`` when they changed. The slave delivers no delayed
    messages itself; the file lets it resume delivery where its master got to if it is ever
    restarted as a master;
 4. GET_ALL_SUBSCRIPTIONGROUP_CONFIG: like topics.
+
+Every request goes through the broker's outgoing client, which signs it when the broker is
+given ``innerClientAuthenticationCredentials`` (``rocketq.acl.settings``): a master with
+``aclEnable=true`` refuses unsigned calls. What each round cost (requests, answer bytes per
+table, time) is in GET_BROKER_RUNTIME_INFO (``runtime_info``).
 
 Offsets committed *to the slave* (consumers fall back to it while the master is gone) are not
 simply overwritten: an entry that changed on the slave since the last sync and is ahead of the
@@ -27,17 +37,24 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from rocketq.admin import fastjson
+from rocketq.admin import fastjson, tablepages
 from rocketq.broker import schedule
 from rocketq.broker.groups import SubscriptionGroupManager
+from rocketq.broker.metadatapages import SPLIT_METADATA_SIZE
 from rocketq.broker.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import UpdateConsumerOffsetRequestHeader
+from rocketq.protocol.headers import (
+    GetAllSubscriptionGroupRequestHeader,
+    GetAllTopicConfigRequestHeader,
+    Header,
+    UpdateConsumerOffsetRequestHeader,
+)
 from rocketq.protocol.sharedbodies import BodyError, DataVersion, SubscriptionGroupConfig, TopicConfig
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.client import RemotingClient
@@ -55,12 +72,52 @@ MASTER_CHECK_S: Final = 1.0
 """How often a waiting sync looks whether the master changed (registration learns it)."""
 MIN_GAP_S: Final = 0.2
 """Shortest time between two rounds when new topics keep arriving."""
+PAGE_SIZE: Final = SPLIT_METADATA_SIZE
+"""Topics or groups per page: the most a master serves in one (RocketMQ 5's default, 2 000)."""
 
 OffsetTable = dict[str, dict[int, int]]
 
 
 class SyncError(Exception):
     """The master refused a request or answered something unreadable."""
+
+
+@dataclass(frozen=True, slots=True)
+class PagedTable:
+    """How one paged table is asked for and read."""
+
+    code: RequestCode
+    table_key: str
+    total_field: str
+    header: Callable[[int, str, int], Header]
+    """(seq, dataVersion text, page size) -> the request header."""
+    entry: Callable[[Any, str], Any]
+    """(raw entry, its name) -> the parsed entry."""
+
+
+TOPICS: Final = PagedTable(
+    RequestCode.GET_ALL_TOPIC_CONFIG, "topicConfigTable", "totalTopicNum",
+    lambda seq, version, size: GetAllTopicConfigRequestHeader(topic_seq=seq, data_version=version,
+                                                              max_topic_num=size),
+    lambda raw, name: TopicConfig.from_json(raw, f"topicConfigTable[{name!r}]", name=name))
+GROUPS: Final = PagedTable(
+    RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, "subscriptionGroupTable", "totalGroupNum",
+    lambda seq, version, size: GetAllSubscriptionGroupRequestHeader(group_seq=seq, data_version=version,
+                                                                    max_group_num=size),
+    lambda raw, name: SubscriptionGroupConfig.from_json(raw, f"subscriptionGroupTable[{name!r}]"))
+TABLE_NAMES: Final[dict[int, str]] = {
+    RequestCode.GET_ALL_TOPIC_CONFIG: "Topic", RequestCode.GET_ALL_CONSUMER_OFFSET: "Offset",
+    RequestCode.GET_ALL_DELAY_OFFSET: "Delay", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: "Group"}
+"""Each table's name in ``RoundTraffic.bytes`` and in the runtime info keys."""
+
+
+@dataclass(slots=True)
+class RoundTraffic:
+    """What one round cost: requests sent, answer body bytes per table, seconds taken."""
+
+    requests: int = 0
+    bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLE_NAMES.values(), 0))
+    seconds: float = 0.0
 
 
 class SlaveSynchronizer:
@@ -87,6 +144,9 @@ class SlaveSynchronizer:
         """The offset table as the last sync left it: entries that differ now were committed here."""
         self._wake = asyncio.Event()
         self._task = OwnedTask("ha-metadata-sync", self._run)
+        self._traffic = RoundTraffic()
+        """The round under way (each request adds to it)."""
+        self.last_round = RoundTraffic()
         self.rounds = 0
         self.last_sync_at = 0.0
 
@@ -95,6 +155,13 @@ class SlaveSynchronizer:
 
     async def close(self) -> None:
         await self._task.stop()
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO keys: rounds done, and what the last one cost."""
+        last = self.last_round
+        return {"metadataSyncRounds": str(self.rounds), "metadataSyncLastRequests": str(last.requests),
+                "metadataSyncLastMillis": str(round(last.seconds * 1000)),
+                **{f"metadataSyncLast{name}Bytes": str(size) for name, size in last.bytes.items()}}
 
     def message_arrived(self, topic: str, _queue_id: int, _next_offset: int) -> None:
         """Store arrival listener: a replicated message of a topic this slave does not know yet
@@ -132,38 +199,59 @@ class SlaveSynchronizer:
 
     async def sync_all(self, master: str) -> None:
         """One round: topics, consumer offsets, delay offsets, subscription groups, in RocketMQ's order."""
-        self._sync_topics(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        self._traffic = RoundTraffic()
+        self._sync_topics(await self._read_table(master, TOPICS, self._topics.data_version))
         await self._sync_offsets(master, await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET))
         if self._delay_offset_path is not None:
             await self._sync_delay_offsets(self._delay_offset_path,
                                            await self._fetch_raw(master, RequestCode.GET_ALL_DELAY_OFFSET))
-        self._sync_groups(await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        self._sync_groups(await self._read_table(master, GROUPS, self._groups.data_version))
+        self._traffic.seconds = loop.time() - began
+        self.last_round = self._traffic
         self.rounds += 1
-        self.last_sync_at = asyncio.get_running_loop().time()
+        self.last_sync_at = loop.time()
+
+    async def _invoke(self, master: str, request: RemotingCommand) -> RemotingCommand:
+        response = await self._client.invoke(master, request, CALL_TIMEOUT_S)
+        self._traffic.requests += 1
+        name = TABLE_NAMES.get(request.code)
+        if name is not None:
+            self._traffic.bytes[name] += len(response.body)
+        if response.code != ResponseCode.SUCCESS:
+            raise SyncError(f"{RequestCode(request.code).name} answered {response.code}: {response.remark}")
+        return response
 
     async def _fetch_raw(self, master: str, code: RequestCode) -> bytes:
-        response = await self._client.invoke(master, RemotingCommand(code=code), CALL_TIMEOUT_S)
-        if response.code != ResponseCode.SUCCESS:
-            raise SyncError(f"{code.name} answered {response.code}: {response.remark}")
-        return bytes(response.body)
+        return bytes((await self._invoke(master, RemotingCommand(code=code))).body)
 
     async def _fetch(self, master: str, code: RequestCode) -> Any:
-        body = fastjson.loads(await self._fetch_raw(master, code))
-        if not isinstance(body, dict):
-            raise SyncError(f"{code.name} answered a body that is not an object")
-        return body
+        return _document(await self._fetch_raw(master, code), code)
 
-    def _sync_topics(self, body: dict[str, Any]) -> None:
-        version = DataVersion.from_json(body.get("dataVersion"))
-        if version == self._topics.data_version:
+    async def _read_table(self, master: str, spec: PagedTable, held: DataVersion
+                          ) -> tablepages.Table[Any] | None:
+        """The master's table, page by page; None when its DataVersion is ``held``."""
+        async def fetch(seq: int, version: DataVersion | None, size: int) -> tablepages.Page[Any]:
+            header = spec.header(seq, tablepages.version_text(version), size)
+            response = await self._invoke(master, RemotingCommand(code=spec.code, ext_fields=header.to_ext()))
+            body = _document(bytes(response.body), spec.code)
+            raw_version = body.get("dataVersion")
+            if raw_version is None:
+                raise SyncError(f"{spec.code.name} answered without a dataVersion")
+            return tablepages.Page(_table(body, spec.table_key, spec.entry), DataVersion.from_json(raw_version),
+                                   tablepages.total_of(response.ext_fields.get(spec.total_field)))
+
+        return await tablepages.read(fetch, PAGE_SIZE, held=held)
+
+    def _sync_topics(self, table: tablepages.Table[TopicConfig] | None) -> None:
+        if table is None or table.version is None:  # unchanged (every answer has a version)
             return
-        table = _table(body, "topicConfigTable",
-                       lambda raw, name: TopicConfig.from_json(raw, f"topicConfigTable[{name!r}]", name=name))
-        self._topics.table = table
-        self._topics.data_version = version
+        self._topics.table = table.entries
+        self._topics.data_version = table.version
         self._topics.persist()
         self._on_topics_changed()
-        log.info("metadata sync: adopted the master's %d topics", len(table))
+        log.info("metadata sync: adopted the master's %d topics", len(table.entries))
 
     async def _sync_delay_offsets(self, path: Path, raw: bytes) -> None:
         """Write the master's delay offsets (a Java master's fastjson included) when they changed;
@@ -178,16 +266,13 @@ class SlaveSynchronizer:
         self._delay_offsets = offsets
         log.info("metadata sync: wrote the master's delay offsets of %d levels", len(offsets))
 
-    def _sync_groups(self, body: dict[str, Any]) -> None:
-        version = DataVersion.from_json(body.get("dataVersion"))
-        if version == self._groups.data_version:
+    def _sync_groups(self, table: tablepages.Table[SubscriptionGroupConfig] | None) -> None:
+        if table is None or table.version is None:
             return
-        table = _table(body, "subscriptionGroupTable",
-                       lambda raw, name: SubscriptionGroupConfig.from_json(raw, f"subscriptionGroupTable[{name!r}]"))
-        self._groups.table = table
-        self._groups.data_version = version
+        self._groups.table = table.entries
+        self._groups.data_version = table.version
         self._groups.persist()
-        log.info("metadata sync: adopted the master's %d subscription groups", len(table))
+        log.info("metadata sync: adopted the master's %d subscription groups", len(table.entries))
 
     async def _sync_offsets(self, master: str, body: dict[str, Any]) -> None:
         theirs = _offset_table(body)
@@ -197,9 +282,11 @@ class SlaveSynchronizer:
                 if offset > theirs.get(key, {}).get(queue_id, -1):
                     await self._forward(master, group, topic, queue_id, offset)
                     theirs.setdefault(key, {})[queue_id] = offset
-        self._offsets.table.update(theirs)
-        self._offsets.persist(force=True)
-        self._synced_offsets = {key: dict(queues) for key, queues in self._offsets.table.items()}
+        table = self._offsets.table
+        if any(table.get(key) != queues for key, queues in theirs.items()):
+            table.update(theirs)
+            self._offsets.persist(force=True)  # the manager does not see a table changed behind its back
+        self._synced_offsets = {key: dict(queues) for key, queues in table.items()}
 
     def _local_commits(self) -> OffsetTable:
         """Entries committed on this slave since the last sync."""
@@ -215,12 +302,19 @@ class SlaveSynchronizer:
         header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id,
                                                    commit_offset=offset)
         request = RemotingCommand(code=RequestCode.UPDATE_CONSUMER_OFFSET, ext_fields=header.to_ext())
-        response = await self._client.invoke(master, request, CALL_TIMEOUT_S)
-        if response.code != ResponseCode.SUCCESS:
-            raise SyncError(f"the master refused the offset {offset} of {group} on {topic}/{queue_id}: "
-                            f"{response.remark}")
+        try:
+            await self._invoke(master, request)
+        except SyncError as exc:
+            raise SyncError(f"the master refused the offset {offset} of {group} on {topic}/{queue_id}: {exc}") from None
         log.info("metadata sync: forwarded %s's offset %d on %s/%d, committed here, to the master",
                  group, offset, topic, queue_id)
+
+
+def _document(raw: bytes, code: RequestCode) -> dict[str, Any]:
+    body = fastjson.loads(raw)
+    if not isinstance(body, dict):
+        raise SyncError(f"{code.name} answered a body that is not an object")
+    return body
 
 
 def _table(body: dict[str, Any], key: str, parse: Callable[[Any, str], Any]) -> dict[str, Any]:
