@@ -51,12 +51,17 @@ class RunningInfo:
     subscriptions: tuple[tuple[str, str], ...]
     """(topic, expression) of every subscription, sorted."""
     queues: tuple[QueueStatus, ...]
+    jstack: str | None = None
+    """The client's thread stacks, when asked for (``jstackEnable``) and given."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"clientId": self.client_id, "properties": self.properties,
-                "subscriptions": [{"topic": t, "subString": s} for t, s in self.subscriptions],
-                "mqTable": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id, **q.info}
-                            for q in self.queues]}
+        out = {"clientId": self.client_id, "properties": self.properties,
+               "subscriptions": [{"topic": t, "subString": s} for t, s in self.subscriptions],
+               "mqTable": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id, **q.info}
+                           for q in self.queues]}
+        if self.jstack is not None:
+            out["jstack"] = self.jstack
+        return out
 
 
 def parse_running_info(client_id: str, body: bytes) -> RunningInfo:
@@ -75,20 +80,23 @@ def parse_running_info(client_id: str, body: bytes) -> RunningInfo:
         queues.append(QueueStatus(str(key.get("topic", "")), str(key.get("brokerName", "")),
                                   int(key.get("queueId", 0) or 0), info))
     subscriptions = sorted((str(s.get("topic", "")), str(s.get("subString", "*"))) for s in subs if isinstance(s, dict))
+    jstack = raw.get("jstack")
     return RunningInfo(client_id, {str(k): str(v) for k, v in props.items()}, tuple(subscriptions),
-                       tuple(sorted(queues, key=lambda q: (q.topic, q.broker_name, q.queue_id))))
+                       tuple(sorted(queues, key=lambda q: (q.topic, q.broker_name, q.queue_id))),
+                       str(jstack) if jstack is not None else None)
 
 
 async def consumer_running_info(admin: AdminClient, group: str, client_id: str, *,
-                                broker_addr: str | None = None) -> RunningInfo:
+                                broker_addr: str | None = None, jstack: bool = False) -> RunningInfo:
     """Ask one consumer for its running info through a broker it is connected to (``broker_addr``,
-    else a master of the group's retry topic, as mqadmin does)."""
+    else a master of the group's retry topic, as mqadmin does); ``jstack``: its thread stacks too."""
     adminbodies.check_group(group)
     if broker_addr is None:
         _, masters = await cluster.route_masters(admin, retry_topic(group))
         broker_addr = masters[0][1]
     response = await admin.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO,
-                                headers.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id))
+                                headers.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id,
+                                                                            jstack_enable=jstack))
     return parse_running_info(client_id, response.body)
 
 

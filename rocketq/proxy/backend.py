@@ -24,6 +24,7 @@ from rocketq.client.sending import SendResult
 from rocketq.client.settings import ClientSettings, configure
 from rocketq.client.transactionproducer import TransactionProducer
 from rocketq.protocol import messageproperties as mp
+from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.messagetypes import Message
 from rocketq.proxy import routing
 from rocketq.proxy.status import Code, ProxyError
@@ -72,6 +73,12 @@ class Backend:
         if route is None or not route.queue_datas:
             raise ProxyError(Code.TOPIC_NOT_FOUND, f"topic {topic} not found")
         return route
+
+    async def broker_addrs(self, topic: str, masters_only: bool) -> list[str]:
+        """The addresses of the brokers serving ``topic`` (every member, or masters only)."""
+        route = await self.route(topic)
+        return [addr for data in route.broker_datas for broker_id, addr in data.addrs
+                if broker_id == MASTER_ID or not masters_only]
 
     async def master(self, topic: str, broker_name: str) -> str:
         """The master address of a broker group serving ``topic``."""

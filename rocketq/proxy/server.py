@@ -72,6 +72,7 @@ class ProxyServer:
         if self.acl_settings.acl_enable:
             self.service.acl = plainacl.load(self.acl_settings.path())  # AclFileError: a config error
         await self.backend.start()
+        self.service.start()
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
         grpc_v2.add_MessagingServiceServicer_to_server(self.service, server)
@@ -97,4 +98,5 @@ class ProxyServer:
             await self.health.enter_graceful_shutdown()  # NOT_SERVING while streams finish
             await self._server.stop(STOP_GRACE_S)
             self._server = None
+        await self.service.close()  # after the streams ended: unregisters clients, gives back held messages
         await self.backend.close()

@@ -24,9 +24,12 @@ from rocketq.admin.client import AdminClient  # noqa: E402
 from rocketq.local.ports import free_port  # noqa: E402
 from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
 
-TOPICS = ("GrpcNormal", "GrpcFifo", "GrpcDelay", "GrpcTx", "GrpcShared")
+TOPICS = ("GrpcNormal", "GrpcFifo", "GrpcDelay", "GrpcTx", "GrpcShared", "GrpcPresence", "GrpcRenew")
 FAST_BROKER = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s", "transactionTimeOut": "2000",
                "transactionCheckInterval": "1000"}
+FAST_PROXY = {"defaultInvisibleTimeMills": 4000, "renewAheadTimeMillis": 2500, "renewSchedulePeriodMillis": 500,
+              "grpcProxyRelayRequestTimeoutInSeconds": 2}
+"""Push consumers' messages renewed within seconds, and a relayed request's wait cut short."""
 ROUTE_WAIT_S = 30.0
 
 
@@ -42,8 +45,8 @@ class ProxyCluster:
     def endpoint(self) -> str:
         return self.proxy.address
 
-    def client(self) -> PyClient:
-        c = PyClient(self.endpoint, self.tmp / f"pyclient-{len(self._clients)}")
+    def client(self, *, answer_stacks: bool = False) -> PyClient:
+        c = PyClient(self.endpoint, self.tmp / f"pyclient-{len(self._clients)}", answer_stacks=answer_stacks)
         self._clients.append(c)
         return c
 
@@ -66,7 +69,8 @@ async def create_topics(namesrv: str, broker: str) -> None:
 
 def _proxy_json(tmp: pathlib.Path) -> pathlib.Path:
     conf = tmp / "rmq-proxy.json"
-    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s"}))
+    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s",
+                                **FAST_PROXY}))
     return conf
 
 
