@@ -1,7 +1,8 @@
 """Broker requests for a v2 client, relayed over the client's Telemetry stream.
 
 An admin tool asks a broker about one consumer: GET_CONSUMER_RUNNING_INFO (``rocketq admin
-consumerStatus``; with ``jstackEnable`` for its thread stacks). The broker sends the request to
+consumerStatus``; with ``jstackEnable`` for its thread stacks), or has it consume one stored
+message now: CONSUME_MESSAGE_DIRECTLY (``queryMsgById -g -d``). The broker sends the request to
 the client's connection, which for a v2 client is the connection the proxy registered it on
 (``registrations``), so the request reaches the proxy. As RocketMQ's ``GrpcClientChannel`` and
 ``GrpcChannelManager`` do, the proxy writes a Telemetry command with a fresh nonce and answers
@@ -12,13 +13,16 @@ the broker when the client's reply carrying that nonce comes back:
   ``ConsumerRunningInfo`` whose ``jstack`` is that text; VERIFY_FIFO_MESSAGE_UNSUPPORTED is
   NO_PERMISSION "forbidden to verify message", any other status SYSTEM_ERROR "verify message
   failed" (RocketMQ's words);
+- CONSUME_MESSAGE_DIRECTLY: ``verify_message_command{nonce, message}``; the status of the
+  client's ``verify_message_result{nonce}`` becomes a ``ConsumeMessageDirectlyResult``: OK is
+  CR_SUCCESS, FAILED_TO_CONSUME_MESSAGE CR_LATER, MESSAGE_CORRUPTED CR_RETURN_NULL (other: no
+  result), remark "from gRPC client";
 - no reply within ``grpcProxyRelayRequestTimeoutInSeconds``: SYSTEM_BUSY "call remote timeout";
 - without ``jstackEnable`` RocketMQ's proxy writes nothing and the broker's wait runs out;
   rocketq answers at once with what the client's Settings say (its type, language, version and
   subscriptions; a POP consumer has no queue table).
 
-A client with no open Telemetry stream cannot be asked: SYSTEM_ERROR. CONSUME_MESSAGE_DIRECTLY
-(``verify_message_command``) is not relayed yet: rocketq's brokers do not forward it.
+A client with no open Telemetry stream cannot be asked: SYSTEM_ERROR.
 """
 
 from __future__ import annotations
@@ -30,20 +34,25 @@ from typing import Any, Final
 
 import orjson
 
-from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol import storedrecords
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import GetConsumerRunningInfoRequestHeader
-from rocketq.proxy import clients
+from rocketq.protocol.headers import ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader
+from rocketq.protocol.messageerrors import MessageFormatError
+from rocketq.proxy import clients, convert
 from rocketq.proxy.status import Code
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb
-from rocketq.remoting.connection import Connection
+from rocketq.remoting.connection import Connection, Handler
 
 log = logging.getLogger(__name__)
 
 MAX_PENDING: Final = 1024
 """Relayed requests waiting for their client's answer at once; more are answered SYSTEM_BUSY."""
 CONSUME_TYPES: Final = {pb.PUSH_CONSUMER: "CONSUME_PASSIVELY", pb.SIMPLE_CONSUMER: "CONSUME_ACTIVELY"}
+VERIFY_RESULTS: Final = {Code.OK: "CR_SUCCESS", Code.FAILED_TO_CONSUME_MESSAGE: "CR_LATER",
+                         Code.MESSAGE_CORRUPTED: "CR_RETURN_NULL"}
+"""``ClientActivity.buildConsumeMessageDirectlyResult``: a verify result's status as a CMResult."""
 
 
 class Relays:
@@ -54,6 +63,11 @@ class Relays:
         self._timeout_s = timeout_s
         self._nonces = itertools.count()
         self._pending: dict[str, asyncio.Future[spb.TelemetryCommand]] = {}
+
+    def handlers(self) -> dict[int, Handler]:
+        """What the proxy's broker connections for v2 clients answer."""
+        return {RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
+                RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_directly}
 
     def answered(self, command: spb.TelemetryCommand) -> bool:
         """A client's reply to a relayed command; False when no request waits for its nonce."""
@@ -87,8 +101,8 @@ class Relays:
             return request.response(ResponseCode.SYSTEM_ERROR, f"the client {header.client_id} is not connected")
         info = running_info(client)
         if header.jstack_enable:
-            stream = client.stream
-            if stream is None or stream.full() or len(self._pending) >= MAX_PENDING:
+            stream = self._stream(client)
+            if stream is None:
                 return request.response(ResponseCode.SYSTEM_ERROR,
                                         f"the client {header.client_id} has no telemetry stream to ask")
             reply = await self._ask(stream, lambda nonce: spb.TelemetryCommand(
@@ -101,6 +115,34 @@ class Relays:
                 return request.response(ResponseCode.SYSTEM_ERROR, "verify message failed")
             info["jstack"] = reply.thread_stack_trace.thread_stack_trace
         return request.response(ResponseCode.SUCCESS, body=orjson.dumps(info))
+
+    async def consume_directly(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY from a broker: the stored message in the body, for the client named."""
+        header = ConsumeMessageDirectlyResultRequestHeader.from_ext(request.ext_fields)
+        client = self._clients.get(header.client_id)
+        stream = self._stream(client) if client is not None else None
+        if stream is None:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"the client {header.client_id} has no telemetry stream to ask")
+        try:
+            msg = storedrecords.decode_stored_record(request.body)
+        except MessageFormatError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"the message to verify cannot be read: {exc}")
+        message = convert.to_v2(msg, topic=header.topic or msg.topic)
+        reply = await self._ask(stream, lambda nonce: spb.TelemetryCommand(
+            verify_message_command=spb.VerifyMessageCommand(nonce=nonce, message=message)))
+        if reply is None:
+            return request.response(ResponseCode.SYSTEM_BUSY, "call remote timeout")
+        result = {"order": False, "autoCommit": True, "consumeResult": VERIFY_RESULTS.get(reply.status.code),
+                  "remark": "from gRPC client", "spentTimeMills": 0}
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(result))
+
+    def _stream(self, client: clients.Client) -> clients.Outgoing | None:
+        """The client's stream if a command can be queued on it now."""
+        stream = client.stream
+        if stream is None or stream.full() or len(self._pending) >= MAX_PENDING:
+            return None
+        return stream
 
 
 def running_info(client: clients.Client) -> dict[str, Any]:

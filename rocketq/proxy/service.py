@@ -40,7 +40,6 @@ from google.protobuf import timestamp_pb2
 from rocketq.acl import permissions, validator
 from rocketq.acl.plainacl import AclConfig
 from rocketq.client.errors import BrokerError, ClientError
-from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.poprequests import PopStatus
 from rocketq.proxy import auth, clients, convert, routing, status
 from rocketq.proxy.backend import Backend
@@ -84,8 +83,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
         self._warnings = LogLimiter(log)
         self.relays = Relays(table, settings.grpc_proxy_relay_request_timeout_in_seconds)
-        self.registrar = Registrar(backend.broker_addrs,
-                                   {RequestCode.GET_CONSUMER_RUNNING_INFO: self.relays.running_info},
+        self.registrar = Registrar(backend.broker_addrs, self.relays.handlers(),
                                    expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone)
         self.renewer = Renewer(
             RenewSettings(settings.renew_ahead_time_millis, settings.renew_max_time_millis,

@@ -17,8 +17,10 @@ JSON answer per line (``{"error": ...}`` when the client raised):
 - ``{"op": "close"}``
 
 The fifth argument ``answer-stacks`` makes the client answer ``print_thread_stack_trace_command``
-as RocketMQ's Java client does (5.1.2 reads and ignores it): ``thread_stack_trace`` with the
-command's nonce, this process's thread stacks and status OK.
+and ``verify_message_command`` as RocketMQ's Java client does (5.1.2 reads and ignores both):
+``thread_stack_trace`` with the command's nonce, this process's thread stacks and status OK;
+``verify_message_result`` with the nonce and status OK (the Java client's push consumer runs its
+listener first; this one only checks the message came with a body).
 """
 
 from __future__ import annotations
@@ -53,14 +55,14 @@ def thread_stacks() -> str:
 
 
 class AnsweringCall:
-    """A Telemetry call whose reads answer thread-stack commands before the client sees them."""
+    """A Telemetry call whose reads answer server commands before the client sees (and drops) them."""
 
     def __init__(self, call: Any) -> None:
         self._call = call
 
     async def read(self) -> Any:
         from rocketmq.grpc_protocol import Code, Status, TelemetryCommand
-        from rocketmq.grpc_protocol.service_pb2 import ThreadStackTrace
+        from rocketmq.grpc_protocol.service_pb2 import ThreadStackTrace, VerifyMessageResult
 
         res = await self._call.read()
         if res is not grpc.aio.EOF and res.HasField("print_thread_stack_trace_command"):
@@ -68,6 +70,11 @@ class AnsweringCall:
                 status=Status(code=Code.OK, message="OK"),
                 thread_stack_trace=ThreadStackTrace(nonce=res.print_thread_stack_trace_command.nonce,
                                                     thread_stack_trace=thread_stacks())))
+        if res is not grpc.aio.EOF and res.HasField("verify_message_command"):
+            command = res.verify_message_command
+            await self._call.write(TelemetryCommand(
+                status=Status(code=Code.OK if command.message.body else Code.MESSAGE_CORRUPTED, message="OK"),
+                verify_message_result=VerifyMessageResult(nonce=command.nonce)))
         return res
 
     def __getattr__(self, name: str) -> Any:

@@ -12,11 +12,11 @@ import pytest
 from test_pyclient import consumer_of, receive_id
 
 from conftest import ProxyCluster, wait_until
-from rocketq.admin import clientstatus
+from rocketq.admin import clientstatus, messages
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
-from rocketq.protocol import headers
+from rocketq.protocol import headers, msgid
 from rocketq.protocol.codes import RequestCode, ResponseCode
 
 ADMIN_TIMEOUT_S = 15.0
@@ -85,6 +85,23 @@ def test_a_thread_stack_request_is_relayed_to_the_client_and_answered(proxy_clus
     assert info.jstack is not None and "Thread MainThread" in info.jstack
     assert info.properties["PROP_CLIENT_LANGUAGE"] == "PYTHON"
     assert info.subscriptions == (("GrpcPresence", "*"),)
+
+
+def test_a_message_verified_by_a_grpc_consumer_through_query_msg_by_id(proxy_cluster: ProxyCluster) -> None:
+    producer = proxy_cluster.client()
+    producer.call("producer", topics=["GrpcPresence"])
+    sent = producer.call("send", topic="GrpcPresence", body="verify me")["id"]
+    answering = proxy_cluster.client(answer_stacks=True)
+    answering.call("consumer", group="grpc-verify", topic="GrpcPresence", await_s=5)
+    client_id = answering.call("client_ids")["consumer"]
+    wait_until(lambda: listed(proxy_cluster, "grpc-verify", client_id))
+
+    async def verify(admin: AdminClient) -> clientstatus.DirectResult:
+        [stored] = await messages.query_by_unique_key(admin, "GrpcPresence", sent)
+        offset_id = msgid.create_offset_msg_id(stored.store_host, stored.commit_log_offset)
+        return await clientstatus.consume_message_directly(admin, "grpc-verify", client_id, offset_id)
+    result = admin_call(proxy_cluster, verify)
+    assert (result.consume_result, result.remark) == ("CR_SUCCESS", "from gRPC client")
 
 
 def test_a_client_that_does_not_answer_gets_the_broker_a_timeout(proxy_cluster: ProxyCluster) -> None:

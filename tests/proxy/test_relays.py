@@ -10,10 +10,10 @@ import orjson
 import pytest
 
 from rocketq.client.heartbeats import ConsumeType
-from rocketq.protocol import heartbeat
+from rocketq.protocol import heartbeat, storedrecords
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import GetConsumerRunningInfoRequestHeader
+from rocketq.protocol.headers import ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader
 from rocketq.proxy import clients, registrations
 from rocketq.proxy.relays import Relays
 from rocketq.proxy.status import Code
@@ -128,3 +128,32 @@ def test_a_client_silent_for_channel_expired_timeout_is_expired() -> None:
         await registrar.close()
         return seen
     assert asyncio.run(run()) == [[], ["c1"]]
+
+
+@pytest.mark.parametrize(("code", "result"), [(Code.OK, "CR_SUCCESS"), (Code.FAILED_TO_CONSUME_MESSAGE, "CR_LATER"),
+                                              (Code.MESSAGE_CORRUPTED, "CR_RETURN_NULL"), (Code.BAD_REQUEST, None)])
+def test_a_message_to_verify_goes_to_the_client_and_its_status_becomes_the_consume_result(
+        code: Any, result: str | None) -> None:
+    async def run() -> tuple[RemotingCommand, spb.TelemetryCommand]:
+        table = clients.ClientTable()
+        stream: clients.Outgoing = asyncio.Queue(8)
+        table.register("c1", consumer_settings(), stream)
+        relays = Relays(table, TIMEOUT_S)
+        record = storedrecords.encode_stored_record(topic="t", queue_id=1, body=b"payload",
+                                                    properties={"UNIQ_KEY": "ABC"})
+        header = ConsumeMessageDirectlyResultRequestHeader(consumer_group="g", client_id="c1", msg_id="00")
+        request = RemotingCommand(RequestCode.CONSUME_MESSAGE_DIRECTLY, ext_fields=header.to_ext(), body=record)
+        handler = relays.handlers()[RequestCode.CONSUME_MESSAGE_DIRECTLY]
+        answering = asyncio.ensure_future(handler(None, request))  # type: ignore[arg-type]
+        sent = await stream.get()
+        assert sent is not None
+        nonce = sent.verify_message_command.nonce
+        assert relays.answered(spb.TelemetryCommand(status=pb.Status(code=code),
+                                                    verify_message_result=spb.VerifyMessageResult(nonce=nonce)))
+        return await answering, sent
+    response, sent = asyncio.run(run())
+    message = sent.verify_message_command.message
+    assert (message.body, message.topic.name, message.system_properties.message_id) == (b"payload", "t", "ABC")
+    assert response.code == ResponseCode.SUCCESS
+    assert orjson.loads(response.body) == {"order": False, "autoCommit": True, "consumeResult": result,
+                                           "remark": "from gRPC client", "spentTimeMills": 0}
