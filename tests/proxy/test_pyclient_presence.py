@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 from test_pyclient import consumer_of, receive_id
 
 from conftest import ProxyCluster, wait_until
@@ -16,6 +17,7 @@ from rocketq.admin import clientstatus, messages
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError
+from rocketq.cli import admin as admin_command
 from rocketq.protocol import headers, msgid
 from rocketq.protocol.codes import RequestCode, ResponseCode
 
@@ -28,6 +30,13 @@ def admin_call(cluster: ProxyCluster, work: Any) -> Any:
         async with AdminClient(cluster.namesrv.address, timeout=ADMIN_TIMEOUT_S) as admin:
             return await work(admin)
     return asyncio.run(run())
+
+
+def admin_cli(cluster: ProxyCluster, command: str, *args: str) -> str:
+    """``rocketq admin COMMAND`` in this process; its output (exit 0 required)."""
+    result = CliRunner().invoke(admin_command.command, [command, "-n", cluster.namesrv.address, *args])
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def connections(cluster: ProxyCluster, group: str) -> dict[str, str] | None:
@@ -85,6 +94,8 @@ def test_a_thread_stack_request_is_relayed_to_the_client_and_answered(proxy_clus
     assert info.jstack is not None and "Thread MainThread" in info.jstack
     assert info.properties["PROP_CLIENT_LANGUAGE"] == "PYTHON"
     assert info.subscriptions == (("GrpcPresence", "*"),)
+    printed = admin_cli(proxy_cluster, "consumerStatus", "-g", "grpc-stacks", "-i", client_id, "-s")
+    assert "#Consumer jstack#" in printed and "Thread MainThread" in printed
 
 
 def test_a_message_verified_by_a_grpc_consumer_through_query_msg_by_id(proxy_cluster: ProxyCluster) -> None:
@@ -102,6 +113,10 @@ def test_a_message_verified_by_a_grpc_consumer_through_query_msg_by_id(proxy_clu
         return await clientstatus.consume_message_directly(admin, "grpc-verify", client_id, offset_id)
     result = admin_call(proxy_cluster, verify)
     assert (result.consume_result, result.remark) == ("CR_SUCCESS", "from gRPC client")
+    [stored] = admin_call(proxy_cluster, lambda admin: messages.query_by_unique_key(admin, "GrpcPresence", sent))
+    offset_id = msgid.create_offset_msg_id(stored.store_host, stored.commit_log_offset)
+    printed = admin_cli(proxy_cluster, "queryMsgById", "-i", offset_id, "-g", "grpc-verify", "-d", client_id)
+    assert "CR_SUCCESS" in printed and "from gRPC client" in printed
 
 
 def test_a_client_that_does_not_answer_gets_the_broker_a_timeout(proxy_cluster: ProxyCluster) -> None:
