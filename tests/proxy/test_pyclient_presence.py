@@ -160,7 +160,9 @@ def test_the_messages_of_a_push_consumer_that_dies_are_visible_again_about_a_sec
     sent = producer.call("send", topic="GrpcRenew", body="orphan")["id"]
     pusher = proxy_cluster.client()
     pusher.call("push", group="grpc-orphan", topic="GrpcRenew", hold_s=600)
+    pusher_id = pusher.call("client_ids")["pusher"]
     wait_until(lambda: deliveries(pusher, "orphan")[0], timeout=90)
+    assert listed(proxy_cluster, "grpc-orphan", pusher_id)
     time.sleep(3)  # renewed by now: invisible for another minute
     pusher.kill()
     killed = time.monotonic()
@@ -170,3 +172,4 @@ def test_the_messages_of_a_push_consumer_that_dies_are_visible_again_about_a_sec
     # Attempt 2 or 3: the dead client's long poll, still at the broker, may take it once more (and
     # the proxy gives that delivery back at once too)
     assert again["attempt"] in (2, 3) and time.monotonic() - killed < 40
+    assert not listed(proxy_cluster, "grpc-orphan", pusher_id)  # its stream ended: unregistered
