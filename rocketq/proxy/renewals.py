@@ -75,10 +75,12 @@ class Held:
     failures: int = 0
     busy: asyncio.Future[None] | None = None
     """Set while a change of this message is at a broker: a release waits for it."""
+    next_visible_ms: int = 0
+    """When the newest handle's invisible time ends (kept, not parsed again at every scan)."""
 
-    @property
-    def next_visible_ms(self) -> int:
-        return ReceiptHandle.parse(self.handle).extra.next_visible_time
+    def renewed(self, handle: str) -> None:
+        self.handle = handle
+        self.next_visible_ms = ReceiptHandle.parse(handle).extra.next_visible_time
 
 
 def wall_ms() -> int:
@@ -122,13 +124,14 @@ class Renewer:
                                    message_id)
             return
         try:
-            received = ReceiptHandle.parse(handle).extra.pop_time
+            extra = ReceiptHandle.parse(handle).extra
         except ProxyError:
             return  # never renewable; its ack will say INVALID_RECEIPT_HANDLE
         group_held = self._held.setdefault((client_id, group), {})
         if message_id not in group_held:
             self._count += 1
-        group_held[message_id] = Held(group, topic, message_id, handle, received, reconsume_times)
+        group_held[message_id] = Held(group, topic, message_id, handle, extra.pop_time, reconsume_times,
+                                      next_visible_ms=extra.next_visible_time)
 
     async def release(self, client_id: str, group: str, message_id: str, handle: str) -> str | None:
         """Stop renewing a message the client answered; its newest handle, or None if not held."""
@@ -174,7 +177,7 @@ class Renewer:
     async def _extend(self, key: Key, held: Held) -> None:
         invisible = RENEW_STEPS_MS[min(held.renew_times, len(RENEW_STEPS_MS) - 1)]
         try:
-            held.handle = await self._change(held, invisible)
+            held.renewed(await self._change(held, invisible))
         except Exception as exc:
             held.failures += 1
             invalid = isinstance(exc, ProxyError) and exc.code == Code.INVALID_RECEIPT_HANDLE

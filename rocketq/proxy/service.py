@@ -285,7 +285,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         messages = [a.message for a in answers if a.HasField("message")]
         if not messages:
             return
-        client_id = clients.caller(context.invocation_metadata()).client_id
+        try:
+            client_id = clients.caller(context.invocation_metadata()).client_id
+        except ProxyError:
+            client_id = ""  # then none of them was held for renewal
         self.renewer.give_back(client_id, [
             Held(request.group.name, m.topic.name, m.system_properties.message_id, m.system_properties.receipt_handle,
                  0, 0) for m in messages])
