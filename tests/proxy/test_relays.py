@@ -157,3 +157,21 @@ def test_a_message_to_verify_goes_to_the_client_and_its_status_becomes_the_consu
     assert response.code == ResponseCode.SUCCESS
     assert orjson.loads(response.body) == {"order": False, "autoCommit": True, "consumeResult": result,
                                            "remark": "from gRPC client", "spentTimeMills": 0}
+
+
+def test_the_sweep_unregisters_a_silent_client_and_lets_its_messages_go() -> None:
+    async def run() -> tuple[list[str], bool]:
+        async def no_brokers(topic: str, masters_only: bool) -> list[str]:
+            return []
+        gone: list[str] = []
+        registrar = registrations.Registrar(no_brokers, {}, expire_ms=100, on_gone=gone.append)
+        registrar.start()
+        registrar.seen(clients.Caller("c1", "", "PYTHON", "5.1.2"), clients.Client(consumer_settings()))
+        for _ in range(200):  # the sweep runs every 50 ms here
+            if gone:
+                break
+            await asyncio.sleep(0.05)
+        still = registrar.is_registered("c1")
+        await registrar.close()
+        return gone, still
+    assert asyncio.run(run()) == (["c1"], False)
