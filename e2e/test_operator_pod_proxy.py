@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rocketq_operator import names
 from rocketq_operator.rendering import proxy as proxy_rendering
 from rocketq_operator.spec import Cluster
 
@@ -70,11 +72,13 @@ async def _create_topic(namesrv: str, broker: str) -> None:
                 await asyncio.sleep(0.2)
 
 
-def _mount_configmap(configmap: dict[str, Any], mount: Path, port: int) -> dict[str, Any]:
-    """Write the ConfigMap's rmq-proxy.json as the volume mount does, with this machine's port."""
+def _mount_configmap(configmap: dict[str, Any], mount: Path, port: int, metrics_port: int) -> dict[str, Any]:
+    """Write the ConfigMap's rmq-proxy.json as the volume mount does, with this machine's ports."""
     mount.mkdir(parents=True)
     config = json.loads(configmap["data"][proxy_rendering.CONFIG_KEY])
+    assert config["metricsPort"] == names.METRICS_PORT
     config["grpcServerPort"] = port
+    config["metricsPort"] = metrics_port
     (mount / proxy_rendering.CONFIG_KEY).write_text(json.dumps(config))
     return config
 
@@ -96,13 +100,16 @@ async def test_the_rendered_proxy_pod_serves_health_and_routes_in_front_of_a_rea
     await _create_topic(namesrv, broker)
     deployment = proxy_rendering.render_proxy_deployment(cluster)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    (port_spec,) = container["ports"]
+    port_spec, metrics_spec = container["ports"]
+    assert metrics_spec == {"name": "metrics", "containerPort": names.METRICS_PORT, "protocol": "TCP"}
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(names.METRICS_PORT)
     assert container["readinessProbe"]["grpc"]["port"] == port_spec["containerPort"] == 8081
     service = proxy_rendering.render_proxy_service(cluster)
     assert service["spec"]["ports"][0]["port"] == port_spec["containerPort"], "routes carry the proxy's port"
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     mount = tmp_path / "etc-rocketq"
-    config = _mount_configmap(proxy_rendering.render_proxy_configmap(cluster), mount, port)
+    config = _mount_configmap(proxy_rendering.render_proxy_configmap(cluster), mount, port, metrics_port)
     assert config["rocketMQClusterName"] == cluster.meta.name
     log = tmp_path / "proxy.log"
     proc = _pod_process(container, mount, namesrv, log)
@@ -121,6 +128,8 @@ async def test_the_rendered_proxy_pod_serves_health_and_routes_in_front_of_a_rea
         assert {q.broker.name for q in route.message_queues} == {"trial-broker-0"}
         assert {(a.host, a.port) for q in route.message_queues for a in q.broker.endpoints.addresses} == {
             ("127.0.0.1", port)}, "clients are sent back to the proxy, not to the broker"
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as scraped:
+            assert b'rocketmq_proxy_rpc_total{code="OK",method="QueryRoute"} 1.0' in scraped.read()
     finally:
         proc.terminate()
         assert proc.wait(STOP_TIMEOUT_S) == 0, log.read_text(errors="replace")

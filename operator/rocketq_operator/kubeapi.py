@@ -64,6 +64,7 @@ KINDS: Final[Mapping[str, Kind]] = {
     "StatefulSet": Kind("apps/v1", "statefulsets"),
     "PodDisruptionBudget": Kind("policy/v1", "poddisruptionbudgets"),
     "Deployment": Kind("apps/v1", "deployments"),  # spec.proxy, spec.console
+    "Secret": Kind("v1", "secrets"),  # read only: spec.proxy.tls (its pair checked, its digest on the pods)
     # spec.analytics: the Spark jobs and what their drivers need
     "ServiceAccount": Kind("v1", "serviceaccounts"),
     "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),

@@ -9,6 +9,10 @@ apply returned and reports it as ``status.proxy`` and the ``ProxyReady`` conditi
 cluster's own ``Ready`` stays about name servers and brokers (a proxy is optional, and a
 broker group does not wait for it).
 
+With ``spec.proxy.tls`` enforcing, the Secret is read first (``proxytls``): a missing or unusable
+Secret is ``ProxyReady=False`` with its reason, and nothing is applied, so pods already running
+keep what they serve; a usable one gives the digest the Deployment's template carries.
+
 Disabled: the four objects are removed (only this cluster's) once, when the previous status
 still has a ``proxy`` entry; a cluster that never had a proxy costs no call.
 """
@@ -19,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from rocketq_operator import applying, kubeapi, names
+from rocketq_operator import applying, kubeapi, names, proxytls
 from rocketq_operator.conditions import Condition, Type
 from rocketq_operator.rendering import pdb
 from rocketq_operator.rendering import proxy as rendering
@@ -48,8 +52,14 @@ async def reconcile(step: ClusterPass, cluster: Cluster) -> Outcome:
         if step.previous.get("proxy") is not None:
             await _remove(step, cluster)
         return Outcome()
+    tls_digest = None
+    if cluster.spec.proxy.tls.enabled and cluster.spec.proxy.tls.secret_name is not None:
+        found = await proxytls.inspect(step.api, cluster.meta.namespace, cluster.spec.proxy.tls.secret_name)
+        if isinstance(found, proxytls.Unusable):
+            return await _unusable_secret(step, cluster, found)
+        tls_digest = found
     try:
-        deployment = await _apply(step, cluster)
+        deployment = await _apply(step, cluster, tls_digest)
     except kubeapi.Forbidden as exc:
         return _outcome(cluster, 0, Condition(Type.PROXY_READY, False, FORBIDDEN, (
             f"spec.proxy is enabled but the operator may not manage Deployments ({exc}); "
@@ -60,12 +70,22 @@ async def reconcile(step: ClusterPass, cluster: Cluster) -> Outcome:
     return _outcome(cluster, *readiness(cluster, deployment))
 
 
-async def _apply(step: ClusterPass, cluster: Cluster) -> Mapping[str, Any] | None:
+async def _unusable_secret(step: ClusterPass, cluster: Cluster, problem: proxytls.Unusable) -> Outcome:
+    """ProxyReady=False with the Secret's problem; ready pods counted from what still runs (if anything)."""
+    try:
+        live = await step.api.get("Deployment", cluster.meta.namespace, names.proxy(cluster.meta.name))
+    except kubeapi.Forbidden:
+        live = None
+    ready = readiness(cluster, live)[0] if live is not None and applying.owned_by(live, cluster.meta.uid) else 0
+    return _outcome(cluster, ready, Condition(Type.PROXY_READY, False, problem.reason, problem.message))
+
+
+async def _apply(step: ClusterPass, cluster: Cluster, tls_digest: str | None) -> Mapping[str, Any] | None:
     """Apply every proxy object; the Deployment as the API server returned it (None if refused)."""
     meta = cluster.meta
     await step.apply_one(rendering.render_proxy_configmap(cluster))
     await step.apply_one(rendering.render_proxy_service(cluster))
-    result = await step.apply_one(rendering.render_proxy_deployment(cluster))
+    result = await step.apply_one(rendering.render_proxy_deployment(cluster, tls_digest))
     if cluster.spec.proxy.replicas > 1:
         await step.apply_one(pdb.render_proxy_pdb(cluster))
     else:

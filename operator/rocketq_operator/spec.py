@@ -95,14 +95,16 @@ DEFAULT_PROXY_REPLICAS: Final = 2
 MAX_PROXY_REPLICAS: Final = 64
 PROXY_OPERATOR_KEYS: Final = frozenset({
     "namesrvAddr", "grpcServerPort", "grpcBindAddress", "grpcAdvertisedHost", "proxyMode", "rocketMQClusterName",
+    "metricsPort",
     "aclEnable", "rocketmq.acl.plain.file",
     "tlsTestModeEnable", "tlsCertPath", "tlsKeyPath", "tls.server.mode",
 })
 """rmq-proxy.json keys the operator decides: where the proxy listens, which name servers and cluster it
 fronts. ACL is among them because the proxy's calls to brokers are unsigned (docs/proxy.md): a
-cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount. TLS
-too, for now: the kubelet's gRPC probes speak plaintext, and certificates would need mounting, so an
-operator-run proxy serves plaintext (``tls.server.mode`` disabled, rocketq's default)."""
+cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount. The
+TLS keys follow ``spec.proxy.tls`` (``TLS_KEYS``): the certificate is a mounted Secret, and the probes
+must match the port's mode."""
+TLS_KEYS: Final = frozenset(key for key in PROXY_OPERATOR_KEYS if key.startswith("tls"))
 PROXY_CONFIG_KEYS: Final = tuple(sorted(rocketq_settings.keys_of(proxy_settings.ProxySettings) - PROXY_OPERATOR_KEYS))
 """What ``spec.proxy.config`` may set: every key ``rocketq proxy`` uses that the operator does not own
 (a key rocketq ignores would do nothing, so it is refused rather than passed on)."""
@@ -215,6 +217,28 @@ class AnalyticsSpec:
     executors: int = 1
 
 
+class ProxyTlsMode(enum.Enum):
+    """``tls.server.mode`` of an operator-run proxy. No ``permissive``: ``rocketq proxy`` refuses it
+    (a grpc.aio port is either TLS or plaintext, docs/proxy.md)."""
+
+    DISABLED = "disabled"
+    ENFORCING = "enforcing"
+
+
+@dataclass(frozen=True)
+class ProxyTlsSpec:
+    """``spec.proxy.tls``: the gRPC port serves TLS with the certificate of a kubernetes.io/tls Secret."""
+
+    secret_name: str | None = None
+    """The Secret (keys ``tls.crt``, ``tls.key``) in the cluster's namespace."""
+    mode: ProxyTlsMode = ProxyTlsMode.DISABLED
+    """``enforcing`` by default when a Secret is named, else ``disabled``."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is ProxyTlsMode.ENFORCING
+
+
 class ProxyServiceType(enum.Enum):
     """How the proxy's Service is exposed. No NodePort: routes name the address a client dialled with
     the proxy's own port, and a node port differs from it, so clients would be sent to a closed port."""
@@ -236,6 +260,7 @@ class ProxySpec:
     service_type: ProxyServiceType = ProxyServiceType.CLUSTER_IP
     service_annotations: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, str] = field(default_factory=dict)
+    tls: ProxyTlsSpec = field(default_factory=ProxyTlsSpec)
 
 
 @dataclass(frozen=True)
@@ -520,7 +545,21 @@ def _proxy(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, acl: bool) ->
                               ProxyServiceType.CLUSTER_IP),
         service_annotations=annotations,
         config=_proxy_config(r, r.mapping(raw.get("config"), "spec.proxy.config"), brokers, grpc_port, enabled),
+        tls=_proxy_tls(r, r.mapping(raw.get("tls"), "spec.proxy.tls")),
     )
+
+
+def _proxy_tls(r: Reader, raw: Mapping[str, Any]) -> ProxyTlsSpec:
+    secret = r.string(raw.get("secretName"), "spec.proxy.tls.secretName", None, validation.DNS_1123_SUBDOMAIN)
+    default = ProxyTlsMode.ENFORCING if secret is not None else ProxyTlsMode.DISABLED
+    if raw.get("mode") == "permissive":
+        r.fail("spec.proxy.tls.mode", "permissive is refused, as rocketq proxy refuses it: its port is either "
+                                      "TLS (enforcing) or plaintext (disabled)")
+        return ProxyTlsSpec(secret, default)
+    mode = r.choice(raw.get("mode"), "spec.proxy.tls.mode", ProxyTlsMode, default)
+    if mode is ProxyTlsMode.ENFORCING and secret is None and "secretName" not in raw:
+        r.fail("spec.proxy.tls.secretName", "is required with mode enforcing (a kubernetes.io/tls Secret)")
+    return ProxyTlsSpec(secret, mode)
 
 
 def _proxy_config(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, grpc_port: int,
@@ -532,7 +571,9 @@ def _proxy_config(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, grpc_p
     given: dict[str, str] = {}
     for key, value in raw.items():
         where = f"spec.proxy.config.{key}"
-        if key in PROXY_OPERATOR_KEYS:
+        if key in TLS_KEYS:
+            r.fail(where, "the operator sets the TLS keys from spec.proxy.tls (secretName, mode)")
+        elif key in PROXY_OPERATOR_KEYS:
             r.fail(where, "the operator decides this key for the proxy it renders (name servers, port, "
                           "cluster, CLUSTER mode, no ACL)")
         elif key not in PROXY_CONFIG_KEYS:

@@ -40,6 +40,7 @@ from rocketq.protocol import (
     pullsysflag,
     requests,
     storedrecords,
+    topicattributes,
 )
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
@@ -211,12 +212,17 @@ class AdminClient:
 
     # --- broker: topics and groups --------------------------------------------------------
 
-    async def create_topic(self, addr: str, config: TopicConfig) -> None:
+    async def create_topic(self, addr: str, config: TopicConfig, attributes: str | None = None) -> None:
+        """``attributes``: a modification (``+message.type=FIFO,-key``, RocketMQ 5's ``-a``); without
+        one, the config's own attributes are set (``+key=value`` each) and the others left as they are."""
         config.validate()
+        if attributes is None and config.attributes:
+            attributes = topicattributes.modification({f"+{k}": v for k, v in config.attributes})
         await self.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, headers.CreateTopicRequestHeader(
             topic=config.topic_name, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm,
-            topic_filter_type=config.topic_filter_type, topic_sys_flag=config.topic_sys_flag, order=config.order))
+            topic_filter_type=config.topic_filter_type, topic_sys_flag=config.topic_sys_flag, order=config.order,
+            attributes=attributes))
 
     async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
         adminbodies.check_topic(topic)
@@ -234,6 +240,17 @@ class AdminClient:
         adminbodies.check_topic(topic)
         response = await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, headers.TopicHeader(topic=topic))
         return stats.parse_topic_stats(response.body)
+
+    async def topic_config(self, addr: str, topic: str) -> TopicConfig | None:
+        """GET_TOPIC_CONFIG (RocketMQ 5): the topic on that broker with its attributes; None when the
+        broker does not hold it or predates the request."""
+        adminbodies.check_topic(topic)
+        response = await self.call(addr, RequestCode.GET_TOPIC_CONFIG, headers.GetTopicConfigRequestHeader(topic=topic),
+                                   ok=frozenset({ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST,
+                                                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED}))
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        return TopicConfig.from_json(adminbodies.load(response.body, "topic config"), name=topic)
 
     async def create_group(self, addr: str, config: GroupConfig) -> None:
         config.validate()

@@ -81,11 +81,12 @@ async def route_masters(admin: AdminClient, topic: str) -> tuple[TopicRoute, lis
 
 
 async def create_topic(admin: AdminClient, config: TopicConfig, *, broker_addr: str | None = None,
-                       cluster: str | None = None) -> list[str]:
-    """Create or update a topic on one broker or on every master of a cluster; the brokers changed."""
+                       cluster: str | None = None, attributes: str | None = None) -> list[str]:
+    """Create or update a topic on one broker or on every master of a cluster; the brokers changed.
+    ``attributes``: a modification string (``AdminClient.create_topic``)."""
     config.validate()
     addrs = await targets(admin, broker_addr, cluster)
-    await _each(admin.create_topic(addr, config) for addr in addrs)
+    await _each(admin.create_topic(addr, config, attributes) for addr in addrs)
     return addrs
 
 
@@ -131,6 +132,15 @@ async def topic_status(admin: AdminClient, topic: str) -> TopicStats:
         raise UnavailableError(f"no broker of topic {topic!r} is online")
     parts = await _each(admin.topic_stats(addr, topic) for _, addr in readable)
     return stats.merge_topic_stats(parts)
+
+
+async def topic_attributes(admin: AdminClient, topic: str) -> dict[str, dict[str, str]]:
+    """RocketMQ 5 attributes of a topic on each master that has some, by broker name."""
+    route = await admin.topic_route(topic)
+    masters = route.master_addrs()
+    configs = await _each(admin.topic_config(addr, topic) for _, addr in masters)
+    return {name: config.attribute_map for (name, _), config in zip(masters, configs, strict=True)
+            if config is not None and config.attributes}
 
 
 async def topic_clusters(admin: AdminClient, topic: str, info: ClusterInfo) -> list[str]:

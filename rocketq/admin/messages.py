@@ -128,8 +128,8 @@ async def scan_ranges(admin: AdminClient, topic: str, begin_ms: int | None = Non
             begin = await admin.search_offset(addr, topic, queue.queue_id, begin_ms)
         if end_ms is None:
             end = await admin.max_offset(addr, topic, queue.queue_id)
-        else:
-            end = await admin.search_offset(addr, topic, queue.queue_id, end_ms)
+        else:  # the first message stored after end_ms: one stored in end_ms itself is in the range
+            end = await admin.search_offset(addr, topic, queue.queue_id, end_ms + 1)
         out.append(QueueRange(queue, addr, begin, end))
     return out
 
@@ -138,8 +138,8 @@ async def scan(admin: AdminClient, ranges: list[QueueRange], *, subscription: st
                end_ms: int | None = None) -> AsyncIterator[tuple[MessageQueue, MessageExt]]:
     """Every message in the ranges, queue by queue, in offset order.
 
-    ``end_ms`` also drops messages stored after it: a time-searched end offset is the first
-    message at or after that time, which may itself be later.
+    ``end_ms`` also drops messages stored after it, in case a queue's end offset was not found by
+    time.
     """
     for r in ranges:
         offset = r.begin

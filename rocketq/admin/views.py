@@ -112,16 +112,24 @@ def topic_status_table(table: TopicStats) -> str:
                           timestamps.human(o.last_update_timestamp)] for mq, o in table.offsets])
 
 
+def topic_attributes_lines(by_broker: dict[str, dict[str, str]]) -> str:
+    """Lines under topicStatus naming each broker's topic attributes (none: nothing, as mqadmin 4.x)."""
+    return "".join(f"\n{name} attributes: " + ", ".join(f"{k}={v}" for k, v in sorted(attrs.items()))
+                   for name, attrs in sorted(by_broker.items()))
+
+
 def topic_status_json(table: TopicStats) -> list[dict[str, Any]]:
     return [{**mq.to_json(), "minOffset": o.min_offset, "maxOffset": o.max_offset,
              "lastUpdateTimestamp": o.last_update_timestamp} for mq, o in table.offsets]
 
 
-def topic_config_line(config: TopicConfig) -> str:
+def topic_config_line(config: TopicConfig, attributes: str | None = None) -> str:
+    """mqadmin's TopicConfig line; ``attributes`` (the modification sent) shown when there is one."""
+    shown = f", attributes={{{attributes}}}" if attributes else ""
     return (f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
             f"writeQueueNums={config.write_queue_nums}, perm={perm_name(config.perm)}, "
             f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
-            f"order={tables.cell(config.order)}]")
+            f"order={tables.cell(config.order)}{shown}]")
 
 
 def group_config_line(config: GroupConfig) -> str:

@@ -20,7 +20,7 @@ from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager, TopicError, validate_topic_name
-from rocketq.protocol import namerules, sharedbodies
+from rocketq.protocol import namerules, sharedbodies, topicattributes
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -33,6 +33,8 @@ from rocketq.protocol.headers import (
     GetAllTopicConfigRequestHeader,
     GetAllTopicConfigResponseHeader,
     GetConsumeStatsRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
     ResetOffsetRequestHeader,
     TopicHeader,
 )
@@ -85,6 +87,7 @@ class AdminHandlers:
         update_config: Callable[[dict[str, str]], None],
         runtime_info: Callable[[], dict[str, str]],
         register_now: Callable[[], Awaitable[None]],
+        mixed_allowed: Callable[[], bool] = lambda: False,
     ) -> None:
         self._store = store
         self._topics = topics
@@ -97,6 +100,8 @@ class AdminHandlers:
         self._update_config = update_config
         self._runtime_info = runtime_info
         self._register_now = register_now
+        self._mixed_allowed = mixed_allowed
+        """``enableMixedMessageType``: may a topic be made message.type=MIXED."""
         self._refusals = LogLimiter(log)
         self._topic_names = metadatapages.SortedNames()
         self._group_names = metadatapages.SortedNames()
@@ -106,6 +111,8 @@ class AdminHandlers:
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            RequestCode.GET_TOPIC_CONFIG: self.topic_config,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.create_group,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
@@ -128,6 +135,15 @@ class AdminHandlers:
         refusal = self._system_topic_refusal(conn, request, header.topic, "create")
         if refusal is not None:
             return refusal
+        current = self._topics.get(header.topic)
+        try:
+            attributes = topicattributes.alter(
+                current.attribute_map if current else {}, topicattributes.parse_modification(header.attributes),
+                create=current is None)
+        except topicattributes.TopicAttributeError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if topicattributes.message_type(attributes) is topicattributes.MessageType.MIXED and not self._mixed_allowed():
+            return request.response(ResponseCode.SYSTEM_ERROR, "MIXED message type is not supported.")
         config = sharedbodies.TopicConfig(
             header.topic,
             header.read_queue_nums,
@@ -136,6 +152,7 @@ class AdminHandlers:
             header.topic_filter_type,
             header.topic_sys_flag or 0,
             header.order,
+            tuple(sorted(attributes.items())),
         )
         try:
             self._topics.upsert(config)
@@ -143,6 +160,15 @@ class AdminHandlers:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         await self._register_now()
         return request.response(ResponseCode.SUCCESS)
+
+    async def topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_TOPIC_CONFIG: one topic's config as topics.json holds it (RocketMQ 5's
+        TopicConfigAndQueueMapping without a mapping: rocketq has no static topics)."""
+        header = GetTopicConfigRequestHeader.from_ext(request.ext_fields)
+        config = self._topics.get(header.topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}")
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(config.to_json()))
 
     async def delete_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = TopicHeader.from_ext(request.ext_fields)
@@ -220,6 +246,14 @@ class AdminHandlers:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
         await self._groups.flush()  # answered once durable; concurrent creates share the write
         return request.response(ResponseCode.SUCCESS)
+
+    async def group_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_SUBSCRIPTIONGROUP_CONFIG: one group's config; SYSTEM_ERROR when absent, as RocketMQ 5."""
+        header = GetSubscriptionGroupConfigRequestHeader.from_ext(request.ext_fields)
+        config = self._groups.get(header.group)
+        if config is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, "No group in this broker")
+        return request.response(ResponseCode.SUCCESS, body=orjson.dumps(config.to_json()))
 
     async def all_groups(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """The whole table, or one page of it (rocketq.broker.metadatapages)."""

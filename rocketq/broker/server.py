@@ -114,6 +114,8 @@ class BrokerServer:
             OwnedTask("broker-traffic-sampler", self._sample_traffic),
         ]
         self._metrics: MetricsServer | None = None
+        self.metrics_registry: CollectorRegistry | None = None
+        """What /metrics serves, once started (a LOCAL gRPC endpoint adds its own series)."""
         self._closed = False
         self._serving = False
         self.boot_timestamp = int(time.time() * 1000)
@@ -352,6 +354,7 @@ class BrokerServer:
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self))
         registry.register(self._remoting.collector())
+        self.metrics_registry = registry
         self._metrics = await metrics_http.start_beside(
             f"broker {self.identity.broker_name}", registry, lambda: self._serving,
             host=self.identity.listen_host, port=self.identity.metrics_port,
@@ -472,6 +475,7 @@ class BrokerServer:
             self.update_config,
             self.runtime_info,
             self._register_now,
+            mixed_allowed=lambda: self.behaviour.enable_mixed_message_type,
         )
         replies = ReplyHandlers(self.send, self.clients, self.behaviour, self.address)
         for part in (self.send, self.pull, client_handlers, QueryHandlers(self.store), admin, self.filters, replies):

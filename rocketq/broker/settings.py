@@ -78,6 +78,8 @@ class BrokerBehaviour:
         "autoCreateSubscriptionGroup", True, "create subscription groups on first heartbeat/pull"
     )
     default_topic_queue_nums: int = setting("defaultTopicQueueNums", 8, "queues of an auto-created topic")
+    enable_mixed_message_type: bool = setting(
+        "enableMixedMessageType", False, "accept topics with attribute message.type=MIXED (RocketMQ 5)")
     broker_permission: int = setting("brokerPermission", 6, "6 RW, 4 read-only (draining), 2 write-only")
     register_name_server_period: int = setting("registerNameServerPeriod", 30000, "ms between registrations")
     long_polling_enable: bool = setting("longPollingEnable", True, "hold pulls until a message arrives")

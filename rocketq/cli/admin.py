@@ -29,7 +29,7 @@ from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
-from rocketq.protocol import codes, traces
+from rocketq.protocol import codes, topicattributes, traces
 from rocketq.protocol.messagetypes import Message
 from rocketq.remoting.client import split_addr
 from rocketq.remoting.errors import RemotingError
@@ -163,8 +163,22 @@ class Charset(click.ParamType):
             self.fail(f"unknown charset {value!r}", param, ctx)
 
 
+class Attributes(click.ParamType):
+    """A topic attribute modification (``+message.type=FIFO,-key``), its form checked before sending."""
+
+    name = "attributes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            topicattributes.parse_modification(str(value))
+        except topicattributes.TopicAttributeError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
 TOPIC = Name("topic")
 GROUP = Name("group")
+ATTRIBUTES = Attributes()
 ADDRESS = Address()
 TIME = Timestamp()
 QUEUE_NUMS = click.IntRange(1, adminbodies.MAX_QUEUE_NUMS)
@@ -231,20 +245,23 @@ def _need_target(broker_addr: str | None, cluster_name: str | None) -> None:
 @opt("-p", "--perm", type=click.IntRange(0, 7), default=codes.PERM_READ_WRITE, show_default=True,
      help="2 write, 4 read, 6 read+write")
 @opt("-o", "--order", type=click.BOOL, default=False, show_default=True, help="ordered topic (true|false)")
+@opt("-a", "--attributes", type=ATTRIBUTES, help="RocketMQ 5 topic attributes: +message.type=FIFO, -key, ...")
 def update_topic(s: Session, broker_addr: str | None, cluster: str | None, topic: str, read_queue_nums: int,
-                 write_queue_nums: int, perm: int, order: bool) -> None:
+                 write_queue_nums: int, perm: int, order: bool, attributes: str | None) -> None:
     """Create or update a topic on one broker or on every master of a cluster."""
     _need_target(broker_addr, cluster)
     config = TopicConfig(topic, read_queue_nums, write_queue_nums, perm, order=order).validate()
 
     async def work(admin: AdminClient) -> Output:
-        addrs = await cluster_ops.create_topic(admin, config, broker_addr=broker_addr, cluster=cluster)
+        addrs = await cluster_ops.create_topic(admin, config, broker_addr=broker_addr, cluster=cluster,
+                                               attributes=attributes)
         lines = [f"create topic to {addr} success." for addr in addrs]
         if order:
             conf = await cluster_ops.set_topic_order(admin, topic, addrs, write_queue_nums)
             lines.append(f"set cluster orderConf. isOrder={tables.cell(order)}, orderConf=[{conf}]")
-        lines.append(views.topic_config_line(config))
-        return Output("\n".join(lines), {"brokers": addrs, "topicConfig": config.to_json()})
+        lines.append(views.topic_config_line(config, attributes))
+        return Output("\n".join(lines), {"brokers": addrs, "topicConfig": config.to_json(),
+                                         **({"attributes": attributes} if attributes else {})})
 
     s.run(work)
 
@@ -314,7 +331,9 @@ def topic_status(s: Session, topic: str) -> None:
 
     async def work(admin: AdminClient) -> Output:
         table = await cluster_ops.topic_status(admin, topic)
-        return Output(views.topic_status_table(table), views.topic_status_json(table))
+        attributes = await cluster_ops.topic_attributes(admin, topic)  # RocketMQ 5's message.type, ...
+        return Output(views.topic_status_table(table) + views.topic_attributes_lines(attributes),
+                      views.topic_status_json(table))
 
     s.run(work)
 
@@ -465,13 +484,15 @@ def get_broker_config(s: Session, broker_addr: str | None, cluster: str | None) 
      help="broker to consume from")
 @opt("-w", "--whichBrokerWhenConsumeSlowly", "slow_broker", type=click.IntRange(0), default=1, show_default=True)
 @opt("-a", "--notifyConsumerIdsChanged", "notify", type=click.BOOL, default=True, show_default=True)
+@opt("-o", "--consumeMessageOrderly", "orderly", type=click.BOOL, default=False, show_default=True,
+     help="RocketMQ 5: the group consumes FIFO (gRPC clients pop in order)")
 def update_sub_group(s: Session, broker_addr: str | None, cluster: str | None, group: str, consume_enable: bool,
                      from_min: bool, broadcast: bool, retry_queues: int, retry_max: int, broker_id: int,
-                     slow_broker: int, notify: bool) -> None:
+                     slow_broker: int, notify: bool, orderly: bool) -> None:
     """Create or update a subscription group on one broker or every master of a cluster."""
     _need_target(broker_addr, cluster)
     config = GroupConfig(group, consume_enable, from_min, broadcast, retry_queues, retry_max, broker_id,
-                         slow_broker, notify).validate()
+                         slow_broker, notify, orderly).validate()
 
     async def work(admin: AdminClient) -> Output:
         addrs = await cluster_ops.create_group(admin, config, broker_addr=broker_addr, cluster=cluster)

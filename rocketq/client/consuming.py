@@ -183,8 +183,10 @@ class ConcurrentConsumeService:
             max_reconsume_times=self._settings.effective_max_reconsume_times,
         )
         try:
-            addr = await self._instance.find_master(ctx.message_queue)
-            await wire.consumer_send_back(self._instance.remoting, addr, header, SEND_BACK_TIMEOUT)
+            instance, mq = self._instance, ctx.message_queue
+            await instance.call_current(mq.topic, lambda: instance.find_master(mq),
+                                        lambda addr: wire.consumer_send_back(instance.remoting, addr, header,
+                                                                             SEND_BACK_TIMEOUT))
         except (ClientError, RemotingError) as exc:
             log.warning("send back of %s failed (%s); reconsuming locally in %.0f s",
                         msg.msg_id, exc, RECONSUME_LOCALLY_DELAY)

@@ -267,8 +267,8 @@ async def send_to_retry(instance: ClientInstance, group: str, max_times: int, ms
     """Send ``msg`` (past its reconsume limit) to the group's retry topic on the queue's broker."""
     header, body = retry_send(msg, group, max_times)
     try:
-        addr = await instance.find_master(mq)
-        await wire.send(instance.remoting, addr, header, body, SEND_BACK_TIMEOUT)
+        await instance.call_current(mq.topic, lambda: instance.find_master(mq),
+                                    lambda addr: wire.send(instance.remoting, addr, header, body, SEND_BACK_TIMEOUT))
     except (ClientError, RemotingError) as exc:
         log.warning("%s: sending %s to the DLQ failed (%s); it is consumed again", group, msg.msg_id, exc)
         return False

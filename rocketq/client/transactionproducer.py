@@ -180,9 +180,13 @@ class TransactionProducer(Producer):
             commit_log_offset=commit_log_offset, commit_or_rollback=_END_TYPE[state],
             from_transaction_check=False, msg_id=result.msg_id, transaction_id=result.msg_id,
         )
-        addr = await instance.find_master(result.message_queue)
-        self._trace_end(msg, header, addr, state)
-        await wire.end_transaction_oneway(instance.remoting, addr, header, remark)
+        mq = result.message_queue
+
+        async def end_at(addr: str) -> None:
+            self._trace_end(msg, header, addr, state)
+            await wire.end_transaction_oneway(instance.remoting, addr, header, remark)
+
+        await instance.call_current(mq.topic, lambda: instance.find_master(mq), end_at)
 
     def _trace_end(self, msg: Message | MessageExt, header: EndTransactionRequestHeader, addr: str,
                    state: LocalTransactionState) -> None:

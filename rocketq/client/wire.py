@@ -24,6 +24,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
 from rocketq.protocol.requests import PULL_CODES, SEND_OK_CODES, command
+from rocketq.protocol.sharedbodies import BodyError, SubscriptionGroupConfig, TopicConfig, load_json
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.client import RemotingClient
 
@@ -62,17 +63,26 @@ async def _invoke_ok(rc: RemotingClient, addr: str, request: RemotingCommand, ti
     return response
 
 
+async def _invoke_found(rc: RemotingClient, addr: str, request: RemotingCommand,
+                        timeout: float) -> RemotingCommand | None:
+    """The SUCCESS answer; None for TOPIC_NOT_EXIST (the "not found" a caller expects)."""
+    response = await rc.invoke(addr, request, timeout)
+    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    if response.code != ResponseCode.SUCCESS:
+        raise _fail(response, addr)
+    return response
+
+
 # --- name server ------------------------------------------------------------------------------
 
 
 async def get_route(rc: RemotingClient, addr: str, topic: str, timeout: float) -> TopicRoute | None:
     """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
     request = command(RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.TopicHeader(topic=topic))
-    response = await rc.invoke(addr, request, timeout)
-    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+    response = await _invoke_found(rc, addr, request, timeout)
+    if response is None:
         return None
-    if response.code != ResponseCode.SUCCESS:
-        raise _fail(response, addr)
     try:
         return routes.decode_route(response.body)
     except routes.RouteDataError as exc:
@@ -273,3 +283,29 @@ async def unlock_batch_mq(rc: RemotingClient, addr: str, group: str, client_id: 
         await rc.invoke_oneway(addr, request)
     else:
         await _invoke_ok(rc, addr, request, timeout)
+
+
+# --- metadata (RocketMQ 5) --------------------------------------------------------------------
+
+
+async def get_topic_config(rc: RemotingClient, addr: str, topic: str, timeout: float) -> TopicConfig | None:
+    """GET_TOPIC_CONFIG: the topic's config on that broker (attributes included); None when absent."""
+    request = command(RequestCode.GET_TOPIC_CONFIG, headers.GetTopicConfigRequestHeader(topic=topic))
+    response = await _invoke_found(rc, addr, request, timeout)
+    if response is None:
+        return None
+    try:
+        return TopicConfig.from_json(load_json(response.body, "topic config"), name=topic)
+    except BodyError as exc:
+        raise ProtocolError(f"topic config of {topic} from {addr}: {exc}") from None
+
+
+async def get_group_config(rc: RemotingClient, addr: str, group: str, timeout: float) -> SubscriptionGroupConfig:
+    """GET_SUBSCRIPTIONGROUP_CONFIG: the group's config on that broker (BrokerError when it has none)."""
+    request = command(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                      headers.GetSubscriptionGroupConfigRequestHeader(group=group))
+    response = await _invoke_ok(rc, addr, request, timeout)
+    try:
+        return SubscriptionGroupConfig.from_json(load_json(response.body, "group config"))
+    except BodyError as exc:
+        raise ProtocolError(f"group config of {group} from {addr}: {exc}") from None

@@ -83,6 +83,8 @@ class RequestCode(enum.IntEnum):
     SEND_REPLY_MESSAGE_V2 = 325
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     ADD_WRITE_PERM_OF_BROKER = 327
+    GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config (the gRPC proxy reads message.type)
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352  # RocketMQ 5: one group's config (consumeMessageOrderly)
     GET_BROKER_RUNTIME_INFO = 28
     NOTIFY_BROKER_ROLE_CHANGED = 1008  # RocketMQ 5's controller code; rocketq's header (ha/role.py)
     DLEDGER_LEADERSHIP_TRANSFER = 51005  # DLedger's own code, on rocketq's broker port (dledger/brokerservice.py)

@@ -484,6 +484,19 @@ class TopicHeader(Header):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GetTopicConfigRequestHeader(Header):
+    """GET_TOPIC_CONFIG (RocketMQ 5); ``lo`` asks for a static topic's logic queues (not used)."""
+
+    topic: str = wire("topic")
+    lo: bool | None = wire("lo", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetSubscriptionGroupConfigRequestHeader(Header):
+    group: str = wire("group")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteSubscriptionGroupRequestHeader(Header):
     group_name: str = wire("groupName")
     clean_offset: bool = wire("cleanOffset", False)

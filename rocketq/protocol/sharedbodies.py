@@ -43,7 +43,7 @@ from typing import Any, Final, Self
 
 import orjson
 
-from rocketq.protocol import namerules
+from rocketq.protocol import namerules, topicattributes
 from rocketq.protocol.codes import MASTER_ID, PERM_READ_WRITE
 
 INT32_MAX: Final = (1 << 31) - 1
@@ -276,10 +276,21 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: tuple[tuple[str, str], ...] = ()
+    """RocketMQ 5's topic attributes (``rocketq.protocol.topicattributes``), sorted by key; a
+    tuple so that the config stays hashable. Written to JSON only when there are some."""
 
     @property
     def queue_count(self) -> int:
         return max(self.read_queue_nums, self.write_queue_nums)
+
+    @property
+    def attribute_map(self) -> dict[str, str]:
+        return dict(self.attributes)
+
+    @property
+    def message_type(self) -> topicattributes.MessageType:
+        return topicattributes.message_type(self.attribute_map)
 
     def validate(self, error: type[Exception] = namerules.RuleError, *, min_queue_nums: int = 0) -> Self:
         """Self, or ``error`` when a field is not acceptable.
@@ -308,6 +319,7 @@ class TopicConfig:
             "topicFilterType": self.topic_filter_type,
             "topicSysFlag": self.topic_sys_flag,
             "order": self.order,
+            **({"attributes": self.attribute_map} if self.attributes else {}),
         }
 
     @classmethod
@@ -325,7 +337,18 @@ class TopicConfig:
             topic_filter_type=filter_type,
             topic_sys_flag=non_negative_int32(raw, "topicSysFlag", where, 0),
             order=flag(raw, "order", where, False),
+            attributes=attribute_pairs(raw.get("attributes"), f"{where}.attributes"),
         )
+
+
+def attribute_pairs(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """A JSON ``attributes`` object (absent or null: none) as sorted (key, value) pairs."""
+    if raw is None:
+        return ()
+    table = obj(raw, where)
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise BodyError(f"{where}: expected an object of strings")
+    return tuple(sorted(table.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +364,8 @@ class SubscriptionGroupConfig:
     broker_id: int = MASTER_ID
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    consume_message_orderly: bool = False
+    """RocketMQ 5: the group consumes FIFO; v2 clients are told ``fifo`` and pop in order."""
 
     _WIRE = (
         ("group_name", "groupName"),
@@ -352,6 +377,7 @@ class SubscriptionGroupConfig:
         ("broker_id", "brokerId"),
         ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
         ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
+        ("consume_message_orderly", "consumeMessageOrderly"),
     )
 
     def validate(self, error: type[Exception] = namerules.RuleError) -> Self:

@@ -27,6 +27,7 @@ from rocketq.protocol import messageproperties as mp
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.messagetypes import Message
 from rocketq.proxy import routing
+from rocketq.proxy.metadata import Metadata
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.transactions import Transactions
 from rocketq.proxy.v2 import definition_pb2 as pb
@@ -49,6 +50,7 @@ class Backend:
             # brokers must know the proxy as a producer of its group before they check a half message
             heartbeat_broker_interval=HEARTBEAT_INTERVAL_MS)
         self.pops = PopClient(self._instance.remoting, timeout_s=POP_RPC_TIMEOUT_S)
+        self.metadata = Metadata(self._instance.remoting, self.route)
 
     async def start(self) -> None:
         self._instance.start()

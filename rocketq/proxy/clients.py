@@ -10,9 +10,9 @@ them: UNRECOGNIZED_CLIENT_TYPE without) and answers with the settings merged wit
 - a producer gets the backoff policy (3 attempts, 10 ms … 1 s, doubling), ``max_body_size`` =
   ``maxMessageSize`` (a reply without it makes the Python client refuse every send) and
   ``validate_message_type``;
-- a consumer gets ``receive_batch_size`` 32, ``long_polling_timeout`` 20 s, ``fifo`` (rocketq:
-  false, its groups have no orderly flag the proxy could read) and the default customized
-  retry backoff with 17 attempts.
+- a consumer gets ``receive_batch_size`` 32, ``long_polling_timeout`` 20 s, ``fifo`` (its
+  group's ``consumeMessageOrderly``, read by the caller) and the default customized retry
+  backoff with 17 attempts.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -128,7 +129,8 @@ def retry_delay_ms(reconsume_times: int) -> int:
     return CONSUMER_RETRY_DELAYS_S[index] * 1000
 
 
-def merged_settings(received: pb.Settings, *, max_body_size: int, validate_type: bool) -> pb.Settings:
+def merged_settings(received: pb.Settings, *, max_body_size: int, validate_type: bool,
+                    fifo: bool = False) -> pb.Settings:
     """The Settings reply: the client's own, completed with the proxy's values (module docstring).
     ProxyError BAD_REQUEST for settings that are neither publishing nor subscription."""
     out = pb.Settings()
@@ -146,7 +148,7 @@ def merged_settings(received: pb.Settings, *, max_body_size: int, validate_type:
             customized_backoff=pb.CustomizedBackoff(next=[_ms(s * 1000) for s in CONSUMER_RETRY_DELAYS_S])))
         out.subscription.receive_batch_size = CONSUMER_BATCH_SIZE
         out.subscription.long_polling_timeout.CopyFrom(_ms(CONSUMER_LONG_POLLING_MS))
-        out.subscription.fifo = False
+        out.subscription.fifo = fifo
     else:
         raise ProxyError(Code.BAD_REQUEST, "settings hold neither publishing nor subscription")
     return out
@@ -184,6 +186,10 @@ class ClientTable:
 
     def forget(self, client_id: str) -> None:
         self._clients.pop(client_id, None)
+
+    def count_by_type(self) -> dict[int, int]:
+        """Known clients by ``ClientType`` value (the proxy's client gauge)."""
+        return dict(Counter(c.client_type for c in self._clients.values()))
 
     def producers_of(self, topic: str) -> list[Client]:
         return [c for c in self._clients.values() if c.client_type == pb.PRODUCER and topic in c.topics]

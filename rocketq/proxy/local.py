@@ -55,6 +55,8 @@ class BrokerWithEndpoint:
         self.proxy = ProxyServer(self.proxy_settings, local_host=self.broker.host,
                                  acl_settings=self.broker.acl_settings, key_pair=self.key_pair)
         await self.proxy.start()
+        if self.broker.metrics_registry is not None:  # the proxy's series on the broker's /metrics
+            self.broker.metrics_registry.register(self.proxy.metrics.registry)
 
     async def close(self) -> None:
         if self.proxy is not None:

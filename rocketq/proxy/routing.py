@@ -6,8 +6,8 @@ client sends everything to the proxy. Per broker (each id, slaves included, as R
 ``ProxyTopicRouteData``): ``min(read, write)`` READ_WRITE queues, then the read-only, then the
 write-only ones, then NONE when the topic's permission has neither; ids start at 0.
 
-rocketq topics carry no ``message.type`` attribute, so every queue accepts NORMAL, FIFO, DELAY
-and TRANSACTION (RocketMQ's MIXED).
+Each queue's ``accept_message_types`` comes from the topic's ``message.type`` attribute
+(``typecheck.accepted``), given by the caller.
 
 The client's choice of queue is not used for a send: a message with a group goes to
 ``Hashing.consistentHash(group.hashCode(), writeQueues)`` (Guava's jump hash, reproduced
@@ -37,7 +37,8 @@ def endpoints(host: str, port: int) -> pb.Endpoints:
     return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=port)])
 
 
-def _queues_of(topic: str, read: int, write: int, perm: int, broker: pb.Broker) -> list[pb.MessageQueue]:
+def _queues_of(topic: str, read: int, write: int, perm: int, broker: pb.Broker,
+               accept: Sequence[pb.MessageType]) -> list[pb.MessageQueue]:
     out: list[pb.MessageQueue] = []
     both = min(read, write)
     readable, writable = bool(perm & Perm.READ), bool(perm & Perm.WRITE)
@@ -47,25 +48,27 @@ def _queues_of(topic: str, read: int, write: int, perm: int, broker: pb.Broker) 
     groups.append((write - both, pb.WRITE if writable else pb.NONE))
     for count, permission in groups:
         out.extend(pb.MessageQueue(topic=pb.Resource(name=topic), id=len(out) + i, permission=permission,
-                                   broker=broker, accept_message_types=ACCEPT_ALL) for i in range(count))
+                                   broker=broker, accept_message_types=accept) for i in range(count))
     return out
 
 
-def message_queues(route: TopicRoute, topic: str, proxy: pb.Endpoints, namespace: str = "") -> list[pb.MessageQueue]:
+def message_queues(route: TopicRoute, topic: str, proxy: pb.Endpoints, namespace: str = "",
+                   accept: Sequence[pb.MessageType] = ACCEPT_ALL) -> list[pb.MessageQueue]:
     out: list[pb.MessageQueue] = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
         bd = route.broker(qd.broker_name)
         ids = sorted(dict(bd.addrs)) if bd is not None else []
         for broker_id in ids:
             broker = pb.Broker(name=qd.broker_name, id=broker_id, endpoints=proxy)
-            queues = _queues_of(topic, qd.read_queue_nums, qd.write_queue_nums, qd.perm, broker)
+            queues = _queues_of(topic, qd.read_queue_nums, qd.write_queue_nums, qd.perm, broker, accept)
             for q in queues:
                 q.topic.resource_namespace = namespace
             out.extend(queues)
     return out
 
 
-def assignments(route: TopicRoute, topic: str, proxy: pb.Endpoints, *, fifo: bool) -> list[pb.Assignment]:
+def assignments(route: TopicRoute, topic: str, proxy: pb.Endpoints, *, fifo: bool,
+                accept: Sequence[pb.MessageType] = ACCEPT_ALL) -> list[pb.Assignment]:
     """QueryAssignment: per readable master, one queue id -1 (pop them all), or each queue for FIFO groups."""
     out: list[pb.Assignment] = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
@@ -76,7 +79,7 @@ def assignments(route: TopicRoute, topic: str, proxy: pb.Endpoints, *, fifo: boo
         ids = range(qd.read_queue_nums) if fifo else (-1,)
         out.extend(pb.Assignment(message_queue=pb.MessageQueue(
             topic=pb.Resource(name=topic), id=i, permission=pb.READ_WRITE, broker=broker,
-            accept_message_types=ACCEPT_ALL)) for i in ids)
+            accept_message_types=accept)) for i in ids)
     return out
 
 

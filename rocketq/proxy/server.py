@@ -21,9 +21,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from rocketq.acl import plainacl
 from rocketq.acl.settings import AclSettings
+from rocketq.metrics import http as metrics_http
+from rocketq.metrics.http import MetricsServer
 from rocketq.proxy import routing, tls
 from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
 from rocketq.proxy.clients import ClientTable
+from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.service import MessagingService
 from rocketq.proxy.settings import ProxyMode, ProxySettings
 from rocketq.proxy.transactions import Transactions
@@ -58,8 +61,11 @@ class ProxyServer:
         self.port = settings.grpc_server_port
         self._local_host = settings.advertised_host or local_host
         self.key_pair = key_pair or tls.key_pair(settings, certificate_hosts(settings, local_host))
-        self.service = MessagingService(settings, self.backend, table, self._advertised)
+        self.metrics = ProxyMetrics(settings.rocketmq_cluster_name, settings.proxy_mode.value, table.count_by_type)
+        self.service = MessagingService(settings, self.backend, table, self._advertised, metrics=self.metrics)
         self._server: grpc.aio.Server | None = None
+        self._http: MetricsServer | None = None
+        """CLUSTER mode's /metrics and /health (LOCAL: the broker serves ``metrics.registry``)."""
         self.health = health.aio.HealthServicer()
 
     def _advertised(self, dialled: pb.Endpoints) -> pb.Endpoints:
@@ -89,11 +95,22 @@ class ProxyServer:
         for name in HEALTH_SERVICES:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("gRPC endpoint (%s mode) on port %d", self.settings.proxy_mode.value, self.port)
+        if self.settings.proxy_mode is ProxyMode.CLUSTER:
+            self._http = await metrics_http.start_beside(
+                "proxy", self.metrics.registry, lambda: self._server is not None,
+                host=self.settings.bind_address, port=self.settings.metrics_port)
         if self.key_pair is not None:
             log.info("gRPC endpoint serves TLS, certificate SHA-256 %s%s", self.key_pair.fingerprint,
                      " (self-signed, tlsTestModeEnable)" if self.settings.tls_test_mode_enable else "")
 
+    @property
+    def metrics_port(self) -> int | None:
+        return self._http.port if self._http else None
+
     async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
         if self._server is not None:
             await self.health.enter_graceful_shutdown()  # NOT_SERVING while streams finish
             await self._server.stop(STOP_GRACE_S)

@@ -7,9 +7,11 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
 - QueryRoute / QueryAssignment: the name server's route, with the proxy as every broker's
   endpoint (``routing``).
 - Heartbeat / NotifyClientTermination: need the client's Settings (Telemetry) first.
-- SendMessage: each message converted (``convert.to_remoting``) and sent by the SDK producer.
+- SendMessage: each message converted (``convert.to_remoting``), its type checked against the
+  topic's ``message.type`` (``typecheck``, ``metadata``) and sent by the SDK producer.
 - ReceiveMessage: one POP_MESSAGE on the broker the queue names (every queue of it: the v2
-  queue id is not used), answered as status, then the messages, then a delivery timestamp.
+  queue id is not used; orderly for a ``consumeMessageOrderly`` group), answered as status,
+  then the messages, then a delivery timestamp.
 - AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue: the receipt handle
   names broker, queue and checkpoint (``receipts``).
 - Telemetry: the Settings exchange, and the stream the proxy writes server commands to
@@ -18,6 +20,8 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
 A client known by its Settings is registered with the brokers on its behalf (``registrations``)
 until it terminates, its stream ends or its heartbeats stop; the messages a push consumer
 receives (``auto_renew``) stay invisible while it holds them (``renewals``).
+
+Every call is counted and timed by method and answer code (``metrics``).
 
 Not implemented (gRPC status UNIMPLEMENTED, as RocketMQ's proxy answers the calls it does not
 override): PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription, RecallMessage
@@ -40,9 +44,11 @@ from google.protobuf import timestamp_pb2
 from rocketq.acl import permissions, validator
 from rocketq.acl.plainacl import AclConfig
 from rocketq.client.errors import BrokerError, ClientError
+from rocketq.protocol import topicattributes
 from rocketq.protocol.poprequests import PopStatus
-from rocketq.proxy import auth, clients, convert, routing, status
+from rocketq.proxy import auth, clients, convert, routing, status, typecheck
 from rocketq.proxy.backend import Backend
+from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.receipts import ReceiptHandle
 from rocketq.proxy.registrations import Registrar
 from rocketq.proxy.relays import Relays
@@ -72,8 +78,11 @@ def _now_ms() -> int:
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
     def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
-                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None):
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None,
+                 metrics: ProxyMetrics | None = None):
         self.settings = settings
+        self.metrics = metrics or ProxyMetrics(settings.rocketmq_cluster_name, settings.proxy_mode.value,
+                                               table.count_by_type)
         self.acl = acl
         """The accounts when ACL is on (``auth``); None: no call is checked."""
         self.backend = backend
@@ -113,14 +122,18 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],
                       body: Callable[[clients.Caller], Awaitable[R]]) -> R:
-        """Run ``body`` for the caller; any failure becomes the response's status."""
+        """Run ``body`` for the caller; any failure becomes the response's status. Counted and timed."""
+        started = time.perf_counter()
         try:
-            return await body(self._identify(context))
+            answer = await body(self._identify(context))
         except EXPECTED_ERRORS as exc:
-            return make(status=status.from_exception(exc))
+            answer = make(status=status.from_exception(exc))
         except Exception as exc:
             self._warnings.warning(type(exc).__name__, "v2 call failed unexpectedly: %r", exc)
-            return make(status=status.from_exception(exc))
+            answer = make(status=status.from_exception(exc))
+        self.metrics.rpc(make.__name__.removesuffix("Response"), answer.status.code,  # type: ignore[attr-defined]
+                         time.perf_counter() - started)
+        return answer
 
     # --- routes and clients -------------------------------------------------------------------
 
@@ -129,8 +142,9 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             topic = convert.check_topic(request.topic)
             auth.authorize(caller.account, {topic: permissions.ANY})
             route = await self.backend.route(topic)
+            accept = typecheck.accepted(await self.backend.metadata.topic_type(topic))
             queues = routing.message_queues(route, topic, self._advertised(request.endpoints),
-                                            request.topic.resource_namespace)
+                                            request.topic.resource_namespace, accept)
             return spb.QueryRouteResponse(status=status.ok(), message_queues=queues)
         return await self._answer(context, spb.QueryRouteResponse, body)
 
@@ -141,7 +155,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             group = convert.check_group(request.group)
             auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
             route = await self.backend.route(topic)
-            found = routing.assignments(route, topic, self._advertised(request.endpoints), fifo=False)
+            found = routing.assignments(
+                route, topic, self._advertised(request.endpoints),
+                fifo=await self.backend.metadata.group_orderly(group, topic),
+                accept=typecheck.accepted(await self.backend.metadata.topic_type(topic)))
             if not found:
                 raise ProxyError(Code.FORBIDDEN, "no readable queue")
             return spb.QueryAssignmentResponse(status=status.ok(), assignments=found)
@@ -169,11 +186,15 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             msg = convert.to_remoting(message, max_body_size=self.settings.max_message_size,
                                       max_delay_ms=self.settings.max_delay_time_mills,
                                       delay_levels_ms=self._delay_levels, now_ms=_now_ms())
+            if self.settings.enable_topic_message_type_check:
+                typecheck.check(msg.topic, await self.backend.metadata.topic_type(msg.topic),
+                                topicattributes.of_properties(msg.properties))
             result = await self.backend.send(msg)
         except EXPECTED_ERRORS as exc:
             return spb.SendResultEntry(status=status.from_exception(exc))
         sent = status.ok() if result.status.name == "SEND_OK" else status.of(
             SEND_STATUS_CODES.get(result.status.name, Code.INTERNAL_SERVER_ERROR), result.status.name)
+        self.metrics.sent(message.system_properties.message_type)
         return spb.SendResultEntry(status=sent, message_id=result.msg_id, transaction_id=result.msg_id,
                                    offset=result.queue_offset)
 
@@ -228,8 +249,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         poll_ms = self._poll_ms(request, context)
         invisible_ms = self._invisible_ms(request)
         expression, kind = convert.check_filter(topic, request.filter_expression)
-        client = self.clients.get(caller.client_id)
-        fifo = bool(client and client.settings.subscription.fifo)
+        fifo = await self.backend.metadata.group_orderly(group, topic)  # orderly pops block per queue
         addr = await self.backend.master(topic, request.message_queue.broker.name)
         result = await self.backend.pops.pop(
             addr, request.message_queue.broker.name, group, topic,
@@ -245,13 +265,15 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                 self.renewer.hold(caller.client_id, group, topic, p.message.msg_id, p.receipt_handle,
                                   p.message.reconsume_times)
         out = [spb.ReceiveMessageResponse(status=status.ok())]
-        out.extend(spb.ReceiveMessageResponse(message=convert.to_v2(p.message, topic=topic,
-                                                                    receipt_handle=p.receipt_handle))
-                   for p in result.messages)
+        for p in result.messages:
+            message = convert.to_v2(p.message, topic=topic, receipt_handle=p.receipt_handle)
+            self.metrics.received(message.system_properties.message_type)
+            out.append(spb.ReceiveMessageResponse(message=message))
         return out
 
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
                              context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        started = time.perf_counter()
         receiving = asyncio.ensure_future(self._receive(request, context))
         try:
             # shielded: a client gone mid-poll must not lose what the broker pops for it meanwhile
@@ -263,6 +285,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             if not isinstance(exc, EXPECTED_ERRORS):
                 self._warnings.warning(type(exc).__name__, "receive failed unexpectedly: %r", exc)
             answers = [spb.ReceiveMessageResponse(status=status.from_exception(exc))]
+        self.metrics.rpc("ReceiveMessage", answers[0].status.code, time.perf_counter() - started)
         for i, answer in enumerate(answers):
             try:
                 yield answer
@@ -317,6 +340,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             addr = await self.backend.master(topic, handle.extra.broker_name)
             await self.backend.pops.ack(addr, group, handle.as_popped(topic, group, entry.message_id))
             answer = status.ok()
+            self.metrics.acked()
         except EXPECTED_ERRORS as exc:
             answer = status.from_exception(exc)
         return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
@@ -370,15 +394,23 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     # --- telemetry ----------------------------------------------------------------------------
 
-    def _on_command(self, caller: clients.Caller, command: spb.TelemetryCommand,
-                    stream: clients.Outgoing) -> spb.TelemetryCommand | None:
+    async def _fifo(self, received: pb.Settings) -> bool:
+        """``fifo`` for a consumer's settings: its group's consumeMessageOrderly (RocketMQ's proxy)."""
+        sub = received.subscription
+        if not received.HasField("subscription") or not sub.HasField("group") or not sub.subscriptions:
+            return False
+        return await self.backend.metadata.group_orderly(sub.group.name, sub.subscriptions[0].topic.name)
+
+    async def _on_command(self, caller: clients.Caller, command: spb.TelemetryCommand,
+                          stream: clients.Outgoing) -> spb.TelemetryCommand | None:
         """The reply to one client command (None: the command needs none)."""
         which = command.WhichOneof("command")
         if which == "settings":
             try:
                 merged = clients.merged_settings(
                     command.settings, max_body_size=self.settings.max_message_size,
-                    validate_type=self.settings.enable_topic_message_type_check)
+                    validate_type=self.settings.enable_topic_message_type_check,
+                    fifo=await self._fifo(command.settings))
             except ProxyError as exc:
                 return spb.TelemetryCommand(status=status.of(exc.code, exc.message))
             self.registrar.seen(caller, self.clients.register(caller.client_id, command.settings, stream))
@@ -401,7 +433,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
-                    reply = self._on_command(caller, command, stream)
+                    reply = await self._on_command(caller, command, stream)
                     if reply is not None:
                         await stream.put(reply)
             finally:
@@ -409,10 +441,12 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                     stream.put_nowait(None)
 
         reader = asyncio.create_task(read())
+        self.metrics.telemetry_streams.inc()
         try:
             while (item := await stream.get()) is not None:
                 yield item
         finally:
+            self.metrics.telemetry_streams.dec()
             reader.cancel()
             if self.clients.detach(caller.client_id, stream):
                 self.registrar.gone(caller.client_id)  # RocketMQ: the client's channel is no longer active

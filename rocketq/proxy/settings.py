@@ -62,6 +62,10 @@ class ProxySettings:
     grpc_server_port: int = setting("grpcServerPort", DEFAULT_GRPC_PORT,
                                     "Port of the apache.rocketmq.v2 gRPC endpoint; 0 picks a free one.")
     bind_address: str = setting("grpcBindAddress", "0.0.0.0", "Address the gRPC listener binds to (rocketq's key).")
+    metrics_port: int = setting(
+        "metricsPort", settings.PORT_ANY,
+        "HTTP /metrics and /health of `rocketq proxy` (the broker's key); 0 = any free port, -1 = off. "
+        "LOCAL mode: the proxy's series are on the broker's own metrics port.")
     advertised_host: str = setting(
         "grpcAdvertisedHost", "",
         "Host put in routes in LOCAL mode (rocketq's key); empty: the broker's own address host.")
@@ -116,6 +120,7 @@ class ProxySettings:
 
     def __post_init__(self) -> None:
         settings.check_port("grpcServerPort", self.grpc_server_port)
+        settings.check_port("metricsPort", self.metrics_port, lowest=settings.PORT_OFF)
         _check_tls_mode(self.tls_server_mode.lower())
         if self.proxy_mode is ProxyMode.CLUSTER:
             if not self.namesrv_addr:

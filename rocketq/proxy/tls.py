@@ -78,20 +78,25 @@ def _path(configured: str, relative: Path, key: str) -> Path:
 
 def read_pair(cert_path: Path, key_path: Path) -> KeyPair:
     """The PEM pair from files, checked: both parse and the key is the certificate's."""
-    cert_pem = _read(cert_path, "tlsCertPath")
-    key_pem = _read(key_path, "tlsKeyPath")
+    return checked_pair(_read(cert_path, "tlsCertPath"), _read(key_path, "tlsKeyPath"),
+                        f"tlsCertPath {cert_path}", f"tlsKeyPath {key_path}")
+
+
+def checked_pair(cert_pem: bytes, key_pem: bytes, cert_where: str, key_where: str) -> KeyPair:
+    """The PEM pair if both parse and the key is the certificate's, else a SettingsError naming
+    ``cert_where`` / ``key_where`` (the operator checks a Secret's pair with it, too)."""
     try:
         cert = x509.load_pem_x509_certificate(cert_pem)
     except ValueError as exc:
-        raise SettingsError(f"tlsCertPath {cert_path}: not a PEM certificate ({exc})") from None
+        raise SettingsError(f"{cert_where}: not a PEM certificate ({exc})") from None
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except (ValueError, TypeError) as exc:  # TypeError: the key is encrypted
-        raise SettingsError(f"tlsKeyPath {key_path}: not an unencrypted PEM private key ({exc})") from None
+        raise SettingsError(f"{key_where}: not an unencrypted PEM private key ({exc})") from None
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     if (key.public_key().public_bytes(serialization.Encoding.DER, spki)
             != cert.public_key().public_bytes(serialization.Encoding.DER, spki)):
-        raise SettingsError(f"tlsKeyPath {key_path} is not the private key of tlsCertPath {cert_path}")
+        raise SettingsError(f"{key_where} is not the private key of {cert_where}")
     return KeyPair(cert_pem, key_pem)
 
 

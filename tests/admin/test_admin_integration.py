@@ -251,6 +251,14 @@ def test_print_msg(cluster: Cluster) -> None:
     assert ranged.count("MSGID") == 5 and "BODY" not in ranged
     assert run(cluster, "printMsg", "-t", "AdmPrint", "-b", "now", "--json").stdout.strip() == ""
     run(cluster, "printMsg", "-t", "AdmPrint", "-b", "now", "-e", "0", code=2)
+
+
+def test_print_msg_time_range_includes_its_end_millisecond(cluster: Cluster) -> None:
+    create_topic(cluster, "AdmPrintEdge", 1)
+    send(cluster, "AdmPrintEdge", "edge")
+    stored = orjson.loads(run(cluster, "printMsg", "-t", "AdmPrintEdge", "--json").stdout)["storeTimestamp"]
+    at = run(cluster, "printMsg", "-t", "AdmPrintEdge", "-b", str(stored), "-e", str(stored), "--json").stdout
+    assert [orjson.loads(line)["body"] for line in at.splitlines()] == ["edge"]
     run(cluster, "printMsg", "-t", "AdmPrint", "-c", "no-such-charset", code=2)
 
 

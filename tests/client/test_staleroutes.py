@@ -25,6 +25,7 @@ from rocketq.client.pullconsumer import PullConsumer
 from rocketq.client.pulling import PullStatus
 from rocketq.client.pushconsumer import PushConsumer
 from rocketq.client.settings import ConsumeFromWhere
+from rocketq.client.transactionproducer import LocalTransactionState, TransactionProducer
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.messagetypes import MessageExt
 from rocketq.remoting.errors import (
@@ -255,3 +256,53 @@ async def test_a_producer_greets_a_promoted_slave(failover: Failover) -> None:
         assert producer._instance is not None
         await producer._instance.update_route(TOPIC)  # as a refresh after a failed send does
         await wait_until(lambda: bool(failover.new.heartbeats))
+
+
+async def test_a_failed_consumption_goes_back_through_the_promoted_master(failover: Failover) -> None:
+    """The listener fails a message while its group fails over: CONSUMER_SEND_MSG_BACK refused by
+    the demoted master goes to the promoted one (which holds the message), not into a local
+    reconsume loop."""
+    failover.replicate(0, b"fails once")
+    release = asyncio.Event()
+    consumed: list[bytes] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        consumed.extend(m.body for m in msgs)
+        await release.wait()
+        return ConsumeStatus.RECONSUME_LATER
+
+    consumer = PushConsumer("cg", namesrv_addr=failover.cluster.namesrv.addr,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                            broker_suspend_max_time_millis=500, consumer_timeout_millis_when_suspend=3000)
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_listener(listener)
+    async with consumer:
+        await wait_until(lambda: consumed == [b"fails once"])
+        failover.cluster.namesrv.set_route(TOPIC, [failover.new], QUEUES)  # pulls still reach the old one
+        failover.old.fail_next[RequestCode.CONSUMER_SEND_MSG_BACK] = [ResponseCode.NO_PERMISSION] * 10
+        release.set()
+        await wait_until(lambda: len(failover.new.sent_back) == 1)
+    assert failover.new.sent_back[0].group == "cg" and not failover.old.sent_back
+
+
+async def test_a_transaction_ends_at_the_promoted_master(failover: Failover) -> None:
+    """The local transaction runs while the master dies: END_TRANSACTION (oneway) finds the old
+    master gone and goes to the promoted one, which holds the replicated half message."""
+    running, finish = asyncio.Event(), asyncio.Event()
+
+    class Listener:
+        async def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+            running.set()
+            await finish.wait()
+            return LocalTransactionState.COMMIT
+
+        def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+            return LocalTransactionState.COMMIT
+
+    async with TransactionProducer("tx-pg", Listener(), namesrv_addr=failover.cluster.namesrv.addr) as producer:
+        sending = asyncio.ensure_future(producer.send_message_in_transaction(Message(TOPIC, b"pay")))
+        await running.wait()
+        await failover.run("killed")
+        finish.set()
+        await sending
+        await wait_until(lambda: RequestCode.END_TRANSACTION in failover.new.codes())

@@ -248,6 +248,8 @@ WORKLOAD_RULES = {
     ("events.k8s.io", "events"): {"create", "patch"},
     # spec.console (its Deployment is granted above, with spec.proxy's)
     ("networking.k8s.io", "ingresses"): {"get", "create", "patch", "delete"},
+    # spec.proxy.tls: the proxy's TLS Secret, read only
+    ("", "secrets"): {"get"},
 }
 
 
@@ -320,11 +322,13 @@ def test_watch_namespaces_use_a_role_per_namespace() -> None:
 
 
 @pytest.mark.parametrize("values", VALUE_SETS.values(), ids=VALUE_SETS.keys())
-def test_no_wildcards_and_no_secrets(values: dict[str, Any]) -> None:
+def test_no_wildcards_and_secrets_only_read_by_name(values: dict[str, Any]) -> None:
+    """Secrets: get only (the proxy's TLS Secret, named in the spec), never list, watch or write."""
     for obj in objects(render(values)):
         for rule in obj.get("rules", []):
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-            assert "secrets" not in rule["resources"]
+            if "secrets" in rule["resources"]:
+                assert (rule["resources"], rule["verbs"]) == (["secrets"], ["get"]), rule
 
 
 def test_rbac_can_be_left_to_the_installer() -> None:
@@ -387,7 +391,7 @@ def test_prometheus_rule_alerts() -> None:
     rule = one(monitoring_objects(), "PrometheusRule")
     alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
     assert set(alerts) == {
-        "RocketQBrokerDown", "RocketQNameServerDown", "RocketQBrokerGroupNoMaster",
+        "RocketQBrokerDown", "RocketQNameServerDown", "RocketQProxyDown", "RocketQBrokerGroupNoMaster",
         "RocketQBrokerDiskAlmostFull", "RocketQConsumerLagGrowing", "RocketQConsumerQueuesStuck",
         "RocketQDLedgerGroupNoLeader", "RocketQDLedgerMemberLagging",
     }

@@ -253,6 +253,6 @@ def test_kind_paths() -> None:
     assert kubeapi.kind_of("RocketMQCluster").path("mq", "demo", "status") == (
         "/apis/rocketq.io/v1alpha1/namespaces/mq/rocketmqclusters/demo/status")
     with pytest.raises(ValueError, match="does not manage"):
-        kubeapi.kind_of("Secret")
+        kubeapi.kind_of("Node")
     with pytest.raises(ValueError, match="namespaced"):
         kubeapi.kind_of("Pod").path("")

@@ -100,7 +100,7 @@ def test_config_map_holds_rmq_proxy_json_with_the_clusters_name_and_port() -> No
     assert configmap["metadata"] == {"name": "demo-proxy-config", "namespace": "mq", "labels": LABELS,
                                      "ownerReferences": [OWNER]}
     assert json.loads(configmap["data"]["rmq-proxy.json"]) == {
-        "rocketMQClusterName": "demo", "grpcServerPort": 18081, "maxMessageSize": "1048576"}
+        "rocketMQClusterName": "demo", "grpcServerPort": 18081, "metricsPort": 5557, "maxMessageSize": "1048576"}
 
 
 def test_deployment_exactly() -> None:
@@ -118,7 +118,8 @@ def test_deployment_exactly() -> None:
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {
                 "metadata": {"labels": LABELS, "annotations": {
-                    "rocketq.io/config-hash": common.digest(rendering.render_proxy_config_text(cluster))}},
+                    "rocketq.io/config-hash": common.digest(rendering.render_proxy_config_text(cluster)),
+                    "prometheus.io/scrape": "true", "prometheus.io/port": "5557", "prometheus.io/path": "/metrics"}},
                 "spec": {
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
                                         "fsGroup": 10001, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -128,7 +129,8 @@ def test_deployment_exactly() -> None:
                         "image": "rocketq/rocketq:0.1.0",
                         "imagePullPolicy": "IfNotPresent",
                         "command": ["rocketq", "proxy", "-c", "/etc/rocketq/rmq-proxy.json"],
-                        "ports": [{"name": "grpc", "containerPort": 8081, "protocol": "TCP"}],
+                        "ports": [{"name": "grpc", "containerPort": 8081, "protocol": "TCP"},
+                                  {"name": "metrics", "containerPort": 5557, "protocol": "TCP"}],
                         "env": [{"name": "NAMESRV_ADDR", "value": NAMESRV}],
                         "volumeMounts": [{"name": "config", "mountPath": "/etc/rocketq", "readOnly": True}],
                         "startupProbe": {"grpc": grpc, "periodSeconds": 2, "timeoutSeconds": 2,

@@ -246,7 +246,7 @@ def test_group_config_round_trip_and_defaults() -> None:
     assert SubscriptionGroupConfig("g").to_json() == {
         "groupName": "g", "consumeEnable": True, "consumeFromMinEnable": True, "consumeBroadcastEnable": True,
         "retryQueueNums": 1, "retryMaxTimes": 16, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
-        "notifyConsumerIdsChangedEnable": True}
+        "notifyConsumerIdsChangedEnable": True, "consumeMessageOrderly": False}
 
 
 @pytest.mark.parametrize("raw, message", [

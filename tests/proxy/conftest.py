@@ -20,11 +20,17 @@ if str(_SHARED) not in sys.path:
 from clusterprocs import Proc, Processes  # noqa: E402 - importable once the path above is set
 from pyclient import PyClient  # noqa: E402
 
+from rocketq.admin.adminbodies import GroupConfig  # noqa: E402
 from rocketq.admin.client import AdminClient  # noqa: E402
 from rocketq.local.ports import free_port  # noqa: E402
 from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
+from rocketq.protocol.topicattributes import MESSAGE_TYPE  # noqa: E402
 
-TOPICS = ("GrpcNormal", "GrpcFifo", "GrpcDelay", "GrpcTx", "GrpcShared", "GrpcPresence", "GrpcRenew")
+TOPICS = {"GrpcNormal": "NORMAL", "GrpcFifo": "FIFO", "GrpcDelay": "DELAY", "GrpcTx": "TRANSACTION",
+          "GrpcShared": "NORMAL", "GrpcOrderly": "FIFO", "GrpcPresence": "NORMAL", "GrpcRenew": "NORMAL"}
+"""Topics by their ``message.type`` (the client refuses to send a type the route does not accept)."""
+ORDERLY_GROUPS = ("grpc-orderly",)
+"""Groups created with consumeMessageOrderly: their consumers pop FIFO."""
 FAST_BROKER = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s", "transactionTimeOut": "2000",
                "transactionCheckInterval": "1000"}
 FAST_PROXY = {"defaultInvisibleTimeMills": 4000, "renewAheadTimeMillis": 2500, "renewSchedulePeriodMillis": 500,
@@ -53,8 +59,10 @@ class ProxyCluster:
 
 async def create_topics(namesrv: str, broker: str) -> None:
     async with AdminClient(namesrv) as admin:
-        for topic in TOPICS:
-            await admin.create_topic(broker, TopicConfig(topic, 4, 4))
+        for topic, kind in TOPICS.items():
+            await admin.create_topic(broker, TopicConfig(topic, 4, 4, attributes=((MESSAGE_TYPE, kind),)))
+        for group in ORDERLY_GROUPS:
+            await admin.create_group(broker, GroupConfig(group, consume_message_orderly=True))
         deadline = time.monotonic() + ROUTE_WAIT_S
         for topic in TOPICS:
             while True:

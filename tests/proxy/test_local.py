@@ -9,11 +9,12 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from clusterprocs import Processes
+from clusterprocs import Processes, scrape_metrics
 from pyclient import PyClient
 
 from conftest import create_topics
 from rocketq.local.ports import free_port
+from rocketq.metrics import announcing
 
 
 @pytest.fixture
@@ -39,6 +40,11 @@ def test_a_broker_with_grpc_server_port_serves_the_python_client(processes: Proc
     finally:
         client.close()
     assert "ignoring broker.conf keys" not in broker.log.read_text()
+    metrics_port = announcing.find_port(broker.log.read_text())
+    assert metrics_port is not None
+    samples = scrape_metrics(metrics_port)  # the endpoint's series are on the broker's /metrics
+    assert ({"proxy_mode": "LOCAL", "cluster": "DefaultCluster"}, 1.0) in samples["rocketmq_proxy_up"]
+    assert ({"method": "SendMessage", "code": "OK"}, 1.0) in samples["rocketmq_proxy_rpc_total"]
 
 
 def test_grpc_server_port_without_a_name_server_stops_the_broker_at_start(tmp_path: pathlib.Path) -> None:

@@ -92,6 +92,11 @@ Used by the ClusterRole (all namespaces) or by one Role per watched namespace.
 - apiGroups: [networking.k8s.io]
   resources: [ingresses]
   verbs: [get, create, patch, delete]
+# spec.proxy.tls: the proxy's TLS Secret, read (never listed, watched or written) to check its
+# pair before pods mount it and to roll the proxy's pods when it is renewed.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
 # spec.analytics: the Spark jobs, their drivers' ServiceAccount, Role and RoleBinding.
 - apiGroups: [sparkoperator.k8s.io]
   resources: [scheduledsparkapplications]
