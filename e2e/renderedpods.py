@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -70,14 +70,17 @@ def run_namesrv(workdir: Path) -> Iterator[str]:
         proc.wait(20)
 
 
-def run_broker(workdir: Path, namesrv: str, cluster: str, name: str) -> Iterator[str]:
-    """A ``rocketq broker`` of ``cluster`` registered with ``namesrv``, for as long as the generator is open."""
+def run_broker(workdir: Path, namesrv: str, cluster: str, name: str,
+               config: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A ``rocketq broker`` of ``cluster`` registered with ``namesrv``, for as long as the generator is open;
+    ``config``: more broker.conf keys."""
     port = free_port()
     log = workdir / f"{name}.log"
     args = ["broker", "-n", namesrv, "-p", str(port), "--store-dir", str(workdir / f"{name}-store"),
             "--metrics-port", "0"]
     for key, value in (("brokerClusterName", cluster), ("brokerName", name), ("brokerIP1", "127.0.0.1"),
-                       ("haListenPort", str(free_port())), ("mappedFileSizeCommitLog", str(BROKER_COMMITLOG_FILE))):
+                       ("haListenPort", str(free_port())), ("mappedFileSizeCommitLog", str(BROKER_COMMITLOG_FILE)),
+                       *(config or {}).items()):
         args += ["--set", f"{key}={value}"]
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "rocketq", *args], stdout=out, stderr=subprocess.STDOUT)

@@ -58,8 +58,9 @@ def broker(tmp_path: Path, namesrv: str) -> Iterator[str]:
     yield from run_broker(tmp_path, namesrv, _cluster().meta.name, "trial-broker-0")
 
 
-async def _create_topic(namesrv: str, broker: str) -> None:
-    async with AdminClient(namesrv) as admin:
+async def _create_topic(namesrv: str, broker: str, credentials: tuple[str, str] = ("", "")) -> None:
+    """``TOPIC`` on ``broker``, once the name server routes it; ``credentials`` for a broker with ACL."""
+    async with AdminClient(namesrv, access_key=credentials[0], secret_key=credentials[1]) as admin:
         await admin.create_topic(broker, TopicConfig(TOPIC, QUEUES, QUEUES))
         deadline = asyncio.get_running_loop().time() + ROUTE_WAIT_S
         while True:

@@ -96,12 +96,14 @@ MAX_PROXY_REPLICAS: Final = 64
 PROXY_OPERATOR_KEYS: Final = frozenset({
     "namesrvAddr", "grpcServerPort", "grpcBindAddress", "grpcAdvertisedHost", "proxyMode", "rocketMQClusterName",
     "metricsPort",
-    "aclEnable", "rocketmq.acl.plain.file",
+    "aclEnable", "rocketmq.acl.plain.file", "enableAclRpcHookForClusterMode", "innerClientAuthenticationCredentials",
+    "innerClientCredentialsFile",
     "tlsTestModeEnable", "tlsCertPath", "tlsKeyPath", "tls.server.mode",
 })
 """rmq-proxy.json keys the operator decides: where the proxy listens, which name servers and cluster it
-fronts. ACL is among them because the proxy's calls to brokers are unsigned (docs/proxy.md): a
-cluster with ``spec.acl`` cannot have a proxy yet, and one without has no accounts file to mount. The
+fronts, where it serves metrics. ACL is among them: with ``spec.acl`` the proxy checks clients against
+the cluster's plain_acl.yml and signs its broker calls with the account of the Secret's tools.yml, both
+from the mounted ACL Secret (``rendering.proxy``); without it there is no accounts file to mount. The
 TLS keys follow ``spec.proxy.tls`` (``TLS_KEYS``): the certificate is a mounted Secret, and the probes
 must match the port's mode."""
 TLS_KEYS: Final = frozenset(key for key in PROXY_OPERATOR_KEYS if key.startswith("tls"))
@@ -355,7 +357,7 @@ def parse_cluster_spec(raw: Any, name: str) -> Parsed:
         scheduling=_scheduling(r, r.mapping(top.get("scheduling"), "spec.scheduling")),
         acl_secret_name=acl_secret_name,
         analytics=_analytics(r, r.mapping(top.get("analytics"), "spec.analytics"), name),
-        proxy=_proxy(r, r.mapping(top.get("proxy"), "spec.proxy"), brokers, acl_secret_name is not None),
+        proxy=_proxy(r, r.mapping(top.get("proxy"), "spec.proxy"), brokers),
         console=_console(r, r.mapping(top.get("console"), "spec.console")),
     )
     errors = tuple(r.errors)
@@ -522,11 +524,8 @@ def _analytics(r: Reader, raw: Mapping[str, Any], name: str) -> AnalyticsSpec:
     )
 
 
-def _proxy(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, acl: bool) -> ProxySpec:
+def _proxy(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec) -> ProxySpec:
     enabled = r.boolean(raw.get("enabled"), "spec.proxy.enabled", False)
-    if enabled and acl:
-        r.fail("spec.proxy.enabled", "the proxy cannot front a cluster with spec.acl yet: its calls to the "
-                                     "brokers are not signed (docs/proxy.md)")
     service = r.mapping(raw.get("service"), "spec.proxy.service")
     annotations: dict[str, str] = {}
     for key, value in r.mapping(service.get("annotations"), "spec.proxy.service.annotations").items():
@@ -575,7 +574,7 @@ def _proxy_config(r: Reader, raw: Mapping[str, Any], brokers: BrokerSpec, grpc_p
             r.fail(where, "the operator sets the TLS keys from spec.proxy.tls (secretName, mode)")
         elif key in PROXY_OPERATOR_KEYS:
             r.fail(where, "the operator decides this key for the proxy it renders (name servers, port, "
-                          "cluster, CLUSTER mode, no ACL)")
+                          "cluster, CLUSTER mode, ACL from spec.acl)")
         elif key not in PROXY_CONFIG_KEYS:
             r.fail(where, f"is not a key rocketq proxy uses; one of {', '.join(PROXY_CONFIG_KEYS)}")
         elif not isinstance(value, str):

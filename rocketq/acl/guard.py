@@ -14,7 +14,7 @@ from typing import Final
 
 from rocketq import ratelimit
 from rocketq.acl import validator
-from rocketq.acl.plainacl import AclConfig
+from rocketq.acl.plainacl import Account, AclConfig
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.connection import Connection, Handler
@@ -26,14 +26,16 @@ EXCEPTION_NAME: Final = "org.apache.rocketmq.acl.common.AclException"
 """The remark starts as RocketMQ's does, so tools that match on it keep working."""
 
 
-def guarded(handlers: Mapping[int, Handler], current: Callable[[], AclConfig]) -> dict[int, Handler]:
-    """``handlers`` with each one checked first against the table ``current()`` returns."""
-    return {code: _guard(handler, current) for code, handler in handlers.items()}
+def guarded(handlers: Mapping[int, Handler], current: Callable[[], AclConfig],
+            internal: Account | None = None) -> dict[int, Handler]:
+    """``handlers`` with each one checked first against the table ``current()`` returns
+    (and ``internal``, the process's own account: ``validator.check``)."""
+    return {code: _guard(handler, current, internal) for code, handler in handlers.items()}
 
 
-def _guard(handler: Handler, current: Callable[[], AclConfig]) -> Handler:
+def _guard(handler: Handler, current: Callable[[], AclConfig], internal: Account | None) -> Handler:
     async def checked(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        reason = validator.check(current(), request, conn.remote_host)
+        reason = validator.check(current(), request, conn.remote_host, internal)
         if reason is None:
             return await handler(conn, request)
         _refusals.warning(conn.remote_host, "ACL refused code %d from %s: %s", request.code, conn.remote_addr, reason)

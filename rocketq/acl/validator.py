@@ -56,15 +56,21 @@ def retry(group: str) -> str:
     return RETRY_GROUP_PREFIX + group
 
 
-def check(config: AclConfig, request: RemotingCommand, remote_ip: str) -> str | None:
-    """None when ``request`` from ``remote_ip`` may run; otherwise RocketMQ's refusal message."""
+def check(config: AclConfig, request: RemotingCommand, remote_ip: str, internal: Account | None = None) -> str | None:
+    """None when ``request`` from ``remote_ip`` may run; otherwise RocketMQ's refusal message.
+
+    ``internal``: an account of the broker's own process (its LOCAL gRPC endpoint's,
+    rocketq/proxy/credentials.py), accepted beside the file's and checked the same way."""
     if any(p.match(remote_ip) for p in config.global_white_addresses):
         return None
     ext = request.ext_fields
     access_key = ext.get(signing.ACCESS_KEY)
     if access_key is None:
         return "No accessKey is configured"
-    account = config.accounts.get(access_key)
+    if internal is not None and access_key == internal.access_key:
+        account: Account | None = internal
+    else:
+        account = config.accounts.get(access_key)
     if account is None:
         return f"No acl config for {access_key}"
     if account.white_remote_address.match(remote_ip):

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Collection
 from prometheus_client import CollectorRegistry
 
 from rocketq.acl import guard
+from rocketq.acl.plainacl import Account
 from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
 from rocketq.broker import clientadmin, locks, runtimeconfig, schedule, statsdata, transactionchecks, transactions
@@ -89,6 +90,9 @@ class BrokerServer:
         self.identity = identity
         self.acl_settings = acl_settings or AclSettings()
         self.acl: AclTable | None = None
+        self.acl_internal: Account | None = None
+        """An account of this process the ACL check accepts beside the file's: the LOCAL gRPC
+        endpoint's (rocketq/proxy/credentials.py); set before ``start``."""
         self.ha_settings = ha_settings or HASettings()
         if saved_master:
             self.ha_settings = dataclasses.replace(self.ha_settings, ha_master_address=saved_master)
@@ -334,7 +338,7 @@ class BrokerServer:
         self._install_handlers()
         if self.acl is not None:
             table = self.acl
-            self._handlers.update(guard.guarded(self._handlers, lambda: table.config))
+            self._handlers.update(guard.guarded(self._handlers, lambda: table.config, self.acl_internal))
 
     async def _start_acl(self) -> None:
         """aclEnable: load plain_acl.yml, watch it, and wrap every handler with the check
@@ -344,7 +348,7 @@ class BrokerServer:
         table = self.acl = AclTable(self.acl_settings.path())
         await table.start()
         self._handlers.update(self._acl_admin_handlers())
-        self._handlers.update(guard.guarded(self._handlers, lambda: table.config))
+        self._handlers.update(guard.guarded(self._handlers, lambda: table.config, self.acl_internal))
 
     def _acl_admin_handlers(self) -> dict[int, Handler]:
         return AclAdminHandlers(self.acl, self.identity.broker_name, self.identity.broker_cluster_name,

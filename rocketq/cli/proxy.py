@@ -5,7 +5,8 @@ Reads an optional rmq-proxy.json (RocketMQ proxy's keys: ``grpcServerPort``,
 ``--metrics-port`` override it. A bad
 value stops it before anything binds (exit 2, the key named); keys it does not use are listed in
 one warning; unreadable or mismatched TLS files (``tls.server.mode=enforcing``) stop it too
-(exit 2). When serving it prints ``rocketq proxy listening on HOST:PORT``.
+(exit 2), as does ``enableAclRpcHookForClusterMode=true`` without a usable account
+(rocketq/proxy/credentials.py). When serving it prints ``rocketq proxy listening on HOST:PORT``.
 
 ``rocketq proxy health --port 8081 [--tls]`` asks a running proxy's health service instead
 (``rocketq.proxy.healthcheck``): exit 0 when it answers SERVING, 1 otherwise. It is the operator's
@@ -21,6 +22,7 @@ import click
 
 from rocketq.acl.plainacl import AclFileError
 from rocketq.cli import serving
+from rocketq.proxy import credentials
 from rocketq.proxy import settings as proxy_settings
 from rocketq.settings import SettingsError
 
@@ -54,14 +56,20 @@ def _serve(config: str | None, namesrv_addr: str | None, grpc_port: int | None, 
     try:
         values = proxy_settings.read_json(config) if config else {}
         settings, acl, unknown = proxy_settings.load(values, overrides)
+        # reads tools.yml when that is where the account is
+        signing = credentials.resolve(proxy_settings.load_inner_client(values, overrides))
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     if unknown:
         log.warning("ignoring config keys rocketq proxy does not use: %s", ", ".join(unknown))
+    if signing is not None and not acl.acl_enable:
+        log.warning("signing broker calls as %s while aclEnable=false: every gRPC client acts with that "
+                    "account's rights", signing.access_key)
     from rocketq.proxy.server import ProxyServer  # grpc loads only when a proxy runs
 
     try:
-        server = ProxyServer(settings, acl_settings=acl)  # reads and checks the TLS files, if any
+        # reads and checks the TLS files, if any
+        server = ProxyServer(settings, acl_settings=acl, credentials=signing)
     except SettingsError as exc:
         sys.exit(serving.fail(f"invalid configuration: {exc}", serving.EXIT_BAD_CONFIG))
     sys.exit(serving.run(lambda: server,

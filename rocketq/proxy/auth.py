@@ -11,7 +11,11 @@ where the signature is HMAC-SHA1(secret key, the ``x-mq-date-time`` header) in h
 ``Credential`` is cut at ``/``. A peer in a global white address list, or in its account's
 ``whiteRemoteAddress``, needs no signature (RocketMQ 4.9's order). A missing, unparsable or wrong
 signature is UNAUTHORIZED; a topic or group the account may not use is FORBIDDEN (topics need
-PUB to send, SUB to receive; groups are checked as ``%RETRY%<group>``, as the broker does).
+PUB to send, SUB to receive; groups are checked as ``%RETRY%<group>``, as the broker does). Which
+call needs what follows RocketMQ 5's ``DefaultAuthorizationContextBuilder``: besides the calls
+that name a topic, a consumer's Heartbeat and NotifyClientTermination need SUB on its group, and a
+client's Telemetry settings need PUB on each topic it will publish to, or SUB on its group and
+each topic it subscribes to (``heartbeat_needs``, ``settings_needs``).
 With ACL off the header is ignored (the Python client always sends one, with empty credentials).
 The accounts file is read when the endpoint starts; edits need a restart.
 """
@@ -24,9 +28,10 @@ from dataclasses import dataclass
 from hashlib import sha1
 from typing import Final
 
-from rocketq.acl import validator
+from rocketq.acl import permissions, validator
 from rocketq.acl.plainacl import Account, AclConfig
 from rocketq.proxy.status import Code, ProxyError
+from rocketq.proxy.v2 import definition_pb2 as pb
 
 AUTHORIZATION: Final = "authorization"
 DATE_TIME: Final = "x-mq-date-time"
@@ -90,6 +95,31 @@ def authorize(account: Account | None, needed: validator.Resources) -> None:
     refusal = validator.permitted(account, needed)
     if refusal is not None:
         raise ProxyError(Code.FORBIDDEN, refusal)
+
+
+CONSUMER_TYPES: Final = frozenset({pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER,
+                                   pb.ClientType.PULL_CONSUMER})
+
+
+def group_needs(group: pb.Resource) -> validator.Resources:
+    """SUB on a named group (its ``%RETRY%`` resource); nothing for a blank one (a producer's)."""
+    return {validator.retry(group.name): permissions.SUB} if group.name else {}
+
+
+def heartbeat_needs(client_type: pb.ClientType, group: pb.Resource) -> validator.Resources:
+    return group_needs(group) if client_type in CONSUMER_TYPES else {}
+
+
+def settings_needs(settings: pb.Settings) -> validator.Resources:
+    """What a client's Telemetry settings announce it will do: publish to topics, or subscribe."""
+    which = settings.WhichOneof("pub_sub")
+    if which == "publishing":
+        return {t.name: permissions.PUB for t in settings.publishing.topics}
+    if which == "subscription":
+        needed = group_needs(settings.subscription.group)
+        needed.update({e.topic.name: permissions.SUB for e in settings.subscription.subscriptions})
+        return needed
+    return {}
 
 
 def peer_ip(peer: str) -> str:

@@ -7,6 +7,9 @@ checks, retries and latency fault tolerance; a FIFO message goes to the queue
 ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and the DLQ forward. CLUSTER mode points it at the
 name servers of ``namesrvAddr``; a broker's LOCAL endpoint points it at the name servers that
 broker registers with, so it reaches the broker through loopback remoting.
+
+With ``credentials`` (``rocketq.proxy.credentials``: the proxy's own ACL account) every remoting
+request of these clients, to brokers and name servers alike, is signed with that account.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from rocketq.protocol import messageproperties as mp
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.messagetypes import Message
 from rocketq.proxy import routing
+from rocketq.proxy.credentials import Credentials
 from rocketq.proxy.metadata import Metadata
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.transactions import Transactions
@@ -39,11 +43,13 @@ POP_RPC_TIMEOUT_S: Final = 5.0
 
 
 class Backend:
-    def __init__(self, namesrv_addr: str, *, max_message_size: int, transactions: Transactions) -> None:
-        self._instance = ClientInstance(configure(ClientSettings, {"namesrv_addr": namesrv_addr}))
+    def __init__(self, namesrv_addr: str, *, max_message_size: int, transactions: Transactions,
+                 credentials: Credentials | None = None) -> None:
+        signed = credentials.options() if credentials is not None else {}
+        self._instance = ClientInstance(configure(ClientSettings, {"namesrv_addr": namesrv_addr, **signed}))
         self.transactions = transactions
         self.producer = TransactionProducer(
-            transactions.group, transactions, namesrv_addr, max_message_size=max_message_size,
+            transactions.group, transactions, namesrv_addr, max_message_size=max_message_size, **signed,
             # the v2 client retries (its backoff policy); one attempt here keeps a send's latency
             # within the client's request timeout
             retry_times_when_send_failed=0,

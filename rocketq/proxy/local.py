@@ -9,6 +9,12 @@ First slice: the endpoint reaches its broker through loopback remoting, exactly 
 proxy does (routes from the broker's name servers, so the broker needs ``namesrvAddr``); routes
 advertise the broker's host (``brokerIP1``, or ``grpcAdvertisedHost``) with the gRPC port.
 In-process calls into the broker's handlers would save the loopback hop; not done yet.
+
+ACL: with ``aclEnable=true`` in the same broker.conf, the endpoint checks v2 clients against the
+broker's own live table (the same accounts, reloaded with it), and signs its loopback calls with
+an account the process makes at start and the broker accepts beside the file's
+(``credentials.internal``), as RocketMQ's LOCAL proxy calls its broker unchecked in-process.
+The CLUSTER keys for the proxy's account (``enableAclRpcHookForClusterMode``, ...) are not used.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Mapping
 
 from rocketq import settings
 from rocketq.broker.server import BrokerServer
-from rocketq.proxy import tls
+from rocketq.proxy import credentials, tls
 from rocketq.proxy.server import ProxyServer, certificate_hosts
 from rocketq.proxy.settings import ProxyMode, ProxySettings
 from rocketq.settings import SettingsError
@@ -45,6 +51,9 @@ class BrokerWithEndpoint:
         self.proxy: ProxyServer | None = None
         # the certificate files are checked here, before the broker binds anything
         self.key_pair = tls.key_pair(proxy_settings, certificate_hosts(proxy_settings, broker.host))
+        self.credentials: credentials.Credentials | None = None
+        if broker.acl_settings.acl_enable:
+            self.credentials, broker.acl_internal = credentials.internal()
 
     @property
     def address(self) -> str:
@@ -53,7 +62,8 @@ class BrokerWithEndpoint:
     async def start(self) -> None:
         await self.broker.start()
         self.proxy = ProxyServer(self.proxy_settings, local_host=self.broker.host,
-                                 acl_settings=self.broker.acl_settings, key_pair=self.key_pair)
+                                 acl_settings=self.broker.acl_settings, key_pair=self.key_pair,
+                                 credentials=self.credentials, acl_table=self.broker.acl)
         await self.proxy.start()
         if self.broker.metrics_registry is not None:  # the proxy's series on the broker's /metrics
             self.broker.metrics_registry.register(self.proxy.metrics.registry)

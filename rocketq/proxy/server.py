@@ -19,13 +19,14 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from rocketq.acl import plainacl
+from rocketq.acl.reload import AclTable
 from rocketq.acl.settings import AclSettings
 from rocketq.metrics import http as metrics_http
 from rocketq.metrics.http import MetricsServer
 from rocketq.proxy import routing, tls
 from rocketq.proxy.backend import PROXY_PRODUCER_GROUP, Backend
 from rocketq.proxy.clients import ClientTable
+from rocketq.proxy.credentials import Credentials
 from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.service import MessagingService
 from rocketq.proxy.settings import ProxyMode, ProxySettings
@@ -51,13 +52,19 @@ def certificate_hosts(settings: ProxySettings, local_host: str) -> tuple[str, ..
 
 class ProxyServer:
     def __init__(self, settings: ProxySettings, namesrv_addr: str | None = None, local_host: str = LOOPBACK,
-                 acl_settings: AclSettings | None = None, key_pair: tls.KeyPair | None = None) -> None:
-        """``key_pair``: what a caller already loaded (``tls.key_pair``); else loaded here (SettingsError if bad)."""
+                 acl_settings: AclSettings | None = None, key_pair: tls.KeyPair | None = None,
+                 credentials: Credentials | None = None, acl_table: AclTable | None = None) -> None:
+        """``key_pair``: what a caller already loaded (``tls.key_pair``); else loaded here (SettingsError if bad).
+        ``credentials``: the proxy's own account, signing its remoting calls (``rocketq.proxy.credentials``).
+        ``acl_table``: the accounts clients are checked against when ``aclEnable`` (a LOCAL endpoint
+        shares its broker's); None: the proxy loads and watches ``acl_settings``' file itself."""
         self.settings = settings
         self.acl_settings = acl_settings or AclSettings()
+        self.acl_table = acl_table
+        self._owns_acl_table = False
         table = ClientTable()
         self.backend = Backend(namesrv_addr or settings.namesrv_addr, max_message_size=settings.max_message_size,
-                               transactions=Transactions(table, PROXY_PRODUCER_GROUP))
+                               transactions=Transactions(table, PROXY_PRODUCER_GROUP), credentials=credentials)
         self.port = settings.grpc_server_port
         self._local_host = settings.advertised_host or local_host
         self.key_pair = key_pair or tls.key_pair(settings, certificate_hosts(settings, local_host))
@@ -76,7 +83,7 @@ class ProxyServer:
 
     async def start(self) -> None:
         if self.acl_settings.acl_enable:
-            self.service.acl = plainacl.load(self.acl_settings.path())  # AclFileError: a config error
+            await self._start_acl()
         await self.backend.start()
         self.service.start()
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -107,6 +114,16 @@ class ProxyServer:
     def metrics_port(self) -> int | None:
         return self._http.port if self._http else None
 
+    async def _start_acl(self) -> None:
+        """Check clients against plain_acl.yml (and ``acl/*.yml`` beside it), re-read when they change,
+        as the broker does (``rocketq.acl.reload``). AclFileError: a config error, nothing binds."""
+        table = self.acl_table
+        if table is None:
+            table = self.acl_table = AclTable(self.acl_settings.path())
+            await table.start()
+            self._owns_acl_table = True
+        self.service.acl = lambda: table.config
+
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
@@ -117,3 +134,5 @@ class ProxyServer:
             self._server = None
         await self.service.close()  # after the streams ended: unregisters clients, gives back held messages
         await self.backend.close()
+        if self._owns_acl_table and self.acl_table is not None:
+            await self.acl_table.close()

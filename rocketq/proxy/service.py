@@ -78,13 +78,13 @@ def _now_ms() -> int:
 
 class MessagingService(grpc_v2.MessagingServiceServicer):
     def __init__(self, settings: ProxySettings, backend: Backend, table: clients.ClientTable,
-                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: AclConfig | None = None,
+                 advertised: Callable[[pb.Endpoints], pb.Endpoints], acl: Callable[[], AclConfig] | None = None,
                  metrics: ProxyMetrics | None = None):
         self.settings = settings
         self.metrics = metrics or ProxyMetrics(settings.rocketmq_cluster_name, settings.proxy_mode.value,
                                                table.count_by_type)
         self.acl = acl
-        """The accounts when ACL is on (``auth``); None: no call is checked."""
+        """The current accounts when ACL is on (``auth``; a reloading table's); None: no call is checked."""
         self.backend = backend
         self.clients = table
         self._advertised = advertised
@@ -117,7 +117,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         caller = clients.caller(context.invocation_metadata())
         if self.acl is None:
             return caller
-        account = auth.authenticate(self.acl, caller.headers, auth.peer_ip(context.peer()))
+        account = auth.authenticate(self.acl(), caller.headers, auth.peer_ip(context.peer()))
         return dataclasses.replace(caller, account=account)
 
     async def _answer(self, context: grpc.aio.ServicerContext, make: Callable[..., R],
@@ -166,6 +166,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         async def body(caller: clients.Caller) -> spb.HeartbeatResponse:
+            auth.authorize(caller.account, auth.heartbeat_needs(request.client_type, request.group))
             self.registrar.seen(caller, self.clients.require(caller.client_id))
             return spb.HeartbeatResponse(status=status.ok())
         return await self._answer(context, spb.HeartbeatResponse, body)
@@ -173,6 +174,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest,
                                       context: Any) -> spb.NotifyClientTerminationResponse:
         async def body(caller: clients.Caller) -> spb.NotifyClientTerminationResponse:
+            auth.authorize(caller.account, auth.group_needs(request.group))
             self.clients.require(caller.client_id)
             self.clients.forget(caller.client_id)
             self.registrar.gone(caller.client_id)
@@ -407,6 +409,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         which = command.WhichOneof("command")
         if which == "settings":
             try:
+                auth.authorize(caller.account, auth.settings_needs(command.settings))
                 merged = clients.merged_settings(
                     command.settings, max_body_size=self.settings.max_message_size,
                     validate_type=self.settings.enable_topic_message_type_check,

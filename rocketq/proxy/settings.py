@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from rocketq import settings
 from rocketq.acl.settings import AclSettings
+from rocketq.proxy.credentials import InnerClientSettings
 from rocketq.settings import SettingsError, setting
 from rocketq.store.settings import parse_delay_levels
 
@@ -184,7 +185,13 @@ def _text(key: str, value: Any) -> str:
 
 def load(values: Mapping[str, str],
          overrides: Mapping[str, str] | None = None) -> tuple[ProxySettings, AclSettings, list[str]]:
-    """Settings (the proxy's and its ACL's) from the file's values plus overrides, and the keys nothing uses."""
+    """Settings (the proxy's and its ACL's) from the file's values plus overrides, and the keys nothing
+    uses (the proxy's own account, ``load_inner_client``, is a use)."""
     merged = {**values, **(overrides or {})}
     return (settings.build(ProxySettings, merged), settings.build(AclSettings, merged),
-            settings.unknown_keys(merged, [ProxySettings, AclSettings]))
+            settings.unknown_keys(merged, [ProxySettings, AclSettings, InnerClientSettings]))
+
+
+def load_inner_client(values: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> InnerClientSettings:
+    """The keys of the proxy's own ACL account (rocketq/proxy/credentials.py)."""
+    return settings.build(InnerClientSettings, {**values, **(overrides or {})})

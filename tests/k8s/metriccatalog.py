@@ -7,10 +7,11 @@ builds the catalogue those strings are checked against, from four places:
 1. **The code.** Every metric is declared by a constructor call with a literal name and a
    literal label list: prometheus_client's ``Counter``/``Gauge``/``Histogram``/``Summary`` and
    the collector families ``GaugeMetricFamily``/``CounterMetricFamily`` (and the broker's
-   ``_gauge`` shorthand), in ``rocketq/broker/metrics.py``, ``rocketq/namesrv/metrics.py`` and
-   ``operator/rocketq_operator/metrics.py``. They are read with ``ast``, so a metric counts
-   even when a test would see no sample of it. A label list held in a variable is followed to
-   its assignment in the same function; anything else is an error here, never a guess.
+   ``_gauge`` shorthand), in ``rocketq/broker/metrics.py``, ``rocketq/namesrv/metrics.py``,
+   ``rocketq/proxy/metrics.py`` and ``operator/rocketq_operator/metrics.py``. They are read with
+   ``ast``, so a metric counts even when a test would see no sample of it. A label list held in
+   a variable is followed to its assignment in the same function; anything else is an error
+   here, never a guess.
 2. **The exposition format.** A counter ``x`` is exported as ``x_total``; a histogram ``h`` as
    ``h_bucket`` (with ``le``), ``h_sum`` and ``h_count``.
 3. **Scraping.** Prometheus adds ``job`` and ``instance`` and the synthetic ``up`` series; the
@@ -33,6 +34,7 @@ REPO: Final = pathlib.Path(__file__).resolve().parents[2]
 SOURCES: Final = (
     REPO / "rocketq" / "broker" / "metrics.py",
     REPO / "rocketq" / "namesrv" / "metrics.py",
+    REPO / "rocketq" / "proxy" / "metrics.py",
     REPO / "operator" / "rocketq_operator" / "metrics.py",
 )
 PUSHED: Final = REPO / "spark-apps" / "rocketq_spark" / "pushing.py"

@@ -65,9 +65,10 @@ def test_every_proxy_field_is_read_and_broker_limits_are_inherited() -> None:
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
-    ({"proxy": {"enabled": True}, "acl": {"secretName": "acl"}}, "spec.proxy.enabled: the proxy cannot front"),
     ({"proxy": {"config": {"namesrvAddr": "x:9876"}}}, "spec.proxy.config.namesrvAddr: the operator decides this key"),
     ({"proxy": {"config": {"aclEnable": "true"}}}, "spec.proxy.config.aclEnable: the operator decides this key"),
+    ({"proxy": {"config": {"innerClientAuthenticationCredentials": "{}"}}},
+     "spec.proxy.config.innerClientAuthenticationCredentials: the operator decides this key"),
     ({"proxy": {"config": {"grpcAdvertisedHost": "x"}}}, "spec.proxy.config.grpcAdvertisedHost: the operator decides"),
     ({"proxy": {"config": {"proxyTimeout": "3"}}}, "spec.proxy.config.proxyTimeout: is not a key rocketq proxy"),
     ({"proxy": {"config": {"maxMessageSize": 5}}}, "spec.proxy.config.maxMessageSize: must be a string"),
@@ -153,6 +154,25 @@ def test_deployment_exactly() -> None:
     assert template["metadata"]["labels"]["app.kubernetes.io/component"] == common.COMPONENT_PROXY
 
 
+ACL_ENABLED = {"proxy": {"enabled": True}, "acl": {"secretName": "demo-acl"}}
+
+
+def test_with_acl_the_proxy_checks_clients_and_signs_with_the_acl_secrets_accounts() -> None:
+    cluster = cluster_of(ACL_ENABLED)
+    assert json.loads(rendering.render_proxy_configmap(cluster)["data"]["rmq-proxy.json"]) == {
+        "rocketMQClusterName": "demo", "grpcServerPort": 8081,
+        "aclEnable": True, "rocketmq.acl.plain.file": "/etc/rocketq-acl/plain_acl.yml",
+        "enableAclRpcHookForClusterMode": True, "innerClientCredentialsFile": "/etc/rocketq-acl/tools.yml"}
+    pod = rendering.render_proxy_deployment(cluster)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["volumeMounts"][1:] == [{"name": "acl", "mountPath": "/etc/rocketq-acl", "readOnly": True}]
+    assert pod["volumes"][1:] == [{"name": "acl", "secret": {"secretName": "demo-acl"}}]
+    without = rendering.render_proxy_deployment(cluster_of(ENABLED))["spec"]["template"]
+    assert without["metadata"]["annotations"] != \
+        rendering.render_proxy_deployment(cluster)["spec"]["template"]["metadata"]["annotations"], \
+        "turning ACL on rolls the proxy"
+
+
 def test_service_port_is_the_container_port_and_load_balancers_get_their_annotations() -> None:
     assert rendering.render_proxy_service(cluster_of(ENABLED)) == {
         "apiVersion": "v1", "kind": "Service",
@@ -187,6 +207,7 @@ def test_image_override_resources_and_config_changes_reach_the_pod_template() ->
 
 @pytest.mark.parametrize("raw", [
     ENABLED,
+    ACL_ENABLED,
     {"proxy": {"enabled": True, "replicas": 1, "grpcPort": 18081, "image": "r/p:1",
                "resources": {"limits": {"cpu": 1, "memory": "512Mi"}},
                "service": {"type": "LoadBalancer", "annotations": {"x": "y"}}, "config": {"maxMessageSize": "1024"}},
@@ -296,8 +317,22 @@ async def test_disabling_removes_the_proxy_and_its_status(env: OperatorEnv) -> N
     assert env.get("Service", names.namesrv("demo")) is not None, "the rest of the cluster stays"
 
 
+async def test_a_proxy_in_front_of_acl_brokers_mounts_the_acl_secret(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", ACL_ENABLED)
+    await env.wait_for(lambda: reason_is(env, "Ready"), "ProxyReady=True")
+    configmap, deployment = env.get("ConfigMap", "demo-proxy-config"), env.get("Deployment", "demo-proxy")
+    assert configmap is not None and deployment is not None
+    config = json.loads(configmap["data"]["rmq-proxy.json"])
+    assert config["aclEnable"] is True and config["enableAclRpcHookForClusterMode"] is True
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "acl", "secret": {"secretName": "demo-acl"}} in pod["volumes"]
+    assert {"name": "acl", "mountPath": "/etc/rocketq-acl", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    broker_conf = env.get("ConfigMap", names.broker_config("demo", 0))
+    assert broker_conf is not None and "aclEnable=true" in broker_conf["data"]["broker.conf"], "the brokers too"
+
+
 @pytest.mark.without_admission
-async def test_without_cel_a_proxy_in_front_of_acl_brokers_is_an_invalid_spec(env: OperatorEnv) -> None:
+async def test_without_cel_a_bad_proxy_config_is_an_invalid_spec(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {"proxy": {"enabled": True, "config": {"maxMessageSize": "-1"}},
                                                  "acl": {"secretName": "acl"}})
 
@@ -306,6 +341,6 @@ async def test_without_cel_a_proxy_in_front_of_acl_brokers_is_an_invalid_spec(en
         return found if found and found["reason"] == "InvalidSpec" else None
 
     found = await env.wait_for(invalid, "Ready=False, InvalidSpec")
-    assert "spec.proxy.enabled: the proxy cannot front a cluster with spec.acl" in found["message"]
     assert "maxMessageSize=-1" in found["message"]
+    assert "spec.acl" not in found["message"], "a proxy may front ACL brokers"
     assert env.get("Deployment", "demo-proxy") is None

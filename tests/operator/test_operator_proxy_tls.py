@@ -164,7 +164,8 @@ async def test_a_secret_the_operator_may_not_read_is_a_condition_not_a_failed_pa
 
 def test_rmq_proxy_json_points_the_tls_keys_at_the_mounted_secret(tmp_path: pathlib.Path) -> None:
     text = rendering.render_proxy_configmap(cluster_of(TLS_ON))["data"]["rmq-proxy.json"]
-    assert json.loads(text) == {"rocketMQClusterName": "demo", "grpcServerPort": 8081, "tls.server.mode": "enforcing",
+    assert json.loads(text) == {"rocketMQClusterName": "demo", "grpcServerPort": 8081, "metricsPort": 5557,
+                                "tls.server.mode": "enforcing",
                                 "tlsTestModeEnable": False, "tlsCertPath": "/etc/rocketq-tls/tls.crt",
                                 "tlsKeyPath": "/etc/rocketq-tls/tls.key"}
     (tmp_path / "rmq-proxy.json").write_text(text)
@@ -179,7 +180,7 @@ def test_the_tls_deployment_mounts_the_secret_carries_its_digest_and_probes_with
     (container,) = template["spec"]["containers"]
     assert template["metadata"]["annotations"] == {
         "rocketq.io/config-hash": common.digest(rendering.render_proxy_config_text(cluster)),
-        "rocketq.io/tls-hash": DIGEST}
+        "rocketq.io/tls-hash": DIGEST, **common.metrics_annotations(cluster.spec.metrics_enabled)}
     assert template["spec"]["volumes"][1] == {"name": "tls", "secret": {
         "secretName": SECRET, "defaultMode": 0o440,
         "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}

@@ -57,8 +57,9 @@ class ProxyCluster:
         return c
 
 
-async def create_topics(namesrv: str, broker: str) -> None:
-    async with AdminClient(namesrv) as admin:
+async def create_topics(namesrv: str, broker: str, credentials: tuple[str, str] = ("", "")) -> None:
+    """The test topics on ``broker``; ``credentials``: an admin account when the broker has ACL on."""
+    async with AdminClient(namesrv, access_key=credentials[0], secret_key=credentials[1]) as admin:
         for topic, kind in TOPICS.items():
             await admin.create_topic(broker, TopicConfig(topic, 4, 4, attributes=((MESSAGE_TYPE, kind),)))
         for group in ORDERLY_GROUPS:

@@ -15,6 +15,15 @@ expose it) and ``spec.proxy.config`` over the brokers' ``maxMessageSize`` /
 Deployment like an image or resources change does; Kubernetes' RollingUpdate brings a new pod
 up (and ready) before it stops an old one.
 
+With ``spec.acl`` the pods mount the cluster's ACL Secret where the brokers do
+(``/etc/rocketq-acl``) and rmq-proxy.json turns ACL on both ways: ``aclEnable`` with the Secret's
+``plain_acl.yml`` (clients are checked as the brokers would check them; the file is re-read when
+Kubernetes updates the Secret), and ``enableAclRpcHookForClusterMode`` with
+``innerClientCredentialsFile`` pointing at the Secret's ``tools.yml`` (RocketMQ's file for the
+proxy's and tools' own account: ``accessKey``, ``secretKey``), which signs the proxy's calls to
+the brokers. The operator never reads the Secret: a missing ``tools.yml`` stops the proxy at start
+(exit 2, the file named) and the pod does not become ready.
+
 Probes are gRPC probes (``grpc.health.v1.Health/Check`` on the gRPC port, Kubernetes 1.24+):
 ``rocketq proxy`` serves the health service on the same server as MessagingService, so a
 probe passes only when that port answers gRPC.
@@ -39,13 +48,16 @@ from typing import Any, Final
 import orjson
 
 from rocketq_operator import names
-from rocketq_operator.rendering import common
+from rocketq_operator.rendering import brokerconf, common
 from rocketq_operator.spec import Cluster, ProxyTlsSpec
 
 CONFIG_DIR: Final = "/etc/rocketq"
 CONFIG_KEY: Final = "rmq-proxy.json"
 CONTAINER: Final = "proxy"
 PORT_NAME: Final = "grpc"
+TOOLS_FILE: Final = f"{brokerconf.ACL_DIR}/tools.yml"
+"""The proxy's own account: key ``tools.yml`` of the ACL Secret (RocketMQ's ``conf/tools.yml`` form)."""
+ACL_VOLUME: Final = "acl"
 PROXY_STARTUP_FAILURES: Final = 30
 """Up to a minute (30 x 2 s) for the interpreter to load and the port to bind."""
 PROXY_TERMINATION_GRACE_SECONDS: Final = 30
@@ -70,7 +82,14 @@ def proxy_config(cluster: Cluster) -> dict[str, Any]:
     """rmq-proxy.json's keys: what the operator decides, then the spec's (already checked) values."""
     wanted = cluster.spec.proxy
     return {"rocketMQClusterName": cluster.meta.name, "grpcServerPort": wanted.grpc_port,
-            "metricsPort": names.METRICS_PORT, **_tls_config(cluster), **wanted.config}
+            "metricsPort": names.METRICS_PORT, **_acl_config(cluster), **_tls_config(cluster), **wanted.config}
+
+
+def _acl_config(cluster: Cluster) -> dict[str, Any]:
+    if cluster.spec.acl_secret_name is None:
+        return {}
+    return {"aclEnable": True, brokerconf.ACL_FILE_KEY: brokerconf.ACL_FILE,
+            "enableAclRpcHookForClusterMode": True, "innerClientCredentialsFile": TOOLS_FILE}
 
 
 def _tls_config(cluster: Cluster) -> dict[str, Any]:
@@ -155,6 +174,8 @@ def render_proxy_deployment(cluster: Cluster, tls_digest: str | None = None) -> 
             **common.scheduling(spec.scheduling, selector),
         },
     }
+    if spec.acl_secret_name is not None:
+        _mount_acl(template, container, spec.acl_secret_name)
     if tls_secret is not None:
         _mount_tls(template, container, *tls_secret)
     return {
@@ -169,6 +190,12 @@ def render_proxy_deployment(cluster: Cluster, tls_digest: str | None = None) -> 
             "template": template,
         },
     }
+
+
+def _mount_acl(template: dict[str, Any], container: dict[str, Any], secret_name: str) -> None:
+    """The cluster's ACL Secret where the brokers have it (plain_acl.yml, and the proxy's tools.yml)."""
+    container["volumeMounts"].append({"name": ACL_VOLUME, "mountPath": brokerconf.ACL_DIR, "readOnly": True})
+    template["spec"]["volumes"].append({"name": ACL_VOLUME, "secret": {"secretName": secret_name}})
 
 
 def _tls_secret(tls: ProxyTlsSpec, digest: str | None) -> tuple[str, str] | None:
