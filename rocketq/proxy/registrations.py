@@ -43,7 +43,7 @@ from rocketq.protocol.requests import command
 from rocketq.proxy import clients
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.ratelimit import LogLimiter
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import RemotingClient, RpcHook
 from rocketq.remoting.connection import Handler
 
 log = logging.getLogger(__name__)
@@ -95,12 +95,14 @@ class Registrar:
 
     def __init__(self, broker_addrs: BrokerAddrs, handlers: Mapping[int, Handler], *,
                  expire_ms: int, on_gone: Callable[[str], None] = lambda _c: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, rpc_hook: RpcHook | None = None) -> None:
+        """``rpc_hook``: what signs the proxy's remoting calls (ACL brokers), for the clients' connections too."""
         self._broker_addrs = broker_addrs
         self._handlers = handlers
         self._expire_s = expire_ms / 1000
         self._on_gone = on_gone
         self._clock = clock
+        self._rpc_hook = rpc_hook
         self._registered: dict[str, Registration] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -117,7 +119,8 @@ class Registrar:
         reg = self._registered.get(caller.client_id)
         if reg is None:
             reg = Registration(caller.client_id, remoting_language(caller.language),
-                               RemotingClient(self._handlers, name=f"proxy-for-{caller.client_id}"), self._clock())
+                               RemotingClient(self._handlers, name=f"proxy-for-{caller.client_id}",
+                                              rpc_hook=self._rpc_hook), self._clock())
             self._registered[caller.client_id] = reg
         reg.last_seen = self._clock()
         if reg.sending is None or reg.sending.done():
