@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from rocketq.acl import signing
 from rocketq.client import wire
 from rocketq.client.errors import RouteError
 from rocketq.client.instance import ClientInstance
@@ -46,6 +47,8 @@ class Backend:
     def __init__(self, namesrv_addr: str, *, max_message_size: int, transactions: Transactions,
                  credentials: Credentials | None = None) -> None:
         signed = credentials.options() if credentials is not None else {}
+        self.rpc_hook = signing.signer(**signed) if signed else None
+        """Signs requests with the proxy's account (None: unsigned); the v2 clients' connections use it too."""
         self._instance = ClientInstance(configure(ClientSettings, {"namesrv_addr": namesrv_addr, **signed}))
         self.transactions = transactions
         self.producer = TransactionProducer(

@@ -93,7 +93,8 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         self._warnings = LogLimiter(log)
         self.relays = Relays(table, settings.grpc_proxy_relay_request_timeout_in_seconds)
         self.registrar = Registrar(backend.broker_addrs, self.relays.handlers(),
-                                   expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone)
+                                   expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone,
+                                   rpc_hook=backend.rpc_hook)
         self.renewer = Renewer(
             RenewSettings(settings.renew_ahead_time_millis, settings.renew_max_time_millis,
                           settings.renew_schedule_period_millis, settings.max_renew_retry_times,
