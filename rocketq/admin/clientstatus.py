@@ -8,6 +8,9 @@ consumerStatus.
   ``ConsumerRunningInfo`` (``rocketq.client.runninginfo`` writes it for the SDK's consumers).
   Its ``mqTable`` is keyed by MessageQueue objects, fastjson-style; here it becomes a list of
   ``QueueStatus``.
+- ``consume_message_directly``: CONSUME_MESSAGE_DIRECTLY (mqadmin ``queryMsgById -g -d``) to the
+  broker that stored the message, which hands it to the client; the answer is the client's
+  ``ConsumeMessageDirectlyResult`` (CR_SUCCESS, CR_LATER, ...).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.admin import adminbodies, cluster, fastjson
+from rocketq.admin import adminbodies, cluster, fastjson, messages
 from rocketq.admin.adminbodies import Connection
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import BodyError
@@ -51,12 +54,17 @@ class RunningInfo:
     subscriptions: tuple[tuple[str, str], ...]
     """(topic, expression) of every subscription, sorted."""
     queues: tuple[QueueStatus, ...]
+    jstack: str | None = None
+    """The client's thread stacks, when asked for (``jstackEnable``) and given."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"clientId": self.client_id, "properties": self.properties,
-                "subscriptions": [{"topic": t, "subString": s} for t, s in self.subscriptions],
-                "mqTable": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id, **q.info}
-                            for q in self.queues]}
+        out = {"clientId": self.client_id, "properties": self.properties,
+               "subscriptions": [{"topic": t, "subString": s} for t, s in self.subscriptions],
+               "mqTable": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id, **q.info}
+                           for q in self.queues]}
+        if self.jstack is not None:
+            out["jstack"] = self.jstack
+        return out
 
 
 def parse_running_info(client_id: str, body: bytes) -> RunningInfo:
@@ -75,21 +83,54 @@ def parse_running_info(client_id: str, body: bytes) -> RunningInfo:
         queues.append(QueueStatus(str(key.get("topic", "")), str(key.get("brokerName", "")),
                                   int(key.get("queueId", 0) or 0), info))
     subscriptions = sorted((str(s.get("topic", "")), str(s.get("subString", "*"))) for s in subs if isinstance(s, dict))
+    jstack = raw.get("jstack")
     return RunningInfo(client_id, {str(k): str(v) for k, v in props.items()}, tuple(subscriptions),
-                       tuple(sorted(queues, key=lambda q: (q.topic, q.broker_name, q.queue_id))))
+                       tuple(sorted(queues, key=lambda q: (q.topic, q.broker_name, q.queue_id))),
+                       str(jstack) if jstack is not None else None)
 
 
 async def consumer_running_info(admin: AdminClient, group: str, client_id: str, *,
-                                broker_addr: str | None = None) -> RunningInfo:
+                                broker_addr: str | None = None, jstack: bool = False) -> RunningInfo:
     """Ask one consumer for its running info through a broker it is connected to (``broker_addr``,
-    else a master of the group's retry topic, as mqadmin does)."""
+    else a master of the group's retry topic, as mqadmin does); ``jstack``: its thread stacks too."""
     adminbodies.check_group(group)
     if broker_addr is None:
         _, masters = await cluster.route_masters(admin, retry_topic(group))
         broker_addr = masters[0][1]
     response = await admin.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO,
-                                headers.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id))
+                                headers.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id,
+                                                                            jstack_enable=jstack))
     return parse_running_info(client_id, response.body)
+
+
+@dataclass(frozen=True, slots=True)
+class DirectResult:
+    """A client's ``ConsumeMessageDirectlyResult``."""
+
+    consume_result: str | None
+    remark: str
+    order: bool
+    auto_commit: bool
+    spent_time_mills: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"consumeResult": self.consume_result, "remark": self.remark, "order": self.order,
+                "autoCommit": self.auto_commit, "spentTimeMills": self.spent_time_mills}
+
+
+async def consume_message_directly(admin: AdminClient, group: str, client_id: str, offset_msg_id: str) -> DirectResult:
+    """Have one consumer consume one stored message now, through the broker that stored it."""
+    adminbodies.check_group(group)
+    addr, _ = messages.locate(offset_msg_id)
+    header = headers.ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id,
+                                                               msg_id=offset_msg_id.strip().upper())
+    response = await admin.call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+    raw = fastjson.loads(response.body)
+    if not isinstance(raw, dict):
+        raise BodyError("consume message directly result is not an object")
+    result = raw.get("consumeResult")
+    return DirectResult(str(result) if result is not None else None, str(raw.get("remark") or ""),
+                        bool(raw.get("order")), bool(raw.get("autoCommit", True)), int(raw.get("spentTimeMills") or 0))
 
 
 def same_subscriptions(infos: list[RunningInfo]) -> bool:

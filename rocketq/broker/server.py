@@ -495,7 +495,8 @@ class BrokerServer:
         self._install_transactions()
         self._handlers.update(  # orderly consumers
             locks.LockHandlers(locks.RebalanceLocks(self.behaviour.rebalance_lock_max_live_time)).handlers())
-        self._handlers.update(clientadmin.ClientAdminHandlers(self.clients).handlers())  # producer/consumer status
+        self._handlers.update(clientadmin.ClientAdminHandlers(  # producer/consumer status
+            self.clients, self.store.look_message_by_offset, self.identity.broker_name).handlers())
         self._handlers.update(self.stats_windows.handlers())
         if self.dledger is not None:
             self._handlers.update(role.handlers(_raft_decides))

@@ -24,7 +24,7 @@ from typing import Any, Final, NoReturn
 import click
 import orjson
 
-from rocketq.admin import adminbodies, deadletters, messages, replication, tables, timestamps, views
+from rocketq.admin import adminbodies, clientstatus, deadletters, messages, replication, tables, timestamps, views
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.adminbodies import GroupConfig, TopicConfig
 from rocketq.admin.client import DEFAULT_TIMEOUT, AdminClient
@@ -600,13 +600,22 @@ def clone_group_offset(s: Session, src_group: str, dest_group: str, topic: str) 
 
 @mqadmin_command("queryMsgById")
 @opt("-i", "--msgId", "msg_ids", required=True, help="offset message id(s), comma-separated")
-def query_msg_by_id(s: Session, msg_ids: str) -> None:
-    """Show a message by its offset message id (the broker's id)."""
+@opt("-g", "--consumerGroup", "group", type=GROUP, help="with -d: have that consumer consume the message now")
+@opt("-d", "--clientId", "client_id", help="with -g: the consumer (CONSUME_MESSAGE_DIRECTLY)")
+def query_msg_by_id(s: Session, msg_ids: str, group: str | None, client_id: str | None) -> None:
+    """Show a message by its offset message id (the broker's id), or have a consumer consume it (-g, -d)."""
     ids = [i.strip() for i in msg_ids.split(",") if i.strip()]
     if not ids:
         raise click.BadParameter("no message id given", param_hint="-i")
+    if (group is None) != (client_id is None):
+        raise click.BadParameter("-g and -d go together", param_hint="-g/-d")
 
     async def work(admin: AdminClient) -> Output:
+        if group is not None and client_id is not None:
+            results = [await clientstatus.consume_message_directly(admin, group, client_id, i) for i in ids]
+            rows = [[i, r.consume_result, r.remark, r.spent_time_mills] for i, r in zip(ids, results, strict=True)]
+            return Output(tables.table(["MsgId", "ConsumeResult", "Remark", "SpentTimeMills"], rows),
+                          [r.to_json() for r in results])
         records = [await messages.view_by_offset_id(admin, i) for i in ids]
         return Output("\n\n".join(views.message_block(r) for r in records), [views.message_json(r) for r in records])
 

@@ -115,14 +115,15 @@ def producer_connection(s: Session, group: str, topic: str) -> None:
 @mqadmin_command("consumerStatus")
 @opt("-g", "--consumerGroup", "group", type=GROUP, required=True)
 @opt("-i", "--clientId", "client_id", help="one client's full running info")
-@opt("-s", "--jstackEnable", "jstack", is_flag=True, help="accepted for mqadmin compatibility (no Java stacks)")
+@opt("-s", "--jstackEnable", "jstack", is_flag=True, help="with -i: the client's thread stacks too")
 @opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, help="the broker to ask (default: a master of %RETRY%group)")
 def consumer_status(s: Session, group: str, client_id: str | None, jstack: bool, broker_addr: str | None) -> None:
     """Ask a group's consumers (through a broker) for their running info."""
 
     async def work(admin: AdminClient) -> Output:
         if client_id is not None:
-            one = await clientstatus.consumer_running_info(admin, group, client_id, broker_addr=broker_addr)
+            one = await clientstatus.consumer_running_info(admin, group, client_id, broker_addr=broker_addr,
+                                                           jstack=jstack)
             return Output(_running_info_text(one), one.to_json())
         conn = await cluster_ops.consumer_connection(admin, group)
         infos = [await clientstatus.consumer_running_info(admin, group, c.client_id, broker_addr=broker_addr)
@@ -144,7 +145,8 @@ def _running_info_text(info: clientstatus.RunningInfo) -> str:
     rows = [[q.topic, q.broker_name, q.queue_id, q.info.get("commitOffset"), q.info.get("cachedMsgCount"),
              q.info.get("locked")] for q in info.queues]
     queues = tables.table(["Topic", "Broker Name", "QID", "Commit Offset", "Cached", "Locked"], rows)
-    return f"#Consumer Properties#\n{props}\n\n#Consumer Subscription#\n{subs}\n\n#Consumer MQ Detail#\n{queues}"
+    text = f"#Consumer Properties#\n{props}\n\n#Consumer Subscription#\n{subs}\n\n#Consumer MQ Detail#\n{queues}"
+    return text if info.jstack is None else f"{text}\n\n#Consumer jstack#\n{info.jstack}"
 
 
 # --- statistics -------------------------------------------------------------------------------

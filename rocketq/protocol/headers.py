@@ -564,6 +564,18 @@ class GetConsumerRunningInfoRequestHeader(Header):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeMessageDirectlyResultRequestHeader(Header):
+    """CONSUME_MESSAGE_DIRECTLY: admin → broker (``msgId`` = the offset message id), forwarded
+    broker → consumer with the stored message as the body."""
+
+    consumer_group: str = wire("consumerGroup")
+    client_id: str = wire("clientId")
+    msg_id: str = wire("msgId")
+    broker_name: str | None = wire("brokerName", None)
+    topic: str | None = wire("topic", None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewBrokerStatsDataRequestHeader(Header):
     """VIEW_BROKER_STATS_DATA: e.g. TOPIC_PUT_NUMS / topic, GROUP_GET_NUMS / topic@group."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from rocketq.acl import signing
 from rocketq.client import wire
 from rocketq.client.errors import RouteError
 from rocketq.client.instance import ClientInstance
@@ -27,6 +28,7 @@ from rocketq.client.sending import SendResult
 from rocketq.client.settings import ClientSettings, configure
 from rocketq.client.transactionproducer import TransactionProducer
 from rocketq.protocol import messageproperties as mp
+from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.messagetypes import Message
 from rocketq.proxy import routing
 from rocketq.proxy.credentials import Credentials
@@ -45,6 +47,8 @@ class Backend:
     def __init__(self, namesrv_addr: str, *, max_message_size: int, transactions: Transactions,
                  credentials: Credentials | None = None) -> None:
         signed = credentials.options() if credentials is not None else {}
+        self.rpc_hook = signing.signer(**signed) if signed else None
+        """Signs requests with the proxy's account (None: unsigned); the v2 clients' connections use it too."""
         self._instance = ClientInstance(configure(ClientSettings, {"namesrv_addr": namesrv_addr, **signed}))
         self.transactions = transactions
         self.producer = TransactionProducer(
@@ -80,6 +84,12 @@ class Backend:
         if route is None or not route.queue_datas:
             raise ProxyError(Code.TOPIC_NOT_FOUND, f"topic {topic} not found")
         return route
+
+    async def broker_addrs(self, topic: str, masters_only: bool) -> list[str]:
+        """The addresses of the brokers serving ``topic`` (every member, or masters only)."""
+        route = await self.route(topic)
+        return [addr for data in route.broker_datas for broker_id, addr in data.addrs
+                if broker_id == MASTER_ID or not masters_only]
 
     async def master(self, topic: str, broker_name: str) -> str:
         """The master address of a broker group serving ``topic``."""

@@ -18,6 +18,8 @@ them: UNRECOGNIZED_CLIENT_TYPE without) and answers with the settings merged wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +28,8 @@ from typing import Final
 from google.protobuf import duration_pb2
 
 from rocketq.acl.plainacl import Account
+from rocketq.protocol import subscription
+from rocketq.protocol.subscription import SubscriptionData
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb
@@ -45,6 +49,8 @@ CONSUMER_MAX_ATTEMPTS: Final = 17
 CONSUMER_RETRY_DELAYS_S: Final = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800,
                                   3600, 7200)
 """RocketMQ's default ``CustomizedRetryPolicy`` (the delay levels' times)."""
+RETRY_POLICY_SKIP: Final = 2
+"""``CustomizedRetryPolicy.nextDelayDuration`` starts at step ``reconsumeTimes + 2``."""
 MAX_OUTGOING_COMMANDS: Final = 1024
 """Server → client telemetry commands queued per client before new ones are dropped."""
 
@@ -85,6 +91,8 @@ class Client:
     settings: pb.Settings
     stream: Outgoing | None = None
     """The client's open Telemetry stream, where server commands (transaction checks) go."""
+    since_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    """When its Settings first arrived (epoch ms)."""
 
     @property
     def client_type(self) -> int:
@@ -101,6 +109,24 @@ class Client:
         if self.settings.HasField("publishing"):
             return [t.name for t in self.settings.publishing.topics]
         return []
+
+
+def subscriptions(settings: pb.Settings) -> list[SubscriptionData]:
+    """A consumer's subscriptions as remoting SubscriptionData (one that does not parse is left
+    out: the receives that use it are refused with ILLEGAL_FILTER_EXPRESSION anyway)."""
+    out = []
+    for entry in settings.subscription.subscriptions:
+        kind = subscription.EXPRESSION_SQL92 if entry.expression.type == pb.SQL else subscription.EXPRESSION_TAG
+        with contextlib.suppress(subscription.SubscriptionError):
+            out.append(subscription.build(entry.topic.name, entry.expression.expression, kind))
+    return out
+
+
+def retry_delay_ms(reconsume_times: int) -> int:
+    """The default customized retry policy's delay for a message consumed ``reconsume_times`` times
+    (RocketMQ's ``CustomizedRetryPolicy.nextDelayDuration``: it starts two steps in)."""
+    index = min(max(reconsume_times, 0) + RETRY_POLICY_SKIP, len(CONSUMER_RETRY_DELAYS_S) - 1)
+    return CONSUMER_RETRY_DELAYS_S[index] * 1000
 
 
 def merged_settings(received: pb.Settings, *, max_body_size: int, validate_type: bool,
@@ -140,11 +166,14 @@ class ClientTable:
         client.stream = stream
         return client
 
-    def detach(self, client_id: str, stream: Outgoing) -> None:
-        """The stream closed: server commands have nowhere to go until the client reopens one."""
+    def detach(self, client_id: str, stream: Outgoing) -> bool:
+        """The stream closed: server commands have nowhere to go until the client reopens one.
+        False when it was not the client's current stream (a newer one replaced it)."""
         client = self._clients.get(client_id)
         if client is not None and client.stream is stream:
             client.stream = None
+            return True
+        return False
 
     def get(self, client_id: str) -> Client | None:
         return self._clients.get(client_id)

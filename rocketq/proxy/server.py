@@ -85,6 +85,7 @@ class ProxyServer:
         if self.acl_settings.acl_enable:
             await self._start_acl()
         await self.backend.start()
+        self.service.start()
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
         grpc_v2.add_MessagingServiceServicer_to_server(self.service, server)
@@ -131,6 +132,7 @@ class ProxyServer:
             await self.health.enter_graceful_shutdown()  # NOT_SERVING while streams finish
             await self._server.stop(STOP_GRACE_S)
             self._server = None
+        await self.service.close()  # after the streams ended: unregisters clients, gives back held messages
         await self.backend.close()
         if self._owns_acl_table and self.acl_table is not None:
             await self.acl_table.close()

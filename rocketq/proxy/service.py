@@ -14,7 +14,12 @@ RocketMQ's proxy does. What each call does is in docs/proxy.md; in short:
   then the messages, then a delivery timestamp.
 - AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue: the receipt handle
   names broker, queue and checkpoint (``receipts``).
-- Telemetry: the Settings exchange, and the stream the proxy writes server commands to.
+- Telemetry: the Settings exchange, and the stream the proxy writes server commands to
+  (transaction checks, and broker requests ``relays`` passes on).
+
+A client known by its Settings is registered with the brokers on its behalf (``registrations``)
+until it terminates, its stream ends or its heartbeats stop; the messages a push consumer
+receives (``auto_renew``) stay invisible while it holds them (``renewals``).
 
 Every call is counted and timed by method and answer code (``metrics``).
 
@@ -45,6 +50,9 @@ from rocketq.proxy import auth, clients, convert, routing, status, typecheck
 from rocketq.proxy.backend import Backend
 from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.receipts import ReceiptHandle
+from rocketq.proxy.registrations import Registrar
+from rocketq.proxy.relays import Relays
+from rocketq.proxy.renewals import Held, Renewer, RenewSettings
 from rocketq.proxy.settings import ProxySettings
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.v2 import definition_pb2 as pb
@@ -60,8 +68,6 @@ R = TypeVar("R")
 MIN_POLL_MS: Final = 5_000
 MAX_POLL_MS: Final = 20_000
 MAX_POP_BATCH: Final = 32
-DEFAULT_INVISIBLE_MS: Final = 60_000
-"""``defaultInvisibleTimeMills``: a push consumer's receive (auto_renew, no invisible duration)."""
 EXPECTED_ERRORS: Final = (ProxyError, BrokerError, ClientError, RemotingError)
 """Failures that are answers (a status), not proxy bugs worth a traceback."""
 
@@ -85,6 +91,27 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         """The endpoints put in routes, given the ones the client dialled (mode-dependent)."""
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
         self._warnings = LogLimiter(log)
+        self.relays = Relays(table, settings.grpc_proxy_relay_request_timeout_in_seconds)
+        self.registrar = Registrar(backend.broker_addrs, self.relays.handlers(),
+                                   expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone,
+                                   rpc_hook=backend.rpc_hook)
+        self.renewer = Renewer(
+            RenewSettings(settings.renew_ahead_time_millis, settings.renew_max_time_millis,
+                          settings.renew_schedule_period_millis, settings.max_renew_retry_times,
+                          settings.invisible_time_millis_when_clear),
+            self._change_held, clients.retry_delay_ms, alive=self.registrar.is_registered)
+
+    def start(self) -> None:
+        self.registrar.start()
+        self.renewer.start()
+
+    async def close(self) -> None:
+        """Unregister every client from the brokers and give back the messages held for them."""
+        await self.registrar.close()
+        await self.renewer.close()
+
+    def _client_gone(self, client_id: str) -> None:
+        self.renewer.clear(client_id)
 
     def _identify(self, context: Any) -> clients.Caller:
         """The caller, authenticated when ACL is on; ProxyError when refused."""
@@ -141,7 +168,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         async def body(caller: clients.Caller) -> spb.HeartbeatResponse:
             auth.authorize(caller.account, auth.heartbeat_needs(request.client_type, request.group))
-            self.clients.require(caller.client_id)
+            self.registrar.seen(caller, self.clients.require(caller.client_id))
             return spb.HeartbeatResponse(status=status.ok())
         return await self._answer(context, spb.HeartbeatResponse, body)
 
@@ -151,6 +178,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             auth.authorize(caller.account, auth.group_needs(request.group))
             self.clients.require(caller.client_id)
             self.clients.forget(caller.client_id)
+            self.registrar.gone(caller.client_id)
             return spb.NotifyClientTerminationResponse(status=status.ok())
         return await self._answer(context, spb.NotifyClientTerminationResponse, body)
 
@@ -209,7 +237,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     def _invisible_ms(self, request: spb.ReceiveMessageRequest) -> int:
         if request.auto_renew or not request.HasField("invisible_duration"):
-            return DEFAULT_INVISIBLE_MS  # RocketMQ's proxy renews auto-renewed handles; rocketq does not yet
+            return self.settings.default_invisible_time_mills  # renewed while held (``renewals``)
         invisible = convert.duration_ms(request.invisible_duration)
         lo, hi = self.settings.min_invisible_time_mills_for_recv, self.settings.max_invisible_time_mills
         if not lo <= invisible <= hi:
@@ -235,6 +263,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             return [spb.ReceiveMessageResponse(status=status.of(Code.TOO_MANY_REQUESTS, "polling full"))]
         if not result.messages:
             return [spb.ReceiveMessageResponse(status=status.of(Code.MESSAGE_NOT_FOUND, "no new message"))]
+        if request.auto_renew and self.settings.enable_proxy_auto_renew:
+            for p in result.messages:
+                self.renewer.hold(caller.client_id, group, topic, p.message.msg_id, p.receipt_handle,
+                                  p.message.reconsume_times)
         out = [spb.ReceiveMessageResponse(status=status.ok())]
         for p in result.messages:
             message = convert.to_v2(p.message, topic=topic, receipt_handle=p.receipt_handle)
@@ -245,22 +277,68 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
                              context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
         started = time.perf_counter()
+        receiving = asyncio.ensure_future(self._receive(request, context))
         try:
-            answers = await self._receive(request, context)
+            # shielded: a client gone mid-poll must not lose what the broker pops for it meanwhile
+            answers = await asyncio.shield(receiving)
+        except asyncio.CancelledError:
+            receiving.add_done_callback(lambda done: self._abandoned(request, context, done))
+            raise
         except Exception as exc:
             if not isinstance(exc, EXPECTED_ERRORS):
                 self._warnings.warning(type(exc).__name__, "receive failed unexpectedly: %r", exc)
             answers = [spb.ReceiveMessageResponse(status=status.from_exception(exc))]
         self.metrics.rpc("ReceiveMessage", answers[0].status.code, time.perf_counter() - started)
-        for answer in answers:
-            yield answer
+        for i, answer in enumerate(answers):
+            try:
+                yield answer
+            except (asyncio.CancelledError, GeneratorExit):
+                self._give_back(request, context, answers[i:])
+                raise
         now = timestamp_pb2.Timestamp()
         now.GetCurrentTime()
         yield spb.ReceiveMessageResponse(delivery_timestamp=now)
 
-    async def _ack_one(self, group: str, topic: str, entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
+    def _abandoned(self, request: spb.ReceiveMessageRequest, context: Any,
+                   done: asyncio.Future[list[spb.ReceiveMessageResponse]]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._give_back(request, context, done.result())
+
+    def _give_back(self, request: spb.ReceiveMessageRequest, context: Any,
+                   answers: list[spb.ReceiveMessageResponse]) -> None:
+        """Messages popped for a client that is no longer there to get them: visible again in
+        ``invisibleTimeMillisWhenClear``, as RocketMQ's proxy nacks a message it fails to write."""
+        messages = [a.message for a in answers if a.HasField("message")]
+        if not messages:
+            return
         try:
-            handle = ReceiptHandle.parse(entry.receipt_handle)
+            client_id = clients.caller(context.invocation_metadata()).client_id
+        except ProxyError:
+            client_id = ""  # then none of them was held for renewal
+        self.renewer.give_back(client_id, [
+            Held(request.group.name, m.topic.name, m.system_properties.message_id, m.system_properties.receipt_handle,
+                 0, 0) for m in messages])
+
+    async def _newest_handle(self, caller: clients.Caller, group: str, message_id: str, text: str) -> ReceiptHandle:
+        """The handle to use for a received message: the renewed one if the proxy renewed it."""
+        renewed = await self.renewer.release(caller.client_id, group, message_id, text)
+        return ReceiptHandle.parse(renewed or text)
+
+    async def _change_held(self, held: Held, invisible_ms: int) -> str:
+        """A held message's invisible time set to ``invisible_ms`` from now (``renewals``)."""
+        handle = ReceiptHandle.parse(held.handle)
+        addr = await self.backend.master(held.topic, handle.extra.broker_name)
+        try:
+            changed = await self.backend.pops.change_invisible_time(
+                addr, held.group, handle.as_popped(held.topic, held.group, held.message_id), invisible_ms)
+        except BrokerError as exc:
+            raise ProxyError(Code.INTERNAL_SERVER_ERROR, str(exc)) from None
+        return changed.receipt_handle
+
+    async def _ack_one(self, caller: clients.Caller, group: str, topic: str,
+                       entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
+        try:
+            handle = await self._newest_handle(caller, group, entry.message_id, entry.receipt_handle)
             handle.check_alive(_now_ms())
             addr = await self.backend.master(topic, handle.extra.broker_name)
             await self.backend.pops.ack(addr, group, handle.as_popped(topic, group, entry.message_id))
@@ -278,7 +356,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             _authorize_consume(caller, topic, group)
             if not request.entries:
                 raise ProxyError(Code.BAD_REQUEST, "no entry to ack")
-            entries = [await self._ack_one(group, topic, e) for e in request.entries]
+            entries = [await self._ack_one(caller, group, topic, e) for e in request.entries]
             return spb.AckMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.AckMessageResponse, body)
 
@@ -287,7 +365,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         group = convert.check_group(request.group)
         topic = convert.check_topic(request.topic)
         _authorize_consume(caller, topic, group)
-        handle = ReceiptHandle.parse(request.receipt_handle)
+        handle = await self._newest_handle(caller, group, request.message_id, request.receipt_handle)
         return group, topic, handle, await self.backend.master(topic, handle.extra.broker_name)
 
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest,
@@ -339,10 +417,11 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                     fifo=await self._fifo(command.settings))
             except ProxyError as exc:
                 return spb.TelemetryCommand(status=status.of(exc.code, exc.message))
-            self.clients.register(caller.client_id, command.settings, stream)
+            self.registrar.seen(caller, self.clients.register(caller.client_id, command.settings, stream))
             return spb.TelemetryCommand(status=status.ok(), settings=merged)
-        # thread stack traces and verify results answer commands this proxy has not sent
-        self._warnings.log(logging.DEBUG, caller.client_id, "telemetry %s from %s ignored", which, caller.client_id)
+        if not self.relays.answered(command):  # a late answer, or one to a command never sent
+            self._warnings.log(logging.DEBUG, caller.client_id, "telemetry %s from %s ignored", which,
+                               caller.client_id)
         return None
 
     async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand],
@@ -373,7 +452,8 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         finally:
             self.metrics.telemetry_streams.dec()
             reader.cancel()
-            self.clients.detach(caller.client_id, stream)
+            if self.clients.detach(caller.client_id, stream):
+                self.registrar.gone(caller.client_id)  # RocketMQ: the client's channel is no longer active
 
 
 def _authorize_consume(caller: clients.Caller, topic: str, group: str) -> None:

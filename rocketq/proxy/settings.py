@@ -30,6 +30,14 @@ DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
 MIN_INVISIBLE_MS_FOR_RECEIVE: Final = 10_000
 MAX_INVISIBLE_MS: Final = 12 * 3600 * 1000
 MAX_DELAY_MS: Final = 24 * 3600 * 1000
+DEFAULT_INVISIBLE_MS: Final = 60_000
+CHANNEL_EXPIRED_MS: Final = 120_000
+RELAY_TIMEOUT_S: Final = 5
+RENEW_AHEAD_MS: Final = 10_000
+RENEW_MAX_MS: Final = 3 * 3600 * 1000
+RENEW_PERIOD_MS: Final = 5_000
+MAX_RENEW_RETRIES: Final = 3
+INVISIBLE_MS_WHEN_CLEAR: Final = 1_000
 DEFAULT_DELAY_LEVELS: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 MODE_KEY: Final = "tls.server.mode"
 """RocketMQ's TlsSystemConfig property; rocketq reads it as a key (rocketq/proxy/tls.py explains)."""
@@ -76,6 +84,31 @@ class ProxySettings:
         "messageDelayLevel", DEFAULT_DELAY_LEVELS,
         "The brokers' delay levels (rocketq: a delivery timestamp is sent as the first level that is not earlier).")
 
+    # --- v2 clients at the brokers, relayed commands, auto-renew (RocketMQ proxy's keys) ---------
+    channel_expired_timeout: int = setting(
+        "channelExpiredTimeout", CHANNEL_EXPIRED_MS,
+        "ms without a Heartbeat after which a v2 client is unregistered from the brokers.")
+    grpc_proxy_relay_request_timeout_in_seconds: int = setting(
+        "grpcProxyRelayRequestTimeoutInSeconds", RELAY_TIMEOUT_S,
+        "How long a broker's request relayed to a client (thread stack, verify) waits for its answer.")
+    default_invisible_time_mills: int = setting(
+        "defaultInvisibleTimeMills", DEFAULT_INVISIBLE_MS,
+        "Invisible time of an auto-renewed receive (a push consumer's); renewed before it ends.")
+    enable_proxy_auto_renew: bool = setting(
+        "enableProxyAutoRenew", True, "Renew the invisible time of messages a push consumer holds (auto_renew).")
+    renew_ahead_time_millis: int = setting("renewAheadTimeMillis", RENEW_AHEAD_MS,
+                                           "Renew a held message this long before it would become visible.")
+    renew_max_time_millis: int = setting(
+        "renewMaxTimeMillis", RENEW_MAX_MS,
+        "After this long since it was received, a held message is given back by the group's retry delay.")
+    renew_schedule_period_millis: int = setting("renewSchedulePeriodMillis", RENEW_PERIOD_MS,
+                                                "How often held messages are checked for renewal.")
+    max_renew_retry_times: int = setting("maxRenewRetryTimes", MAX_RENEW_RETRIES,
+                                         "Failed renewals of one message before it is left to expire.")
+    invisible_time_millis_when_clear: int = setting(
+        "invisibleTimeMillisWhenClear", INVISIBLE_MS_WHEN_CLEAR,
+        "Invisible time given to the held messages of a client that went away (visible again soon).")
+
     tls_server_mode: str = setting(
         MODE_KEY, DISABLED,
         "disabled: plaintext gRPC; enforcing: TLS only (any case); permissive is refused (see proxy/tls.py).")
@@ -101,10 +134,23 @@ class ProxySettings:
         if self.max_delay_time_mills <= 0:
             raise SettingsError(f"maxDelayTimeMills={self.max_delay_time_mills}: expected a positive time")
         parse_delay_levels(self.message_delay_level)
+        _check_positive(channelExpiredTimeout=self.channel_expired_timeout,
+                        grpcProxyRelayRequestTimeoutInSeconds=self.grpc_proxy_relay_request_timeout_in_seconds,
+                        defaultInvisibleTimeMills=self.default_invisible_time_mills,
+                        renewAheadTimeMillis=self.renew_ahead_time_millis,
+                        renewMaxTimeMillis=self.renew_max_time_millis,
+                        renewSchedulePeriodMillis=self.renew_schedule_period_millis,
+                        invisibleTimeMillisWhenClear=self.invisible_time_millis_when_clear)
 
     @property
     def tls_enabled(self) -> bool:
         return self.tls_server_mode.lower() == ENFORCING
+
+
+def _check_positive(**values: int) -> None:
+    for key, value in values.items():
+        if value <= 0:
+            raise SettingsError(f"{key}={value}: expected a positive number")
 
 
 def _check_tls_mode(mode: str) -> None:

@@ -27,12 +27,15 @@ from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
 from rocketq.protocol.topicattributes import MESSAGE_TYPE  # noqa: E402
 
 TOPICS = {"GrpcNormal": "NORMAL", "GrpcFifo": "FIFO", "GrpcDelay": "DELAY", "GrpcTx": "TRANSACTION",
-          "GrpcShared": "NORMAL", "GrpcOrderly": "FIFO"}
+          "GrpcShared": "NORMAL", "GrpcOrderly": "FIFO", "GrpcPresence": "NORMAL", "GrpcRenew": "NORMAL"}
 """Topics by their ``message.type`` (the client refuses to send a type the route does not accept)."""
 ORDERLY_GROUPS = ("grpc-orderly",)
 """Groups created with consumeMessageOrderly: their consumers pop FIFO."""
 FAST_BROKER = {"reviveInterval": "200", "messageDelayLevel": "1s 2s 3s 5s", "transactionTimeOut": "2000",
                "transactionCheckInterval": "1000"}
+FAST_PROXY = {"defaultInvisibleTimeMills": 4000, "renewAheadTimeMillis": 2500, "renewSchedulePeriodMillis": 500,
+              "grpcProxyRelayRequestTimeoutInSeconds": 2}
+"""Push consumers' messages renewed within seconds, and a relayed request's wait cut short."""
 ROUTE_WAIT_S = 30.0
 
 
@@ -48,8 +51,8 @@ class ProxyCluster:
     def endpoint(self) -> str:
         return self.proxy.address
 
-    def client(self) -> PyClient:
-        c = PyClient(self.endpoint, self.tmp / f"pyclient-{len(self._clients)}")
+    def client(self, *, answer_stacks: bool = False) -> PyClient:
+        c = PyClient(self.endpoint, self.tmp / f"pyclient-{len(self._clients)}", answer_stacks=answer_stacks)
         self._clients.append(c)
         return c
 
@@ -75,7 +78,8 @@ async def create_topics(namesrv: str, broker: str, credentials: tuple[str, str] 
 
 def _proxy_json(tmp: pathlib.Path) -> pathlib.Path:
     conf = tmp / "rmq-proxy.json"
-    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s"}))
+    conf.write_text(json.dumps({"rocketMQClusterName": "DefaultCluster", "messageDelayLevel": "1s 2s 3s 5s",
+                                **FAST_PROXY}))
     return conf
 
 

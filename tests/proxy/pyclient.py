@@ -31,8 +31,9 @@ class PyClientError(RuntimeError):
 
 class PyClient:
     def __init__(self, endpoint: str, home: Path, credentials: tuple[str, str] = ("", ""),
-                 trust: Path | None = None) -> None:
-        """``trust``: a PEM certificate; the client then connects with TLS (``tls_enable=True``) trusting it."""
+                 trust: Path | None = None, answer_stacks: bool = False) -> None:
+        """``trust``: a PEM certificate; the client then connects with TLS (``tls_enable=True``) trusting it.
+        ``answer_stacks``: the client answers thread-stack commands as the Java client does (the driver's doc)."""
         home.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "HOME": str(home)}
         if trust is not None:
@@ -41,7 +42,8 @@ class PyClient:
             env[ROOTS_ENV] = str(trust)
         with open(home / "driver.stderr", "wb") as stderr:
             self._proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), endpoint, *credentials, "tls" if trust else "plaintext"],
+                [sys.executable, str(DRIVER), endpoint, *credentials, "tls" if trust else "plaintext",
+                 "answer-stacks" if answer_stacks else "silent"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
         self._answers: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -79,6 +81,11 @@ class PyClient:
             if got:
                 break
         return sent, got
+
+    def kill(self) -> None:
+        """End the client process at once, as a crash would: no termination notice, streams cut."""
+        self._proc.kill()
+        self._proc.wait(CLOSE_WAIT_S)
 
     def close(self) -> None:
         """Shut the client down cleanly if it still answers; end the process in any case."""

@@ -10,17 +10,29 @@ JSON answer per line (``{"error": ...}`` when the client raised):
 - ``{"op": "tx_send", "topic", "body", "resolution": "commit"|"rollback"|"none"}`` → ``{"id"}``
 - ``{"op": "consumer", "group", "topic", "await_s"}``
 - ``{"op": "receive", "n", "invisible_s"}`` → ``{"messages": [...]}`` (body, id, attempt, tag, group, ...)
-- ``{"op": "push", "group", "topic", "fail_first"?}``, ``{"op": "pushed"}`` → ``{"messages": [[body, attempt]]}``
+- ``{"op": "push", "group", "topic", "fail_first"?, "hold_s"?}``, ``{"op": "pushed"}`` →
+  ``{"messages": [[body, attempt]]}`` (``hold_s``: the listener sleeps that long before it answers)
+- ``{"op": "client_ids"}`` → ``{"producer", "consumer", "pusher"}``: the client ids the proxy sees
 - ``{"op": "ack", "id"}``, ``{"op": "change", "id", "invisible_s"}``
 - ``{"op": "close"}``
+
+The fifth argument ``answer-stacks`` makes the client answer ``print_thread_stack_trace_command``
+and ``verify_message_command`` as RocketMQ's Java client does (5.1.2 reads and ignores both):
+``thread_stack_trace`` with the command's nonce, this process's thread stacks and status OK;
+``verify_message_result`` with the nonce and status OK (the Java client's push consumer runs its
+listener first; this one only checks the message came with a body).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
+import traceback
 from typing import Any
 
+import grpc
 from rocketmq import (
     ClientConfiguration,
     ConsumeResult,
@@ -36,6 +48,50 @@ from rocketmq import (
 )
 
 
+def thread_stacks() -> str:
+    frames = sys._current_frames()
+    return "\n".join(f"Thread {t.name}:\n{''.join(traceback.format_stack(frames[t.ident]))}"
+                     for t in threading.enumerate() if t.ident in frames)
+
+
+class AnsweringCall:
+    """A Telemetry call whose reads answer server commands before the client sees (and drops) them."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    async def read(self) -> Any:
+        from rocketmq.grpc_protocol import Code, Status, TelemetryCommand
+        from rocketmq.grpc_protocol.service_pb2 import ThreadStackTrace, VerifyMessageResult
+
+        res = await self._call.read()
+        if res is not grpc.aio.EOF and res.HasField("print_thread_stack_trace_command"):
+            await self._call.write(TelemetryCommand(
+                status=Status(code=Code.OK, message="OK"),
+                thread_stack_trace=ThreadStackTrace(nonce=res.print_thread_stack_trace_command.nonce,
+                                                    thread_stack_trace=thread_stacks())))
+        if res is not grpc.aio.EOF and res.HasField("verify_message_command"):
+            command = res.verify_message_command
+            await self._call.write(TelemetryCommand(
+                status=Status(code=Code.OK if command.message.body else Code.MESSAGE_CORRUPTED, message="OK"),
+                verify_message_result=VerifyMessageResult(nonce=command.nonce)))
+        return res
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+
+def answer_thread_stack_commands() -> None:
+    from rocketmq.v5.client.connection import rpc_channel
+
+    original = rpc_channel.RpcStreamStreamCall.__init__
+
+    def wrapped(self: Any, endpoints: Any, call: Any, handler: Any) -> None:
+        original(self, endpoints, AnsweringCall(call), handler)
+
+    rpc_channel.RpcStreamStreamCall.__init__ = wrapped  # type: ignore[method-assign]
+
+
 class Checker(TransactionChecker):
     def __init__(self, answer: str) -> None:
         self.answer = answer
@@ -49,13 +105,17 @@ class Checker(TransactionChecker):
 class Collector(MessageListener):
     """A push consumer's listener: fails each message's first delivery when told to, then keeps it."""
 
-    def __init__(self, fail_first: bool) -> None:
+    def __init__(self, fail_first: bool, hold_s: float = 0.0) -> None:
         self.fail_first = fail_first
+        self.hold_s = hold_s
         self.bodies: list[tuple[str, int]] = []
+        self.started: list[tuple[str, int]] = []
 
     def consume(self, message: Any) -> Any:
+        self.started.append((message.body.decode(), message.delivery_attempt))
         if self.fail_first and message.delivery_attempt == 1:
             return ConsumeResult.FAILURE
+        time.sleep(self.hold_s)
         self.bodies.append((message.body.decode(), message.delivery_attempt))
         return ConsumeResult.SUCCESS
 
@@ -118,13 +178,20 @@ class Driver:
         return {}
 
     def op_push(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        self.collector = Collector(bool(cmd.get("fail_first")))
+        self.collector = Collector(bool(cmd.get("fail_first")), float(cmd.get("hold_s", 0)))
         self.pusher = PushConsumer(self.config, cmd["group"], self.collector, {cmd["topic"]: FilterExpression("*")})
         self.pusher.startup()
         return {}
 
     def op_pushed(self, _cmd: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": list(self.collector.bodies) if self.collector else []}
+        """What listeners finished with (``messages``) and every delivery they started (``started``)."""
+        return {"messages": list(self.collector.bodies) if self.collector else [],
+                "started": list(self.collector.started) if self.collector else []}
+
+    def op_client_ids(self, _cmd: dict[str, Any]) -> dict[str, Any]:
+        return {name: client.client_id if client is not None else None
+                for name, client in (("producer", self.producer), ("consumer", self.consumer),
+                                     ("pusher", self.pusher))}
 
     def op_receive(self, cmd: dict[str, Any]) -> dict[str, Any]:
         assert self.consumer is not None
@@ -154,6 +221,8 @@ class Driver:
 
 
 def main() -> None:
+    if sys.argv[5:6] == ["answer-stacks"]:
+        answer_thread_stack_commands()
     driver = Driver(*sys.argv[1:5])  # endpoint, access key, secret key, "tls" | "plaintext"
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

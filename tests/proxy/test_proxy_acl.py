@@ -18,6 +18,9 @@ from pyclient import RECEIVE_TRIES, PyClient, PyClientError
 
 from conftest import FAST_BROKER, create_topics, wait_until
 from rocketq.acl import plainacl
+from rocketq.admin import cluster as cluster_ops
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError
 from rocketq.local.ports import free_port
 from rocketq.proxy import auth
 from rocketq.proxy.status import Code, ProxyError
@@ -116,6 +119,7 @@ class AclCluster:
     """A proxy that does neither (a misconfiguration): the brokers must refuse what it forwards."""
     tmp: pathlib.Path
     clients: list[PyClient]
+    namesrv: str = ""
 
     def client(self, credentials: tuple[str, str], endpoint: str | None = None) -> PyClient:
         c = PyClient(endpoint or self.endpoint, self.tmp / f"client-{len(self.clients)}", credentials)
@@ -153,7 +157,7 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
             "aclEnable": True, "rocketmq.acl.plain.file": config["rocketmq.acl.plain.file"],
             "enableAclRpcHookForClusterMode": True, "innerClientCredentialsFile": str(tools)})
         unsigned = start_proxy(procs, ns.address, tmp / "proxy-unsigned.json", {})
-        yield AclCluster(signed, unsigned, tmp, clients)
+        yield AclCluster(signed, unsigned, tmp, clients, ns.address)
     finally:
         for c in clients:
             c.close()
@@ -176,6 +180,22 @@ def produce_and_consume(producer: PyClient, consumer: PyClient, body: str) -> No
 
 def test_permitted_producer_and_consumer_work_through_the_signing_proxy(acl_cluster: AclCluster) -> None:
     produce_and_consume(acl_cluster.client(PRODUCER), acl_cluster.client(CONSUMER), "through ACL brokers")
+
+
+def test_a_v2_consumer_is_registered_with_acl_brokers_through_the_signing_proxy(acl_cluster: AclCluster) -> None:
+    consumer = acl_cluster.client(CONSUMER)
+    consumer.call("consumer", group=CONSUMER_GROUP, topic="GrpcNormal", await_s=5)
+    client_id = consumer.call("client_ids")["consumer"]
+
+    async def listed() -> list[str]:
+        async with AdminClient(acl_cluster.namesrv, access_key=PROXY_ACCOUNT[0], secret_key=PROXY_ACCOUNT[1]) as admin:
+            try:
+                conn = await cluster_ops.consumer_connection(admin, CONSUMER_GROUP)
+            except AdminError:
+                return []
+            return [c.client_id for c in conn.connections]
+    # its heartbeats go on its own broker connection, signed with the proxy's account like every call
+    wait_until(lambda: client_id in asyncio.run(listed()), timeout=30)
 
 
 def route_code(endpoint: str, account: tuple[str, str]) -> int:
