@@ -57,7 +57,10 @@ def _read_exact(fd: int, n: int) -> bytearray:
     buf = bytearray(n)
     view, got = memoryview(buf), 0
     while got < n:
-        got += os.readv(fd, [view[got:]])
+        read = os.readv(fd, [view[got:]])
+        if not read:
+            raise EOFError(f"the other side closed the pipe after {got} of {n} bytes")
+        got += read
     return buf
 
 
@@ -88,12 +91,13 @@ def _network_side(requests: int, answers: int, ring: shared_memory.SharedMemory 
     """Send every record in groups, ``in_flight`` groups at most un-answered; (CPU, wall) seconds."""
     started, wall = _cpu(), time.perf_counter()
     ring_view = ring.buf if ring is not None else None
-    cursor = 0
-    waiting: list[int] = []
+    cursor = phys = 0
+    waiting: list[list[int]] = []
     for first in range(0, len(records), group):
         chunk = records[first:first + group]
-        sizes = struct.pack(f"<{len(chunk)}i", *map(len, chunk))
-        payload = sum(map(len, chunk))
+        lengths = [len(record) for record in chunk]
+        sizes = struct.pack(f"<{len(chunk)}i", *lengths)
+        payload = sum(lengths)
         if ring_view is None:
             os.writev(requests, [HEADER.pack(len(chunk), payload, 0), sizes, *chunk])
         else:
@@ -104,22 +108,29 @@ def _network_side(requests: int, answers: int, ring: shared_memory.SharedMemory 
                 ring_view[cursor:cursor + len(record)] = record
                 cursor += len(record)
             os.writev(requests, [HEADER.pack(len(chunk), payload, position), sizes])
-        waiting.append(len(chunk))
+        waiting.append(lengths)
         if len(waiting) >= in_flight:
-            _answers(answers, waiting.pop(0))
-    for count in waiting:
-        _answers(answers, count)
+            phys = _answers(answers, waiting.pop(0), phys)
+    for lengths in waiting:
+        phys = _answers(answers, lengths, phys)
     return _cpu() - started, time.perf_counter() - wall
 
 
-def _answers(fd: int, count: int) -> None:
-    raw = _read_exact(fd, ANSWER.size * count)
-    for i in range(count):
-        ANSWER.unpack_from(raw, i * ANSWER.size)
+def _answers(fd: int, lengths: list[int], phys: int) -> int:
+    """Read one group's answers and check them (each record where the last one ended, with
+    its own size, as a store would answer); the offset after the group."""
+    raw = _read_exact(fd, ANSWER.size * len(lengths))
+    for i, length in enumerate(lengths):
+        offset, size = ANSWER.unpack_from(raw, i * ANSWER.size)
+        if (offset, size) != (phys, length):
+            raise RuntimeError(f"answer {i} of a group: ({offset}, {size}), expected ({phys}, {length})")
+        phys += length
+    return phys
 
 
 def measure(transport: str, messages: int, size: int, group: int, in_flight: int) -> tuple[float, float, float]:
-    """(network side µs/msg, store side µs/msg, msg/s) of one run."""
+    """(network side µs/msg, store side µs/msg, msg/s) of one run; RuntimeError if an answer
+    is not what the store side should have said."""
     records = [os.urandom(size) for _ in range(messages)]
     ring = shared_memory.SharedMemory(create=True, size=RING_BYTES) if transport == "shm" else None
     req_r, req_w = os.pipe()
@@ -139,9 +150,9 @@ def measure(transport: str, messages: int, size: int, group: int, in_flight: int
         os.write(req_w, HEADER.pack(0, 0, 0))
         (store_cpu,) = struct.unpack("<d", _read_exact(ans_r, 8))
     finally:
-        os.waitpid(pid, 0)
-        os.close(req_w)
+        os.close(req_w)  # first: a store side still reading or answering ends (EOF, EPIPE)
         os.close(ans_r)
+        os.waitpid(pid, 0)
         if ring is not None:
             ring.close()
             ring.unlink()

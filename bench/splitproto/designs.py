@@ -30,7 +30,7 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Final
 
 from rocketq import eventloop
@@ -208,7 +208,10 @@ class _IoLoops:
         loop = uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
         self.loops.append(loop)
         ready.wait()
-        loop.run_forever()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
 
     def pick(self) -> asyncio.AbstractEventLoop:
         loop = self.loops[self._next % len(self.loops)]
@@ -217,20 +220,23 @@ class _IoLoops:
 
 
 class _Listening:
-    """Stands in for the ``asyncio.Server`` that ``RemotingServer`` keeps (port, close)."""
+    """Stands in for the ``asyncio.Server`` that ``RemotingServer`` keeps (port, close); the
+    I/O loops stop at the end of ``RemotingServer.close``, once its connections are closed."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
-        self._loop, self.sockets = loop, [sock]
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, io_loops: _IoLoops) -> None:
+        self._loop, self.sockets, self._io_loops = loop, [sock], io_loops
 
     def close(self) -> None:
         self._loop.remove_reader(self.sockets[0].fileno())
         self.sockets[0].close()
 
     async def wait_closed(self) -> None:
-        return None
+        for loop in self._io_loops.loops:
+            loop.call_soon_threadsafe(loop.stop)
 
 
-def install_io_threads(count: int) -> None:
+def threaded_start(count: int) -> Callable[[RemotingServer], Coroutine[Any, Any, None]]:
+    """A ``RemotingServer.start`` that hands a broker's sockets to ``count`` I/O threads."""
     original = RemotingServer.start
 
     async def start(self: RemotingServer) -> None:
@@ -262,10 +268,14 @@ def install_io_threads(count: int) -> None:
                 io_loop.call_soon_threadsafe(_adopt, main, io_loop, client, conn)
 
         main.add_reader(sock.fileno(), accept)
-        self._server = _Listening(main, sock)  # type: ignore[assignment]
+        self._server = _Listening(main, sock, io_loops)  # type: ignore[assignment]
         self._idle.start()
 
-    RemotingServer.start = start  # type: ignore[method-assign]
+    return start
+
+
+def install_io_threads(count: int) -> None:
+    RemotingServer.start = threaded_start(count)  # type: ignore[method-assign]
 
 
 def _adopt(main: asyncio.AbstractEventLoop, io_loop: asyncio.AbstractEventLoop, client: socket.socket,
