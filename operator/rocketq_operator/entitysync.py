@@ -6,9 +6,10 @@ group's master has it. Each pass finds the cluster's masters (MasterSlave: the p
 (``list_topics``/``list_groups``) and creates or updates only where the config differs. Groups
 still being seeded or being drained are left to the cluster reconciler (see ``scaling``).
 
-Both reads are shared by every object of the cluster: the view through ``Runtime.cluster_views``
-and the tables through ``cachedadmin`` (one read per ``read_cache_ttl``, see ``readcache``), so a
-round of passes over thousands of topics costs a few reads per cluster and master, not per object.
+Both reads are shared by every object of the cluster: the view through ``clusterviews`` (the
+cluster pass publishes what it observed) and the tables through ``cachedadmin`` (one read per
+``read_cache_ttl``, see ``readcache``), so a round of passes over thousands of topics costs a
+few reads per cluster and master, not per object.
 
 Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a
 topic also from the name servers' routes. If the cluster itself is gone or being deleted there
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from rocketq_operator import brokeradmin, conditions, entities, names, observing, spec, topology
+from rocketq_operator import brokeradmin, clusterviews, conditions, entities, names, observing
 from rocketq_operator.conditions import Condition, Phase, Type
 from rocketq_operator.runtime import Context
 from rocketq_operator.spec import BrokerMode
@@ -51,39 +52,7 @@ class Target:
     address: str | None
 
 
-@dataclass(frozen=True)
-class ClusterView:
-    mode: BrokerMode
-    state: observing.ClusterState
-    registry: topology.Registry
-    wanted_groups: int
-
-
-async def _cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
-    """The cluster's mode, state and registrations, or why they cannot be known: one read per
-    cluster every ``read_cache_ttl`` seconds, shared by all its topics and groups."""
-    view = await ctx.runtime.cluster_views.get((namespace, name), lambda: _read_cluster(ctx, namespace, name))
-    if not isinstance(view, ClusterView | str):
-        raise TypeError(f"cluster view cache holds a {type(view).__name__}")
-    return view
-
-
-async def _read_cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
-    body = await ctx.runtime.api.get("RocketMQCluster", namespace, name)
-    if body is None:
-        return f"RocketMQCluster {name!r} does not exist in namespace {namespace!r}"
-    if body.get("metadata", {}).get("deletionTimestamp"):
-        return f"RocketMQCluster {name!r} is being deleted"
-    parsed = spec.parse_cluster_spec(body.get("spec"), name)
-    if parsed.spec is None:
-        return f"RocketMQCluster {name!r} has an invalid spec"
-    meta = spec.cluster_meta(body)
-    state = await observing.observe(ctx.runtime.api, name, namespace, meta.uid)
-    registry = await topology.registrations(ctx.runtime.admin, name, namespace, state.namesrv_pods)
-    return ClusterView(parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups)
-
-
-def _master(view: ClusterView, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
+def _master(view: clusterviews.ClusterView, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
     if view.mode is BrokerMode.DLEDGER:
         return view.registry.master_address(group.name)
     pod = group.pods.get(group.master_ordinal)
@@ -92,7 +61,7 @@ def _master(view: ClusterView, cluster: str, namespace: str, group: observing.Gr
     return names.broker_address(cluster, namespace, group.index, group.master_ordinal)
 
 
-def targets(view: ClusterView, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
+def targets(view: clusterviews.ClusterView, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
     """Masters to apply to: seeded, wanted groups; with ``everywhere``, every group (for deletes)."""
     out = []
     for group in view.state.groups.values():
@@ -144,7 +113,7 @@ async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
     meta = body.get("metadata", {})
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
     config = entity.config
-    view = await _cluster(ctx, namespace, entity.cluster_ref)
+    view = await clusterviews.get(ctx, namespace, entity.cluster_ref)
     if isinstance(view, str):
         return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
     if _applied_name(body) is None:
@@ -205,7 +174,7 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
         return "nothing was applied from an invalid spec"
     entity = _applied_name(body) or parsed.spec.config.name
     cluster = parsed.spec.cluster_ref
-    view = await _cluster(ctx, namespace, cluster)
+    view = await clusterviews.get(ctx, namespace, cluster)
     if isinstance(view, str):
         return f"nothing to clean up: {view}"
     admin = ctx.runtime.admin
@@ -228,7 +197,8 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     return f"{entity} deleted from every broker group of {cluster}"
 
 
-async def _delete_route(ctx: Context, view: ClusterView, cluster: str, namespace: str, topic: str) -> list[str]:
+async def _delete_route(ctx: Context, view: clusterviews.ClusterView, cluster: str, namespace: str,
+                        topic: str) -> list[str]:
     problems = []
     for ordinal, pod in sorted(view.state.namesrv_pods.items()):
         if not pod.serving:

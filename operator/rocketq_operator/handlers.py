@@ -40,6 +40,8 @@ PLURALS: Final = {entities.TOPIC_KIND: "rocketmqtopics", entities.GROUP_KIND: "r
 FINALIZER: Final = "rocketq.io/finalizer"
 FINALIZER_POLLING: Final = 1.0
 CLUSTER_KIND: Final = "RocketMQCluster"
+IGNORED_ANNOTATIONS: Final = ("metadata", "annotations", entitysync.APPLIED_NAME)
+"""Left out of what kopf compares between versions of an object (its "essence")."""
 
 AdminFactory = Callable[[OperatorConfig], brokeradmin.BrokerAdmin]
 ApiFactory = Callable[[], kubeapi.KubeApi]
@@ -161,6 +163,11 @@ def _register_runtime(registry: kopf.OperatorRegistry, config: OperatorConfig, a
     async def start_runtime(settings: kopf.OperatorSettings, memo: Any, logger: Any, **_: Any) -> None:
         settings.peering.standalone = config.standalone
         settings.persistence.finalizer = FINALIZER
+        # kopf keeps each object's last handled spec and annotations to tell what changed; our own
+        # bookkeeping annotation is no change worth handling, and without this kopf rewrites its
+        # record once more for every new topic and group (one PATCH each: 7 000 at scale).
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            ignored_fields=[IGNORED_ANNOTATIONS])
         # Handler log lines stay in the log; Events are posted explicitly for what users must see.
         settings.posting.level = logging.WARNING
         # A timer still running when its object is deleted delays the finalizer's release by
