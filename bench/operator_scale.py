@@ -83,7 +83,8 @@ class Emulator:
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=operator_emulator.serve, args=(child,), name="kube-emulator")
+        self._process = context.Process(target=operator_emulator.serve, args=(child,), name="kube-emulator",
+                                        daemon=True)
         self._lock = asyncio.Lock()
         self.url = ""
 

@@ -116,11 +116,13 @@ async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
     view = await clusterviews.get(ctx, namespace, entity.cluster_ref)
     if isinstance(view, str):
         return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
-    if _applied_name(body) is None:
-        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
     done: list[str] = []
     problems: list[str] = []
     wanted = targets(view, entity.cluster_ref, namespace, everywhere=False)
+    if _applied_name(body) is None and any(target.address is not None for target in wanted):
+        # Recorded before the first broker write, not before: thousands of objects waiting for a
+        # new cluster would otherwise each spend a PATCH on it while there is nothing to write.
+        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
     for target in wanted:
         if target.address is None:
             problems.append(f"{target.group} has no serving master")

@@ -27,6 +27,10 @@ from rocketq_operator.readcache import TtlCache
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
 CLUSTER_KIND: Final = "RocketMQCluster"
+ENTITY_PASSES: Final = 16
+"""Topic and consumer-group passes that run at once. Each makes at most a few API calls, and the
+API client's calls share a few threads: unbounded, the thousands of passes kopf starts for the
+objects it sees at startup queue their calls ahead of the cluster passes they are waiting for."""
 
 
 class ConfigError(ValueError):
@@ -155,6 +159,8 @@ class Runtime:
     (``entitysync.ClusterView``, or why it cannot be known), shared for ``read_cache_ttl``."""
     status_written: dict[tuple[str, str, str], float] = field(default_factory=dict, init=False)
     """(kind, namespace, name) -> when (monotonic) a pass last wrote that object's status."""
+    entity_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(ENTITY_PASSES), init=False)
+    """Topic and consumer-group passes running at once (``ENTITY_PASSES``)."""
     _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:

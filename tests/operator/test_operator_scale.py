@@ -320,3 +320,40 @@ async def test_kopf_records_a_new_topic_once_not_again_for_the_operators_annotat
     await asyncio.sleep(1.0)  # time for kopf to see the annotation's event and react, if it did
     records = [body for body in _kopf_patches(env, "orders") if "last-handled-configuration" in body]
     assert len(records) == 1, records
+
+
+async def test_topics_waiting_for_their_cluster_write_nothing() -> None:
+    """Topics of a cluster whose groups are not seeded yet have nothing to write to: no
+    applied-name annotation either (it is recorded just before the first broker write)."""
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    a_running_cluster(api)
+    for (kind, _, _), obj in api.objects.items():
+        if kind == "ConfigMap":
+            del obj["metadata"]["annotations"][observing.METADATA_SYNCED]
+    bodies = [topic(n) for n in range(TOPICS)]
+    for body in bodies:
+        _put(api, copy.deepcopy(body))
+    rt = make_runtime(api, admin)
+
+    statuses = await asyncio.gather(*(entitysync.sync(context(rt), entities.TOPIC_KIND, b) for b in bodies))
+
+    assert {s["phase"] for s in statuses} == {"Pending"}
+    assert api.writes == [] and admin.calls == [("cluster_brokers", admin.calls[0][1], "demo")]
+
+
+async def test_topic_passes_run_at_most_entity_passes_at_once() -> None:
+    rt = make_runtime(MemoryApi(), FakeBrokerAdmin())
+    active, most = 0, 0
+
+    async def work(_ctx: Any, _body: Any) -> dict[str, Any]:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        return {}
+
+    await asyncio.gather(*(handlers._run(entities.TOPIC_KIND, kopf.Body(topic(n)), kopf.Patch(), {"runtime": rt},
+                                         logging.getLogger("test"), work, slots=rt.entity_slots)
+                           for n in range(5 * runtime.ENTITY_PASSES)))
+    assert most == runtime.ENTITY_PASSES
