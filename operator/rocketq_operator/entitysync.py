@@ -83,9 +83,16 @@ async def _apply_one(admin: brokeradmin.BrokerAdmin, address: str,
         await admin.create_or_update_group(address, config)
 
 
-def _applied_name(body: Mapping[str, Any]) -> str | None:
-    value = (body.get("metadata", {}).get("annotations") or {}).get(APPLIED_NAME)
-    return value if isinstance(value, str) else None
+def _applied_name(ctx: Context, kind: str, body: Mapping[str, Any]) -> str | None:
+    """The RocketMQ name first applied: the annotation, or, while the body a pass starts from is
+    older than this process's write of it, what that write said (``Runtime.applied_names``)."""
+    meta = body.get("metadata", {})
+    key = (kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+    value = (meta.get("annotations") or {}).get(APPLIED_NAME)
+    if isinstance(value, str):
+        ctx.runtime.applied_names.pop(key, None)  # on the object now: nothing left to remember
+        return value
+    return ctx.runtime.applied_names.get(key)
 
 
 async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,7 +104,7 @@ async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, An
     if parsed.spec is None:
         return _status(ctx, body, Phase.FAILED, "InvalidSpec", "; ".join(parsed.errors), [], generation)
     config = parsed.spec.config
-    applied = _applied_name(body)
+    applied = _applied_name(ctx, kind, body)
     if applied is not None and applied != config.name:
         return _status(ctx, body, Phase.FAILED, "InvalidSpec",
                        f"the RocketMQ name cannot change (was {applied!r}, now {config.name!r}): "
@@ -119,10 +126,11 @@ async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
     done: list[str] = []
     problems: list[str] = []
     wanted = targets(view, entity.cluster_ref, namespace, everywhere=False)
-    if _applied_name(body) is None and any(target.address is not None for target in wanted):
+    if _applied_name(ctx, kind, body) is None and any(target.address is not None for target in wanted):
         # Recorded before the first broker write, not before: thousands of objects waiting for a
         # new cluster would otherwise each spend a PATCH on it while there is nothing to write.
         await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
+        ctx.runtime.applied_names[(kind, namespace, name)] = config.name
     for target in wanted:
         if target.address is None:
             problems.append(f"{target.group} has no serving master")
@@ -174,7 +182,7 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     parsed = entities.parse(kind, body.get("spec"), name)
     if parsed.spec is None:
         return "nothing was applied from an invalid spec"
-    entity = _applied_name(body) or parsed.spec.config.name
+    entity = _applied_name(ctx, kind, body) or parsed.spec.config.name
     cluster = parsed.spec.cluster_ref
     view = await clusterviews.get(ctx, namespace, cluster)
     if isinstance(view, str):

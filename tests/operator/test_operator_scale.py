@@ -357,3 +357,20 @@ async def test_topic_passes_run_at_most_entity_passes_at_once() -> None:
                                          logging.getLogger("test"), work, slots=rt.entity_slots)
                            for n in range(5 * runtime.ENTITY_PASSES)))
     assert most == runtime.ENTITY_PASSES
+
+
+async def test_a_pass_from_a_body_older_than_the_annotation_does_not_write_it_again() -> None:
+    """kopf may hand a timer the body from before the create pass's annotation write came back."""
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    a_running_cluster(api)
+    stale = topic(0)
+    _put(api, copy.deepcopy(stale))
+    rt = make_runtime(api, admin)
+
+    for _ in range(3):
+        status = await entitysync.sync(context(rt), entities.TOPIC_KIND, stale)
+        assert status["phase"] == "Ready"
+    assert [write[0] for write in api.writes] == ["patch"]
+    renamed = topic(0) | {"spec": {"clusterRef": "demo", "topicName": "other"}}
+    assert (await entitysync.sync(context(rt), entities.TOPIC_KIND, renamed))["phase"] == "Failed", \
+        "the name written is kept even before the body shows it"
