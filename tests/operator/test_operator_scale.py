@@ -374,3 +374,19 @@ async def test_a_pass_from_a_body_older_than_the_annotation_does_not_write_it_ag
     renamed = topic(0) | {"spec": {"clusterRef": "demo", "topicName": "other"}}
     assert (await entitysync.sync(context(rt), entities.TOPIC_KIND, renamed))["phase"] == "Failed", \
         "the name written is kept even before the body shows it"
+
+
+async def test_a_cluster_pass_over_an_invalid_spec_tells_its_topics_without_a_read() -> None:
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    body: dict[str, Any] = {"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+                            "metadata": {"name": "demo", "namespace": NAMESPACE, "uid": "demo-uid", "generation": 1},
+                            "spec": {"brokers": {"groups": 0}}}
+    _put(api, body)
+    rt = make_runtime(api, admin)
+    assert (await reconciler.reconcile(context(rt), body))["phase"] == "Failed"
+    api.reads.clear()
+
+    status = await entitysync.sync(context(rt), entities.TOPIC_KIND, topic(0))
+
+    assert status["phase"] == "Pending" and "invalid spec" in status["conditions"][0]["message"]
+    assert not api.reads
