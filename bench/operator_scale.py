@@ -7,7 +7,10 @@
 Runs the real operator (kopf and every handler) against the kmock Kubernetes emulator as
 tests/operator does (``operator_harness``: the StatefulSet emulator makes pods ready and plays
 the brokers registering; the recording fake BrokerAdmin stands in for brokers and name
-servers). Clusters go one per namespace (``scale-000``, ...); topics and consumer groups are
+servers). The emulator runs in a child process (``operator_emulator``: in one process it held
+the interpreter lock most of the time and the bench timed it, not the operator); the operator
+runs here, in a thread, and the fake name servers' registrations are handed over once per
+``POLL``. Clusters go one per namespace (``scale-000``, ...); topics and consumer groups are
 spread round-robin over the clusters. The CRDs' admission checks (CEL) are off: they cost the
 emulator, not the operator.
 
@@ -20,9 +23,9 @@ It reports:
   converging and then in a steady window of ``--steady-seconds`` (per object per entity
   interval: what every re-check costs when nothing changes);
 * broker admin calls (the fake's counter, by request) per object, for both phases;
-* the operator's CPU seconds (its thread and its worker threads, from /proc/self/task) and
-  the process RSS growth from just before the operator started (the emulator shares the
-  process: its store grows with the operator's writes, so this over-counts).
+* the operator's CPU seconds (its thread and its worker threads, from /proc/self/task), the
+  emulator's (for comparison) and the bench process's RSS growth from just before the operator
+  started (the operator's: the emulator's store is in the other process).
 
 The machine is shared and wall-clock time moves with its load; call counts do not. It measures;
 it asserts nothing. Numbers go to docs/benchmarks.md ("Scale: the operator").
@@ -36,6 +39,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import json
+import multiprocessing
 import os
 import pathlib
 import sys
@@ -47,68 +51,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 for shared in ("tests/operator", "tests/k8s"):
     sys.path.insert(0, str(ROOT / shared))
 
-import kmock  # noqa: E402
+import operator_emulator  # noqa: E402
 import operator_harness  # noqa: E402
 from operator_fakes import FakeBrokerAdmin  # noqa: E402
-from operator_harness import ApiServer, OperatorEnv, fast_config  # noqa: E402
-from rocketq_operator import kubeapi  # noqa: E402
+from operator_harness import OperatorThread, fast_config  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 POLL = 0.5
-"""Seconds between convergence checks."""
-CONTROLLER_TICK = 2.0
-"""The StatefulSet emulator's period (the tests' 0.05 s would cost more than the operator)."""
+"""Seconds between convergence checks (and hand-overs of the brokers' registrations)."""
 OPERATOR_THREADS = ("operator", "asyncio_")
-"""The operator's loop thread (OperatorEnv) and its default executor's workers; the bench's
+"""The operator's loop thread (OperatorThread) and its default executor's workers; the bench's
 own loop gets an executor of another name, so these are the operator's alone."""
-
-
-class CountingApiServer(ApiServer):
-    """The harness's API server, counting requests by (client, method, resource), and which
-    rocketq objects are done (``done``), from the status each PATCH leaves: reading every
-    object's state from kmock takes seconds at 7 000 objects, and would stall the emulator."""
-
-    counts: collections.Counter[tuple[str, str, str]]
-    in_flight: dict[int, kmock.Request]
-    finished: dict[str, set[tuple[str, str]]]
-    broker_groups: int
-
-    def __attrs_post_init__(self) -> None:
-        super().__attrs_post_init__()
-        self.counts = collections.Counter()
-        self.in_flight = {}
-        self.finished = collections.defaultdict(set)
-        self.broker_groups = 0
-
-    def _note(self, request: kmock.Request) -> None:
-        plural = str(request.resource.plural) if request.resource is not None else ""
-        if request.method != "PATCH" or plural not in operator_harness.ROCKETQ_KINDS or request.name is None:
-            return
-        key = (request.resource, request.namespace, request.name)
-        if key not in self.objects or self.objects[key].deleted:
-            return
-        status = self.objects[key].raw.get("status") or {}
-        if done(plural, status, self.broker_groups):
-            self.finished[plural].add((str(request.namespace), request.name))
-        else:
-            self.finished[plural].discard((str(request.namespace), request.name))
-
-    async def _handle(self, request: kmock.Request) -> Any:
-        agent = request.headers.get("User-Agent", "")
-        client = "kopf" if agent.startswith("kopf") else "reconcilers" if agent.startswith(kubeapi.USER_AGENT) else ""
-        if client:
-            plural = request.resource.plural if request.resource is not None else "-"
-            self.counts[client, request.method, str(plural)] += 1
-        # kmock logs every request and matches each new one by walking the whole log: quadratic.
-        # Only requests still being served need to be found there.
-        self.in_flight[id(request)] = request
-        self._requests[:] = list(self.in_flight.values())
-        try:
-            response = await super()._handle(request)
-            self._note(request)
-            return response
-        finally:
-            self.in_flight.pop(id(request), None)
 
 
 class CountingBrokerAdmin(FakeBrokerAdmin):
@@ -124,12 +77,37 @@ class CountingBrokerAdmin(FakeBrokerAdmin):
             super()._call(method, address, argument)
 
 
-def _namespace(index: int) -> str:
-    return f"scale-{index:03d}"
+class Emulator:
+    """The child process serving the API (``operator_emulator``), one pipe request at a time."""
 
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=operator_emulator.serve, args=(child,), name="kube-emulator",
+                                        daemon=True)
+        self._lock = asyncio.Lock()
+        self.url = ""
 
-def _cluster(index: int) -> str:
-    return f"c{index:03d}"
+    async def start(self) -> None:
+        self._process.start()
+        self.url = await asyncio.to_thread(self._recv)
+
+    def _recv(self) -> Any:
+        if not self._conn.poll(600):
+            raise TimeoutError("the emulator process does not answer")
+        return self._conn.recv()
+
+    async def ask(self, *request: Any) -> Any:
+        async with self._lock:
+            self._conn.send(request)
+            return await asyncio.to_thread(self._recv)
+
+    async def stop(self) -> None:
+        async with self._lock:
+            self._conn.send(("stop",))
+        await asyncio.to_thread(self._process.join, 30)
+        if self._process.is_alive():
+            self._process.kill()
 
 
 def operator_cpu() -> float:
@@ -154,35 +132,22 @@ def rss_mb() -> float:
     return 0.0
 
 
-def done(plural: str, status: dict[str, Any], broker_groups: int) -> bool:
-    """A cluster is Running; a topic or group is Ready on every broker group."""
-    if plural == "rocketmqclusters":
-        return status.get("phase") == "Running"
-    return status.get("phase") == "Ready" and len(status.get("brokers") or []) == broker_groups
-
-
-async def create_objects(env: OperatorEnv, args: argparse.Namespace) -> None:
-    for index in range(args.clusters):
-        await env.create("RocketMQCluster", _cluster(index), {"brokers": {"groups": args.broker_groups}},
-                         namespace=_namespace(index))
-    for kind, count, prefix in (("RocketMQTopic", args.topics, "topic"),
-                                ("RocketMQConsumerGroup", args.groups, "group")):
-        for number in range(count):
-            index = number % args.clusters
-            await env.create(kind, f"{prefix}-{number:05d}", {"clusterRef": _cluster(index)},
-                             namespace=_namespace(index))
-
-
-def _per_object(counts: collections.Counter[Any], objects: int) -> dict[str, float]:
+def _per_object(counts: dict[Any, int], objects: int) -> dict[str, float]:
     out = {" ".join(key) if isinstance(key, tuple) else key: round(value / objects, 3)
            for key, value in sorted(counts.items())}
     out["total"] = round(sum(counts.values()) / objects, 3)
     return out
 
 
+async def _progress(emulator: Emulator, admin: FakeBrokerAdmin) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """Objects done per kind; the brokers' registrations go to the operator's BrokerAdmin."""
+    report = await emulator.ask("report")
+    admin.registered = report["registered"]
+    return tuple(report["finished"][p] for p in operator_harness.ROCKETQ_KINDS), report
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     asyncio.get_running_loop().set_default_executor(concurrent.futures.ThreadPoolExecutor(thread_name_prefix="bench"))
-    operator_harness.TICK = CONTROLLER_TICK
     operator_harness.quiet_logs()
     objects = args.clusters + args.topics + args.groups
     config = fast_config(entity_interval=args.entity_interval, reconcile_interval=args.reconcile_interval,
@@ -194,44 +159,50 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"clusters": args.clusters, "topics": args.topics, "groups": args.groups,
                               "broker_groups": args.broker_groups, "entity_interval": args.entity_interval,
                               "reconcile_interval": args.reconcile_interval}
-    async with CountingApiServer(admission=False) as server, kmock.Server(server):
-        server.broker_groups = args.broker_groups
-        admin = CountingBrokerAdmin()
-        env = OperatorEnv(server, config, admin)
-        operator_harness.declare_resources(server)
-        await create_objects(env, args)
-        rss_before, cpu_before = rss_mb(), operator_cpu()
+    emulator = Emulator()
+    await emulator.start()
+    admin = CountingBrokerAdmin()
+    operator = OperatorThread(config, admin)
+    try:
+        await emulator.ask("create", args.clusters, args.topics, args.groups, args.broker_groups)
+        _, report = await _progress(emulator, admin)
+        rss_before, cpu_before, emulator_before = rss_mb(), operator_cpu(), report["cpu_s"]
         started = time.monotonic()
-        await env.start()
+        operator.start(emulator.url)
+        wanted = (args.clusters, args.topics, args.groups)
+        progress: tuple[int, ...] = (0, 0, 0)
+        while time.monotonic() - started < args.timeout and progress != wanted:
+            await asyncio.sleep(POLL)
+            progress, report = await _progress(emulator, admin)
+            if args.verbose:
+                print(f"{time.monotonic() - started:7.1f}s {progress} operator cpu {operator_cpu() - cpu_before:.1f}s "
+                      f"emulator cpu {report['cpu_s'] - emulator_before:.1f}s", file=sys.stderr)
+        result["converged"] = progress == wanted
+        result["progress"] = dict(zip(("clusters", "topics", "groups"), progress, strict=True))
+        result["convergence_s"] = round(time.monotonic() - started, 1)
+        result["converge_cpu_s"] = round(operator_cpu() - cpu_before, 1)
+        result["converge_emulator_cpu_s"] = round(report["cpu_s"] - emulator_before, 1)
+        result["converge_api_per_object"] = _per_object(report["counts"], objects)
+        result["converge_admin_per_object"] = _per_object(admin.counts, objects)
+        await emulator.ask("clear")
+        admin.counts.clear()
+        cpu_steady, emulator_steady = operator_cpu(), report["cpu_s"]
+        steady_until = time.monotonic() + args.steady_seconds
+        while time.monotonic() < steady_until:
+            await asyncio.sleep(POLL)
+            _, report = await _progress(emulator, admin)
+        intervals = args.steady_seconds / args.entity_interval
+        result["steady_cpu_s_per_interval"] = round((operator_cpu() - cpu_steady) / intervals, 2)
+        result["steady_emulator_cpu_s_per_interval"] = round((report["cpu_s"] - emulator_steady) / intervals, 2)
+        result["steady_api_per_object_per_interval"] = _per_object(report["counts"], round(objects * intervals))
+        result["steady_admin_per_object_per_interval"] = _per_object(admin.counts, round(objects * intervals))
+        result["rss_growth_mb"] = round(rss_mb() - rss_before, 1)
+    finally:
         try:
-            progress: tuple[int, ...] = (0, 0, 0)
-            while time.monotonic() - started < args.timeout:
-                await asyncio.sleep(POLL)
-                progress = tuple(len(server.finished[p]) for p in operator_harness.ROCKETQ_KINDS)
-                if args.verbose:
-                    print(f"{time.monotonic() - started:7.1f}s {progress}", file=sys.stderr)
-                if progress == (args.clusters, args.topics, args.groups):
-                    break
-            result["converged"] = progress == (args.clusters, args.topics, args.groups)
-            result["progress"] = dict(zip(("clusters", "topics", "groups"), progress, strict=True))
-            result["convergence_s"] = round(time.monotonic() - started, 1)
-            result["converge_cpu_s"] = round(operator_cpu() - cpu_before, 1)
-            result["converge_api_per_object"] = _per_object(server.counts, objects)
-            result["converge_admin_per_object"] = _per_object(admin.counts, objects)
-            server.counts.clear()
-            admin.counts.clear()
-            cpu_steady = operator_cpu()
-            await asyncio.sleep(args.steady_seconds)
-            intervals = args.steady_seconds / args.entity_interval
-            result["steady_cpu_s_per_interval"] = round((operator_cpu() - cpu_steady) / intervals, 2)
-            result["steady_api_per_object_per_interval"] = _per_object(server.counts, round(objects * intervals))
-            result["steady_admin_per_object_per_interval"] = _per_object(admin.counts, round(objects * intervals))
-            result["rss_growth_mb"] = round(rss_mb() - rss_before, 1)
-        finally:
-            try:
-                await env.close()
-            except AssertionError as exc:  # reported, not hidden: the numbers above still stand
-                result["stop_problem"] = f"{exc}: {exc.__cause__!r}"
+            await operator.close()
+        except AssertionError as exc:  # reported, not hidden: the numbers above still stand
+            result["stop_problem"] = f"{exc}: {exc.__cause__!r}"
+        await emulator.stop()
     return result
 
 

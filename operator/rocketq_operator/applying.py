@@ -171,13 +171,16 @@ async def _write(what: str, call: Any) -> dict[str, Any]:
     return result
 
 
-async def apply(api: kubeapi.KubeApi, desired: Mapping[str, Any]) -> ApplyResult:
+async def apply(api: kubeapi.KubeApi, desired: Mapping[str, Any],
+                listed: Mapping[str, Any] | None = None) -> ApplyResult:
     """Create ``desired`` or bring the live object to it; Noop when it is what was applied last.
 
+    ``listed`` is the live object when the caller has just read it (a LIST of the cluster's
+    StatefulSets and ConfigMaps): no GET then. Without it the object is read first.
     Raises ``Refused`` (nothing written) for an object another owner holds, an immutable change
     or a write the API server finds invalid; ``kubeapi.ApiError`` for anything else."""
     kind, namespace, name = _identity(desired)
-    live = await api.get(kind, namespace, name)
+    live = listed if listed is not None else await api.get(kind, namespace, name)
     stamped = _stamped(desired)
     if live is None:
         try:

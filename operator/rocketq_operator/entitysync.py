@@ -6,9 +6,10 @@ group's master has it. Each pass finds the cluster's masters (MasterSlave: the p
 (``list_topics``/``list_groups``) and creates or updates only where the config differs. Groups
 still being seeded or being drained are left to the cluster reconciler (see ``scaling``).
 
-Both reads are shared by every object of the cluster: the view through ``Runtime.cluster_views``
-and the tables through ``cachedadmin`` (one read per ``read_cache_ttl``, see ``readcache``), so a
-round of passes over thousands of topics costs a few reads per cluster and master, not per object.
+Both reads are shared by every object of the cluster: the view through ``clusterviews`` (the
+cluster pass publishes what it observed) and the tables through ``cachedadmin`` (one read per
+``read_cache_ttl``, see ``readcache``), so a round of passes over thousands of topics costs a
+few reads per cluster and master, not per object.
 
 Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a
 topic also from the name servers' routes. If the cluster itself is gone or being deleted there
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from rocketq_operator import brokeradmin, conditions, entities, names, observing, spec, topology
+from rocketq_operator import brokeradmin, clusterviews, conditions, entities, names, observing
 from rocketq_operator.conditions import Condition, Phase, Type
 from rocketq_operator.runtime import Context
 from rocketq_operator.spec import BrokerMode
@@ -51,39 +52,7 @@ class Target:
     address: str | None
 
 
-@dataclass(frozen=True)
-class ClusterView:
-    mode: BrokerMode
-    state: observing.ClusterState
-    registry: topology.Registry
-    wanted_groups: int
-
-
-async def _cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
-    """The cluster's mode, state and registrations, or why they cannot be known: one read per
-    cluster every ``read_cache_ttl`` seconds, shared by all its topics and groups."""
-    view = await ctx.runtime.cluster_views.get((namespace, name), lambda: _read_cluster(ctx, namespace, name))
-    if not isinstance(view, ClusterView | str):
-        raise TypeError(f"cluster view cache holds a {type(view).__name__}")
-    return view
-
-
-async def _read_cluster(ctx: Context, namespace: str, name: str) -> ClusterView | str:
-    body = await ctx.runtime.api.get("RocketMQCluster", namespace, name)
-    if body is None:
-        return f"RocketMQCluster {name!r} does not exist in namespace {namespace!r}"
-    if body.get("metadata", {}).get("deletionTimestamp"):
-        return f"RocketMQCluster {name!r} is being deleted"
-    parsed = spec.parse_cluster_spec(body.get("spec"), name)
-    if parsed.spec is None:
-        return f"RocketMQCluster {name!r} has an invalid spec"
-    meta = spec.cluster_meta(body)
-    state = await observing.observe(ctx.runtime.api, name, namespace, meta.uid)
-    registry = await topology.registrations(ctx.runtime.admin, name, namespace, state.namesrv_pods)
-    return ClusterView(parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups)
-
-
-def _master(view: ClusterView, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
+def _master(view: clusterviews.ClusterView, cluster: str, namespace: str, group: observing.GroupState) -> str | None:
     if view.mode is BrokerMode.DLEDGER:
         return view.registry.master_address(group.name)
     pod = group.pods.get(group.master_ordinal)
@@ -92,7 +61,7 @@ def _master(view: ClusterView, cluster: str, namespace: str, group: observing.Gr
     return names.broker_address(cluster, namespace, group.index, group.master_ordinal)
 
 
-def targets(view: ClusterView, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
+def targets(view: clusterviews.ClusterView, cluster: str, namespace: str, *, everywhere: bool) -> list[Target]:
     """Masters to apply to: seeded, wanted groups; with ``everywhere``, every group (for deletes)."""
     out = []
     for group in view.state.groups.values():
@@ -114,9 +83,16 @@ async def _apply_one(admin: brokeradmin.BrokerAdmin, address: str,
         await admin.create_or_update_group(address, config)
 
 
-def _applied_name(body: Mapping[str, Any]) -> str | None:
-    value = (body.get("metadata", {}).get("annotations") or {}).get(APPLIED_NAME)
-    return value if isinstance(value, str) else None
+def _applied_name(ctx: Context, kind: str, body: Mapping[str, Any]) -> str | None:
+    """The RocketMQ name first applied: the annotation, or, while the body a pass starts from is
+    older than this process's write of it, what that write said (``Runtime.applied_names``)."""
+    meta = body.get("metadata", {})
+    key = (kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+    value = (meta.get("annotations") or {}).get(APPLIED_NAME)
+    if isinstance(value, str):
+        ctx.runtime.applied_names.pop(key, None)  # on the object now: nothing left to remember
+        return value
+    return ctx.runtime.applied_names.get(key)
 
 
 async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +104,7 @@ async def sync(ctx: Context, kind: str, body: Mapping[str, Any]) -> dict[str, An
     if parsed.spec is None:
         return _status(ctx, body, Phase.FAILED, "InvalidSpec", "; ".join(parsed.errors), [], generation)
     config = parsed.spec.config
-    applied = _applied_name(body)
+    applied = _applied_name(ctx, kind, body)
     if applied is not None and applied != config.name:
         return _status(ctx, body, Phase.FAILED, "InvalidSpec",
                        f"the RocketMQ name cannot change (was {applied!r}, now {config.name!r}): "
@@ -144,14 +120,17 @@ async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
     meta = body.get("metadata", {})
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
     config = entity.config
-    view = await _cluster(ctx, namespace, entity.cluster_ref)
+    view = await clusterviews.get(ctx, namespace, entity.cluster_ref)
     if isinstance(view, str):
         return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
-    if _applied_name(body) is None:
-        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
     done: list[str] = []
     problems: list[str] = []
     wanted = targets(view, entity.cluster_ref, namespace, everywhere=False)
+    if _applied_name(ctx, kind, body) is None and any(target.address is not None for target in wanted):
+        # Recorded before the first broker write, not before: thousands of objects waiting for a
+        # new cluster would otherwise each spend a PATCH on it while there is nothing to write.
+        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
+        ctx.runtime.applied_names[(kind, namespace, name)] = config.name
     for target in wanted:
         if target.address is None:
             problems.append(f"{target.group} has no serving master")
@@ -203,9 +182,9 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     parsed = entities.parse(kind, body.get("spec"), name)
     if parsed.spec is None:
         return "nothing was applied from an invalid spec"
-    entity = _applied_name(body) or parsed.spec.config.name
+    entity = _applied_name(ctx, kind, body) or parsed.spec.config.name
     cluster = parsed.spec.cluster_ref
-    view = await _cluster(ctx, namespace, cluster)
+    view = await clusterviews.get(ctx, namespace, cluster)
     if isinstance(view, str):
         return f"nothing to clean up: {view}"
     admin = ctx.runtime.admin
@@ -228,7 +207,8 @@ async def remove(ctx: Context, kind: str, body: Mapping[str, Any]) -> str:
     return f"{entity} deleted from every broker group of {cluster}"
 
 
-async def _delete_route(ctx: Context, view: ClusterView, cluster: str, namespace: str, topic: str) -> list[str]:
+async def _delete_route(ctx: Context, view: clusterviews.ClusterView, cluster: str, namespace: str,
+                        topic: str) -> list[str]:
     problems = []
     for ordinal, pod in sorted(view.state.namesrv_pods.items()):
         if not pod.serving:

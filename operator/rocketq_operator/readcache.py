@@ -10,7 +10,9 @@ other caller of the same key wait for that read instead of starting its own (sin
 
 Failures are not cached: every waiter gets the exception and the next caller reads again.
 A value may be up to ``ttl`` seconds old; callers that change what was read update it in place
-(``update``) or ``drop`` it, so the operator's own writes are never hidden by the cache.
+or ``drop`` it, so the operator's own writes are never hidden by the cache. A value someone
+else keeps fresh (the cluster pass publishing what it observed) can be ``put`` with a ttl of
+its own.
 Expired entries are removed when the cache grows past ``MAX_ENTRIES`` (peers come and go).
 """
 
@@ -73,12 +75,13 @@ class TtlCache(Generic[K, V]):
         finally:
             self._loading.pop(key, None)
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, ttl: float | None = None) -> None:
+        """Keep ``value`` for ``ttl`` seconds (the cache's own ttl when None)."""
         if len(self._entries) >= MAX_ENTRIES:
             now = self._clock()
             for stale in [k for k, e in self._entries.items() if e.expires <= now]:
                 del self._entries[stale]
-        self._entries[key] = _Entry(value, self._clock() + self._ttl)
+        self._entries[key] = _Entry(value, self._clock() + (self._ttl if ttl is None else ttl))
 
     def drop(self, key: K) -> None:
         """Forget ``key``: the next ``get`` reads again (a read under way still answers its waiters)."""

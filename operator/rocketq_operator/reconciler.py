@@ -46,6 +46,7 @@ from typing import Any, Final
 from rocketq_operator import (
     analytics,
     applying,
+    clusterviews,
     conditions,
     console,
     dledger,
@@ -104,6 +105,8 @@ class ClusterPass:
         self.console: dict[str, Any] | None = None
         self.views: dict[int, dledger.GroupView] = {}
         """DLedger groups' Raft state, read once per pass."""
+        self.wrote = False
+        """Whether a child was created, patched or deleted in this pass."""
 
     @property
     def previous(self) -> Mapping[str, Any]:
@@ -118,16 +121,23 @@ class ClusterPass:
             return self.paused_status()
         parsed = spec.parse_cluster_spec(self.body.get("spec"), self.meta.name)
         if parsed.spec is None:
+            clusterviews.publish(self.ctx.runtime, self.meta.namespace, self.meta.name,
+                                 clusterviews.invalid(self.meta.name))
             await self.failover_only()
             return self.invalid_status(parsed.errors)
         cluster = Cluster(self.meta, parsed.spec)
         state = await self.observe()
         self.check_immutables(cluster, state)
-        await self.apply_namesrv(cluster)
+        await self.apply_namesrv(cluster, state)
         hashes = await self.apply_groups(cluster, state)
-        state = await self.observe()
+        if self.wrote:  # else what was observed is still what runs: no second read
+            state = await self.observe()
         registry = await topology.registrations(self.ctx.runtime.admin, self.meta.name, self.meta.namespace,
                                                 state.namesrv_pods)
+        # What the topic and group passes need, seen just now: they need not read it themselves.
+        # Steps below that move topics (seeding, failover) drop it again.
+        clusterviews.publish(self.ctx.runtime, self.meta.namespace, self.meta.name, clusterviews.ClusterView(
+            parsed.spec.brokers.mode, state, registry, parsed.spec.brokers.groups))
         raft = parsed.spec.brokers.mode is BrokerMode.DLEDGER
         if raft:
             await self.observe_dledger(state)
@@ -209,14 +219,18 @@ class ClusterPass:
             for index in range(cluster.spec.brokers.groups):
                 self.refused.setdefault(index, ["spec.brokers.mode"])
 
-    async def apply_one(self, desired: Mapping[str, Any]) -> applying.ApplyResult | None:
-        """Apply one child; a refusal (another owner's object, an immutable change, 422) is
-        reported as ``Degraded`` with its reason, and the pass goes on with the other children."""
+    async def apply_one(self, desired: Mapping[str, Any],
+                        listed: Mapping[str, Any] | None = None) -> applying.ApplyResult | None:
+        """Apply one child (``listed``: its live object, if this pass observed it); a refusal
+        (another owner's object, an immutable change, 422) is reported as ``Degraded`` with its
+        reason, and the pass goes on with the other children."""
         try:
-            return await applying.apply(self.api, desired)
+            result = await applying.apply(self.api, desired, listed)
         except applying.Refused as refused:
             self.refuse(refused)
             return None
+        self.wrote = self.wrote or result.changed
+        return result
 
     def refuse(self, refused: applying.Refused) -> None:
         self.found.degraded.append((refused.reason, refused.message))
@@ -242,10 +256,10 @@ class ClusterPass:
             if refused.message not in told and refused.message in fresh:
                 self.ctx.emit("Warning", refused.reason, refused.message)
 
-    async def apply_namesrv(self, cluster: Cluster) -> None:
-        for desired in (namesrv.render_namesrv_service(cluster), namesrv.render_namesrv_statefulset(cluster),
-                        pdb.render_namesrv_pdb(cluster)):
-            await self.apply_one(desired)
+    async def apply_namesrv(self, cluster: Cluster, state: ClusterState) -> None:
+        await self.apply_one(namesrv.render_namesrv_service(cluster))
+        await self.apply_one(namesrv.render_namesrv_statefulset(cluster), state.namesrv)
+        await self.apply_one(pdb.render_namesrv_pdb(cluster))
 
     async def apply_groups(self, cluster: Cluster, state: ClusterState) -> dict[int, str]:
         """Apply every wanted group; the template hash each applied StatefulSet asks for."""
@@ -256,9 +270,10 @@ class ClusterPass:
             group = state.group(index)
             master = group.master_ordinal if group is not None and group.configmap is not None else 0
             statefulset = broker.render_broker_statefulset(cluster, index)
-            await self.apply_one(broker.render_broker_configmap(cluster, index, master))
+            await self.apply_one(broker.render_broker_configmap(cluster, index, master),
+                                 group.configmap if group is not None else None)
             await self.apply_one(broker.render_broker_service(cluster, index))
-            result = await self.apply_one(statefulset)
+            result = await self.apply_one(statefulset, group.statefulset if group is not None else None)
             await self.apply_one(pdb.render_broker_pdb(cluster, index))
             if result is None:
                 continue

@@ -27,6 +27,10 @@ from rocketq_operator.readcache import TtlCache
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
 CLUSTER_KIND: Final = "RocketMQCluster"
+ENTITY_PASSES: Final = 16
+"""Topic and consumer-group passes that run at once. Each makes at most a few API calls, and the
+API client's calls share a few threads: unbounded, the thousands of passes kopf starts for the
+objects it sees at startup queue their calls ahead of the cluster passes they are waiting for."""
 
 
 class ConfigError(ValueError):
@@ -155,6 +159,11 @@ class Runtime:
     (``entitysync.ClusterView``, or why it cannot be known), shared for ``read_cache_ttl``."""
     status_written: dict[tuple[str, str, str], float] = field(default_factory=dict, init=False)
     """(kind, namespace, name) -> when (monotonic) a pass last wrote that object's status."""
+    applied_names: dict[tuple[str, str, str], str] = field(default_factory=dict, init=False)
+    """(kind, namespace, name) -> the applied-name annotation this process wrote, until a body with
+    it comes back: a pass starting from an older body must not write it again."""
+    entity_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(ENTITY_PASSES), init=False)
+    """Topic and consumer-group passes running at once (``ENTITY_PASSES``)."""
     _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -169,6 +178,7 @@ class Runtime:
         self._locks.pop((kind, namespace, name), None)
         self.announcements.forget(kind, namespace, name)
         self.status_written.pop((kind, namespace, name), None)
+        self.applied_names.pop((kind, namespace, name), None)
         if kind == CLUSTER_KIND:
             self.metrics.forget_cluster(namespace, name)
 

@@ -52,6 +52,8 @@ async def cluster_entities(api: kubeapi.KubeApi, namespace: str, cluster: str
 async def _annotate(ctx: Context, meta: ClusterMeta, index: int, values: Mapping[str, str | None]) -> None:
     await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, index),
                                 {"metadata": {"annotations": dict(values)}})
+    # Seeded, draining or back: the groups topic passes write to changed; they read it again now.
+    ctx.runtime.cluster_views.drop((meta.namespace, meta.name))
 
 
 async def seed(ctx: Context, meta: ClusterMeta, group: GroupState, master: str | None,
@@ -68,7 +70,6 @@ async def seed(ctx: Context, meta: ClusterMeta, group: GroupState, master: str |
     except brokeradmin.BrokerAdminError as exc:
         return f"cannot create topics and groups on {group.name} yet: {exc}"
     await _annotate(ctx, meta, group.index, {observing.METADATA_SYNCED: "true"})
-    ctx.runtime.cluster_views.drop((meta.namespace, meta.name))  # topic passes: include this group now
     ctx.logger.info(f"Created {len(groups)} consumer groups and {len(topics)} topics on {group.name}.")
     return None
 

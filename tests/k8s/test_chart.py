@@ -585,7 +585,8 @@ def test_the_operators_acl_account_comes_from_a_secret() -> None:
 
 
 def test_operator_settings_become_environment_variables() -> None:
-    env = operator_env({"operator": {"settings": {"failoverGrace": 45.5}, "peering": {"enabled": True}}})
+    env = operator_env({"operator": {"settings": {"failoverGrace": 45.5, "readCacheTtl": 20},
+                                     "peering": {"enabled": True}}})
     assert env == {
         "ROCKETQ_OPERATOR_METRICS_PORT": "9090",
         "ROCKETQ_OPERATOR_STANDALONE": "false",
@@ -594,13 +595,16 @@ def test_operator_settings_become_environment_variables() -> None:
         "ROCKETQ_OPERATOR_ENTITY_INTERVAL": "60",
         "ROCKETQ_OPERATOR_FAILOVER_GRACE": "45.5",
         "ROCKETQ_OPERATOR_DRAIN_TIMEOUT": "600",
+        "ROCKETQ_OPERATOR_READ_CACHE_TTL": "20",
     }
+    assert operator_env({})["ROCKETQ_OPERATOR_READ_CACHE_TTL"] == "5"
     assert operator_env({"operator": {"logFormat": "plain"}})["ROCKETQ_OPERATOR_JSON_LOGS"] == "false"
     assert operator_env({})["ROCKETQ_OPERATOR_STANDALONE"] == "true"
 
 
 @pytest.mark.parametrize("values", [{}, {"operator": {"peering": {"enabled": True}, "logFormat": "full",
-                                                      "settings": {"drainTimeout": 1e6, "failoverGrace": 0.5}}}])
+                                                      "settings": {"drainTimeout": 1e6, "failoverGrace": 0.5,
+                                                                   "readCacheTtl": 30}}}])
 def test_the_operator_accepts_the_environment_the_chart_sets(values: dict[str, Any]) -> None:
     runtime = pytest.importorskip("rocketq_operator.runtime", reason="the operator's runtime module is not written yet")
     env = operator_env(values)
@@ -613,7 +617,7 @@ def test_the_operator_accepts_the_environment_the_chart_sets(values: dict[str, A
 
 def test_settings_schema() -> None:
     with helm.Chart.load(CHART) as chart:
-        for bad in ({"failoverGrace": 0}, {"drainTimeout": "10m"}, {"retries": 3}):
+        for bad in ({"failoverGrace": 0}, {"drainTimeout": "10m"}, {"retries": 3}, {"readCacheTtl": -1}):
             with pytest.raises(helm.HelmValuesError):
                 chart.validate_schema(chart.merge_values({"operator": {"settings": bad}}))
 

@@ -16,7 +16,8 @@ filled in here, as narrowly as possible:
   operator's own checks (for API servers without CEL) turn it off. A request for a resource
   it does not declare is 404, as for a CRD that is not installed (spark-operator's only exists
   after ``declare_spark_operator``). It does not filter by label selector or garbage-collect by
-  owner reference.
+  owner reference. Its store is indexed by resource and namespace (``indexedstore``): kmock's
+  own answers every request by scanning every stored object.
 - ``StatefulSetController`` plays the StatefulSet controller and kubelet: it creates pods
   ``<sts>-<ordinal>`` from the template, recreates deleted ones (new uid), removes pods above
   ``replicas`` and pods of deleted StatefulSets, marks pods Ready unless a test says
@@ -52,6 +53,7 @@ from typing import Any, Final
 
 import attrs
 import crdschema
+import indexedstore
 import jsonpatch
 import kmock
 import kopf
@@ -125,7 +127,7 @@ def _merge(base: Any, patch: Any) -> Any:
 
 
 @attrs.define(kw_only=True)
-class ApiServer(kmock.KubernetesEmulator):
+class ApiServer(indexedstore.IndexedLookups, kmock.KubernetesEmulator):
     admission: bool = True
     _versions: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
@@ -244,9 +246,13 @@ class StatefulSetController:
         self._task: asyncio.Task[None] | None = None
 
     def live(self, kind: str) -> list[dict[str, Any]]:
+        objects = self.server.objects
         resource = kmock.resource(RESOURCES[kind])
-        return [obj.raw for key, obj in list(self.server.objects.items())
-                if key[0] == resource and not obj.deleted]
+        if isinstance(objects, indexedstore.IndexedObjects):  # the emulator's store, by resource
+            found = objects.lookup(resource, None, None, any_namespace=True)
+        else:
+            found = (obj for key, obj in list(objects.items()) if key[0] == resource)
+        return [obj.raw for obj in list(found) if not obj.deleted]
 
     def start(self) -> None:
         if self._task is None:
@@ -267,9 +273,11 @@ class StatefulSetController:
     async def tick(self) -> None:
         statefulsets = {_key(s): s for s in self.live("StatefulSet")}
         pods = {_key(p): p for p in self.live("Pod")}
-        for (namespace, name), statefulset in statefulsets.items():
-            await self._converge(statefulset, {key[1]: p for key, p in pods.items()
-                                               if key[0] == namespace and _owner(p) == name})
+        owned: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = {}
+        for (namespace, name), pod in pods.items():  # one walk, not one per StatefulSet
+            owned.setdefault((namespace, _owner(pod)), {})[name] = pod
+        for key, statefulset in statefulsets.items():
+            await self._converge(statefulset, owned.get(key, {}))
         for (namespace, name), pod in pods.items():
             if (namespace, _owner(pod)) not in statefulsets:
                 await self.server.delete(f"{PATHS['Pod'].format(ns=namespace)}/{name}")
@@ -408,23 +416,19 @@ def fast_config(**overrides: Any) -> OperatorConfig:
     return OperatorConfig(**values)
 
 
-class OperatorEnv:
-    """The emulator, the StatefulSet controller, the fake BrokerAdmin and a running operator."""
+class OperatorThread:
+    """The real operator (kopf and every handler, a fresh registry) in a thread of its own,
+    against the API server at a URL, with the given BrokerAdmin."""
 
-    def __init__(self, server: ApiServer, config: OperatorConfig | None,
-                 admin: FakeBrokerAdmin | None = None) -> None:
-        self.server = server
-        self.config = config or fast_config()
-        self.admin = admin or FakeBrokerAdmin()
-        self.sts = StatefulSetController(server, self.admin)
+    def __init__(self, config: OperatorConfig, admin: FakeBrokerAdmin) -> None:
+        self.config = config
+        self.admin = admin
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
 
-    async def start(self) -> None:
-        declare_resources(self.server)
+    def start(self, url: str) -> None:
         registry = kopf.OperatorRegistry()
-        url = str(self.server.url)
 
         @kopf.on.login(registry=registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -435,27 +439,49 @@ class OperatorEnv:
         settings = kopf.OperatorSettings()
         settings.networking.error_backoffs = [0.1, 0.2, 0.5]
         settings.watching.reconnect_backoff = 0.1
-        self.sts.start()
 
         def run() -> None:
             try:
                 asyncio.run(kopf.operator(registry=registry, settings=settings, clusterwide=True,
                                           stop_flag=self._stop, standalone=True))
-            except BaseException as exc:  # reported by close(), in the test's thread
+            except BaseException as exc:  # reported by close(), in the caller's thread
                 self._failure = exc
 
         self._thread = threading.Thread(target=run, name="operator", daemon=True)
         self._thread.start()
 
     async def close(self) -> None:
+        """Stop the operator; AssertionError if it does not stop or had failed."""
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             await asyncio.to_thread(thread.join, STOP_TIMEOUT)
             assert not thread.is_alive(), "the operator did not stop"
-        await self.sts.close()
         if self._failure is not None:
             raise AssertionError("the operator failed") from self._failure
+
+
+class OperatorEnv:
+    """The emulator, the StatefulSet controller, the fake BrokerAdmin and a running operator."""
+
+    def __init__(self, server: ApiServer, config: OperatorConfig | None,
+                 admin: FakeBrokerAdmin | None = None) -> None:
+        self.server = server
+        self.config = config or fast_config()
+        self.admin = admin or FakeBrokerAdmin()
+        self.sts = StatefulSetController(server, self.admin)
+        self.operator = OperatorThread(self.config, self.admin)
+
+    async def start(self) -> None:
+        declare_resources(self.server)
+        self.sts.start()
+        self.operator.start(str(self.server.url))
+
+    async def close(self) -> None:
+        try:
+            await self.operator.close()
+        finally:
+            await self.sts.close()
 
     # -- reading and writing objects --------------------------------------------------------
 

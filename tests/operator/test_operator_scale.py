@@ -13,12 +13,14 @@ import asyncio
 import collections
 import copy
 import datetime
+import json
 import logging
 from typing import Any
 
 import kopf
 import pytest
 from operator_fakes import FakeBrokerAdmin
+from operator_harness import OperatorEnv
 from rocketq_operator import (
     cachedadmin,
     conditions,
@@ -27,6 +29,7 @@ from rocketq_operator import (
     handlers,
     names,
     observing,
+    reconciler,
     runtime,
     spec,
     ticking,
@@ -256,3 +259,134 @@ async def test_the_cluster_ticker_runs_passes_side_by_side_up_to_its_limit() -> 
     await ticker.close()
     assert most == ticking.CONCURRENT_PASSES
     assert sorted(seen[:20]) == [f"c{n:02d}" for n in range(20)], "one broken cluster stops no other"
+
+
+def _reads(api: CountingApi) -> dict[str, int]:
+    return dict(api.reads)
+
+
+async def test_a_steady_cluster_pass_reads_each_child_once_and_its_topics_read_nothing() -> None:
+    """A pass over a running cluster where nothing changed: one LIST per observed kind, a GET per
+    child it did not list (Services, PDBs), no second observation, no write; and the view it
+    published serves a whole round of topic passes, which then read no cluster at all."""
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    body: dict[str, Any] = {"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+                            "metadata": {"name": "demo", "namespace": NAMESPACE, "uid": "demo-uid", "generation": 1},
+                            "spec": {"brokers": {"groups": GROUPS}}}
+    _put(api, body)
+    rt = make_runtime(api, admin)
+    body["status"] = await reconciler.reconcile(context(rt), body)  # creates every child
+    for statefulset in [o for (kind, _, _), o in list(api.objects.items()) if kind == "StatefulSet"]:
+        _ready_pods(api, statefulset)
+    admin.registered[(NAMESPACE, "demo")] = {names.broker_group("demo", index): {0: master}
+                                             for index, master in enumerate(masters())}
+    body["status"] = await reconciler.reconcile(context(rt), body)  # seeds the groups
+    assert body["status"]["phase"] == "Running"
+    api.reads.clear()
+    api.writes.clear()
+
+    await reconciler.reconcile(context(rt), body)
+
+    assert api.writes == []
+    assert _reads(api) == {"list StatefulSet": 1, "list ConfigMap": 1, "list Pod": 1,
+                           "get Service": 1 + GROUPS, "get PodDisruptionBudget": 1 + GROUPS}
+    api.reads.clear()
+    bodies = [topic(n) for n in range(TOPICS)]
+    for topic_body in bodies:
+        _put(api, copy.deepcopy(topic_body))
+    statuses = await asyncio.gather(*(entitysync.sync(context(rt), entities.TOPIC_KIND, b) for b in bodies))
+    assert {s["phase"] for s in statuses} == {"Ready"}
+    assert not api.reads, "the topics used the view the cluster pass published"
+
+
+def _kopf_patches(env: OperatorEnv, name: str) -> list[str]:
+    """The bodies of kopf's own PATCHes of RocketMQTopic ``name`` (not the reconcilers')."""
+    return [json.dumps(request.data) for request in env.server
+            if request.method == "PATCH" and request.headers.get("User-Agent", "").startswith("kopf")
+            and request.resource is not None and request.resource.plural == "rocketmqtopics"
+            and request.name == name]
+
+
+async def test_kopf_records_a_new_topic_once_not_again_for_the_operators_annotation(env: OperatorEnv) -> None:
+    """kopf stores what it handled (spec and annotations) and rewrites that record when they
+    change; the operator's own ``applied-name`` annotation must not count as a change, or every
+    new topic and group costs one more PATCH."""
+    await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 1}})
+    await env.wait_for(lambda: env.status("RocketMQCluster", "demo").get("phase") == "Running", "demo Running")
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo"})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Ready", "the topic Ready")
+    await env.wait_for(lambda: entitysync.APPLIED_NAME in (env.get("RocketMQTopic", "orders") or {}).get(
+        "metadata", {}).get("annotations", {}), "the applied-name annotation")
+    await asyncio.sleep(1.0)  # time for kopf to see the annotation's event and react, if it did
+    records = [body for body in _kopf_patches(env, "orders") if "last-handled-configuration" in body]
+    assert len(records) == 1, records
+
+
+async def test_topics_waiting_for_their_cluster_write_nothing() -> None:
+    """Topics of a cluster whose groups are not seeded yet have nothing to write to: no
+    applied-name annotation either (it is recorded just before the first broker write)."""
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    a_running_cluster(api)
+    for (kind, _, _), obj in api.objects.items():
+        if kind == "ConfigMap":
+            del obj["metadata"]["annotations"][observing.METADATA_SYNCED]
+    bodies = [topic(n) for n in range(TOPICS)]
+    for body in bodies:
+        _put(api, copy.deepcopy(body))
+    rt = make_runtime(api, admin)
+
+    statuses = await asyncio.gather(*(entitysync.sync(context(rt), entities.TOPIC_KIND, b) for b in bodies))
+
+    assert {s["phase"] for s in statuses} == {"Pending"}
+    assert api.writes == [] and admin.calls == [("cluster_brokers", admin.calls[0][1], "demo")]
+
+
+async def test_topic_passes_run_at_most_entity_passes_at_once() -> None:
+    rt = make_runtime(MemoryApi(), FakeBrokerAdmin())
+    active, most = 0, 0
+
+    async def work(_ctx: Any, _body: Any) -> dict[str, Any]:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        return {}
+
+    await asyncio.gather(*(handlers._run(entities.TOPIC_KIND, kopf.Body(topic(n)), kopf.Patch(), {"runtime": rt},
+                                         logging.getLogger("test"), work, slots=rt.entity_slots)
+                           for n in range(5 * runtime.ENTITY_PASSES)))
+    assert most == runtime.ENTITY_PASSES
+
+
+async def test_a_pass_from_a_body_older_than_the_annotation_does_not_write_it_again() -> None:
+    """kopf may hand a timer the body from before the create pass's annotation write came back."""
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    a_running_cluster(api)
+    stale = topic(0)
+    _put(api, copy.deepcopy(stale))
+    rt = make_runtime(api, admin)
+
+    for _ in range(3):
+        status = await entitysync.sync(context(rt), entities.TOPIC_KIND, stale)
+        assert status["phase"] == "Ready"
+    assert [write[0] for write in api.writes] == ["patch"]
+    renamed = topic(0) | {"spec": {"clusterRef": "demo", "topicName": "other"}}
+    assert (await entitysync.sync(context(rt), entities.TOPIC_KIND, renamed))["phase"] == "Failed", \
+        "the name written is kept even before the body shows it"
+
+
+async def test_a_cluster_pass_over_an_invalid_spec_tells_its_topics_without_a_read() -> None:
+    api, admin = CountingApi(), FakeBrokerAdmin()
+    body: dict[str, Any] = {"apiVersion": "rocketq.io/v1alpha1", "kind": "RocketMQCluster",
+                            "metadata": {"name": "demo", "namespace": NAMESPACE, "uid": "demo-uid", "generation": 1},
+                            "spec": {"brokers": {"groups": 0}}}
+    _put(api, body)
+    rt = make_runtime(api, admin)
+    assert (await reconciler.reconcile(context(rt), body))["phase"] == "Failed"
+    api.reads.clear()
+
+    status = await entitysync.sync(context(rt), entities.TOPIC_KIND, topic(0))
+
+    assert status["phase"] == "Pending" and "invalid spec" in status["conditions"][0]["message"]
+    assert not api.reads
