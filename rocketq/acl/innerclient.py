@@ -36,6 +36,7 @@ table and writes consumer offsets.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -53,6 +54,7 @@ FILE_KEY: Final = "innerClientCredentialsFile"
 MAX_FILE_SIZE: Final = 64 * 1024
 """A credentials file holds two or three keys; anything larger is the wrong file."""
 FIELDS: Final = ("accessKey", "secretKey", "securityToken")
+_QUOTED: Final = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 class CredentialsError(SettingsError):
@@ -99,10 +101,12 @@ def read_file(path: Path) -> Credentials:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """YAML's message without the quoted line (which may hold the secret): the problem and where."""
+    """YAML's message without the quoted line (which may hold the secret): the problem and where.
+    Quoted text in the problem goes too (``found undefined alias 'x'`` quotes an unquoted ``*x``)."""
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         mark = exc.problem_mark
-        return f"{exc.problem or exc.context} at line {mark.line + 1}, column {mark.column + 1}"
+        problem = _QUOTED.sub("'...'", exc.problem or exc.context or type(exc).__name__)
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
     return type(exc).__name__
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.acl import innerclient
-from rocketq.acl.innerclient import Credentials
+from rocketq.acl.innerclient import Credentials as Credentials  # the type the backend signs with
 from rocketq.acl.plainacl import Account
 from rocketq.settings import SettingsError, setting
 
@@ -50,8 +50,6 @@ FILE_KEY: Final = innerclient.FILE_KEY
 TOOLS_FILE: Final = Path("conf") / "tools.yml"
 """RocketMQ's ``MixAll.ACL_CONF_TOOLS_FILE``, under ``ROCKETMQ_HOME``."""
 INTERNAL_KEY_PREFIX: Final = "rocketq-local-endpoint-"
-
-__all__ = ["Credentials", "InnerClientSettings", "internal", "resolve"]  # Credentials: the backend's type
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,8 @@ def test_a_named_file_that_does_not_exist_means_unsigned_with_a_warning(tmp_path
 def test_a_broken_file_stops_the_broker_without_showing_the_secret(tmp_path: pathlib.Path) -> None:
     tools = tmp_path / "tools.yml"
     for text in ("accessKey: brokerInner\nsecretKey: x1234567: [\n", "accessKey: brokerInner\n",
-                 "secretKey: x1234567\naccessKey: [a, b]\n", "- x1234567\n"):
+                 "secretKey: x1234567\naccessKey: [a, b]\n", "- x1234567\n",
+                 "accessKey: brokerInner\nsecretKey: *x1234567\n"):
         tools.write_text(text)
         with pytest.raises(SettingsError) as caught:
             build(AclSettings, {innerclient.FILE_KEY: str(tools)}, environ={}).inner_client()
