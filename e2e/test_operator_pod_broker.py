@@ -4,7 +4,9 @@ The operator's pure rendering gives the group's ConfigMap (broker.conf + masterO
 StatefulSet's container (command, env). This test lays the ConfigMap out as Kubernetes would
 mount it, runs the container's exact command with the pod's environment, and checks that pods 0
 and 1 of the group come up as master and slave, register with a real name server, and carry
-messages. The only substitutions are the ones a pod gets from its node and this machine has
+messages; with the cluster's ACL Secret laid out as mounted (``plain_acl.yml`` and ``tools.yml``),
+the slave signs its metadata sync with the Secret's tools.yml, so a topic created on the master
+reaches it. The only substitutions are the ones a pod gets from its node and this machine has
 differently: the store path and listen port (a temp dir and a free port instead of the volume
 and 10911) and the advertised host (127.0.0.1 instead of the pod's cluster DNS name).
 """
@@ -27,6 +29,7 @@ from rocketq_operator.rendering import brokerconf
 from rocketq_operator.spec import Cluster
 
 from e2e.renderedpods import example_cluster, run_namesrv, wait_ready
+from rocketq.admin.adminbodies import TopicConfig
 from rocketq.admin.client import AdminClient
 from rocketq.client import Message, Producer, PullConsumer
 from rocketq.local.ports import free_port
@@ -49,6 +52,11 @@ ACL_SECRET = f"""accounts:
 """
 """The ``plain_acl.yml`` of the example's ``spec.acl.secretName`` Secret, as its volume holds it."""
 CREDENTIALS = {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY}
+TOOLS_YML = f"accessKey: {ACCESS_KEY}\nsecretKey: {SECRET_KEY}\n"
+"""The Secret's ``tools.yml``: the account the brokers (and the proxy) sign their own calls with."""
+SYNC_TOPIC = "PodSyncTopic"
+SYNC_WAIT_S = 60.0
+"""The slave's first metadata sync runs 3 s after it starts; the rest is room for a loaded machine."""
 
 
 def _mount_configmap(configmap: dict[str, Any], mount: Path, store: Path, port: int, metrics_port: int) -> None:
@@ -61,9 +69,11 @@ def _mount_configmap(configmap: dict[str, Any], mount: Path, store: Path, port: 
     acl_dir = mount.parent / "etc-rocketq-acl"
     acl_dir.mkdir()
     (acl_dir / "plain_acl.yml").write_text(ACL_SECRET)
+    (acl_dir / "tools.yml").write_text(TOOLS_YML)
     for key, value in configmap["data"].items():
         if key == broker_rendering.CONFIG_KEY:
             assert f"{brokerconf.ACL_FILE_KEY}={brokerconf.ACL_FILE}" in value and "aclEnable=true" in value
+            assert f"{brokerconf.INNER_CLIENT_FILE_KEY}={brokerconf.TOOLS_FILE}" in value
             value = value.replace(brokerconf.ACL_DIR, str(acl_dir))
             value = value.replace("storePathRootDir=/home/rocketq/store", f"storePathRootDir={store}")
             value = value.replace("listenPort=10911", f"listenPort={port}")
@@ -108,6 +118,16 @@ async def _wait_slave_connected(namesrv: str, master: str, limit: float = 30) ->
     raise AssertionError(f"no slave connected to {master}")
 
 
+async def _wait_topic(namesrv: str, broker: str, topic: str, limit: float = SYNC_WAIT_S) -> None:
+    """Until the broker holds the topic (a slave: once its metadata sync copied it from the master)."""
+    async with AdminClient(namesrv, **CREDENTIALS) as admin:
+        for _ in range(int(limit / 0.2)):
+            if await admin.topic_config(broker, topic) is not None:
+                return
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"{topic} never reached {broker}")
+
+
 async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: str, tmp_path: Path) -> None:
     cluster = _cluster()
     configmap = broker_rendering.render_broker_configmap(cluster, 0, master_ordinal=0)
@@ -128,6 +148,9 @@ async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: s
             log = tmp_path / f"{pod}.log"
             procs.append(_pod_process(container, mount, pod, namesrv, log))
             addrs.append(wait_ready(procs[-1], log))
+            if ordinal == 0:  # created before the slave starts: its first sync must copy it, signed
+                async with AdminClient(namesrv, **CREDENTIALS) as admin:
+                    await admin.create_topic(addrs[0], TopicConfig(SYNC_TOPIC, 4, 4))
         probe = container["readinessProbe"]["httpGet"]
         assert probe["port"] == "metrics"
         for metrics_port in metrics_ports:  # what the kubelet's readiness and liveness probes ask
@@ -150,6 +173,8 @@ async def test_operator_rendered_pods_run_register_and_carry_messages(namesrv: s
             assert sent.status.name == "SEND_OK" and sent.message_queue.broker_name == group
             result = await consumer.pull(sent.message_queue, "*", sent.queue_offset, max_nums=1)
             assert [m.body for m in result.messages] == [b"from the operator's pod"]
+        await _wait_topic(namesrv, addrs[1], SYNC_TOPIC)  # the slave's sync, signed with tools.yml
+        assert "ACL refused" not in (tmp_path / f"{group}-0.log").read_text()
     finally:
         for proc in procs:
             proc.terminate()

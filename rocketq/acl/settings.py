@@ -4,7 +4,8 @@
 ``$ROCKETMQ_HOME/conf/plain_acl.yml``, or from the Java system property
 ``rocketmq.acl.plain.file``; rocketq takes that property's name as a broker.conf key (and
 ``--set``), so a pod can point it at a mounted Secret. ``innerClientAuthenticationCredentials``
-(RocketMQ 5.3's key) is the account the broker signs its own calls with (``acl.innerclient``).
+(RocketMQ 5.3's key, JSON) or rocketq's ``innerClientCredentialsFile`` (a tools.yml-form file) is
+the account the broker signs its own calls with (``acl.innerclient``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,19 @@ class AclSettings:
         PLAIN_FILE_KEY, "", "the account file; empty = $ROCKETMQ_HOME/conf/plain_acl.yml (RocketMQ's place)")
     inner_client_credentials: str = setting(
         innerclient.KEY, "", '{"accessKey": ..., "secretKey": ...}: signs this broker\'s calls to other brokers '
-        "(a slave's metadata sync); empty = unsigned", env=innerclient.ENV, secret=True)
+        "(a slave's metadata sync); empty = the file below, else unsigned", env=innerclient.ENV, secret=True)
+    inner_client_credentials_file: str = setting(
+        innerclient.FILE_KEY, "", "rocketq's key: YAML with accessKey and secretKey (tools.yml form), read when "
+        f"{innerclient.KEY} is empty; a file that does not exist = unsigned")
 
     def __post_init__(self) -> None:
         if self.acl_enable:
             self.path()  # a missing location stops the broker before it binds
-        try:
-            innerclient.parse(self.inner_client_credentials)
-        except innerclient.CredentialsError as exc:
-            raise SettingsError(str(exc)) from None
+        innerclient.parse(self.inner_client_credentials)  # CredentialsError is a SettingsError
+
+    def inner_client(self) -> innerclient.Credentials | None:
+        """The account this broker signs its own calls with (reads the file); None = unsigned."""
+        return innerclient.resolve(self.inner_client_credentials, self.inner_client_credentials_file)
 
     def path(self) -> Path:
         if self.plain_file:

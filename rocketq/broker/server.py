@@ -111,8 +111,9 @@ class BrokerServer:
             on_connection_closed=self._connection_closed,
             limits=behaviour.connection_limits,
         )
-        self._client = RemotingClient(  # signed with innerClientAuthenticationCredentials (acl/innerclient.py)
-            name="broker-out", rpc_hook=innerclient.signer(self.acl_settings.inner_client_credentials))
+        self._inner_client = self.acl_settings.inner_client()  # signs our own calls (acl/innerclient.py)
+        self._client = RemotingClient(
+            name="broker-out", rpc_hook=self._inner_client.signer() if self._inner_client is not None else None)
         self._tasks = [
             OwnedTask("broker-client-scan", self._scan_clients),
             OwnedTask("broker-offset-flush", self._flush_offsets),
@@ -348,9 +349,9 @@ class BrokerServer:
             return
         table = self.acl = AclTable(self.acl_settings.path())
         await table.start()
-        credentials = self.acl_settings.inner_client_credentials
-        reason = innerclient.unusable_reason(table.config, credentials)
-        if reason is not None and (credentials or not self.is_master or self.dledger is not None):
+        credentials = self._inner_client
+        reason = innerclient.unusable_reason(table.config, credentials, self.acl_settings.inner_client_credentials_file)
+        if reason is not None and (credentials is not None or not self.is_master or self.dledger is not None):
             log.warning("%s", reason)  # a slave's metadata sync would be refused by its master
         self._handlers.update(self._acl_admin_handlers())
         self._handlers.update(guard.guarded(self._handlers, lambda: table.config, self.acl_internal))

@@ -17,6 +17,9 @@ Where the account comes from, as RocketMQ's ``DefaultMessagingProcessor.createFo
   ``secretKey``), or the file rocketq's key ``innerClientCredentialsFile`` names (the operator
   points it at the cluster's mounted ACL Secret).
 
+Reading both forms, and the ``Credentials`` they give, is ``rocketq.acl.innerclient``'s, which the
+brokers use for their own calls too; this module adds what only the proxy does.
+
 RocketMQ logs and runs unsigned when signing is on but no usable account is found; rocketq stops
 at start instead (``SettingsError``: exit 2, key or file named), since every call would then be
 refused by the brokers.
@@ -30,25 +33,22 @@ leave the process, which the broker accepts beside its file's accounts (``valida
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-import yaml
-
+from rocketq.acl import innerclient
+from rocketq.acl.innerclient import Credentials as Credentials  # the type the backend signs with
 from rocketq.acl.plainacl import Account
 from rocketq.settings import SettingsError, setting
 
 ENABLE_KEY: Final = "enableAclRpcHookForClusterMode"
-CREDENTIALS_KEY: Final = "innerClientAuthenticationCredentials"
-FILE_KEY: Final = "innerClientCredentialsFile"
+CREDENTIALS_KEY: Final = innerclient.KEY
+FILE_KEY: Final = innerclient.FILE_KEY
 TOOLS_FILE: Final = Path("conf") / "tools.yml"
 """RocketMQ's ``MixAll.ACL_CONF_TOOLS_FILE``, under ``ROCKETMQ_HOME``."""
-MAX_FILE_SIZE: Final = 64 * 1024
-"""A credentials file holds two keys; anything larger is the wrong file."""
 INTERNAL_KEY_PREFIX: Final = "rocketq-local-endpoint-"
 
 
@@ -63,31 +63,12 @@ class InnerClientSettings:
         "empty = $ROCKETMQ_HOME/conf/tools.yml")
 
 
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    access_key: str
-    secret_key: str = field(repr=False)
-    security_token: str = field(default="", repr=False)
-
-    def options(self) -> dict[str, str]:
-        """Keyword options of an SDK client that signs with this account."""
-        return {"access_key": self.access_key, "secret_key": self.secret_key, "security_token": self.security_token}
-
-
 def resolve(settings: InnerClientSettings) -> Credentials | None:
     """The account CLUSTER-mode calls are signed with; None when signing is off. SettingsError if unusable."""
     if not settings.enable_acl_rpc_hook_for_cluster_mode:
         return None
-    text = settings.inner_client_authentication_credentials.strip()
-    if text:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise SettingsError(f"{CREDENTIALS_KEY}: not JSON text (expected {{\"accessKey\": ..., "
-                                f"\"secretKey\": ...}})") from None
-        return _from_mapping(data, CREDENTIALS_KEY)
-    path = _file(settings)
-    return _from_mapping(_read_yaml(path), str(path))
+    given = innerclient.parse(settings.inner_client_authentication_credentials, CREDENTIALS_KEY)
+    return given if given is not None else innerclient.read_file(_file(settings))
 
 
 def _file(settings: InnerClientSettings) -> Path:
@@ -98,29 +79,6 @@ def _file(settings: InnerClientSettings) -> Path:
         raise SettingsError(f"{ENABLE_KEY}=true: set {CREDENTIALS_KEY}, {FILE_KEY} or ROCKETMQ_HOME "
                             f"(for {TOOLS_FILE})")
     return Path(home) / TOOLS_FILE
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        if path.stat().st_size > MAX_FILE_SIZE:
-            raise SettingsError(f"{path}: larger than {MAX_FILE_SIZE} bytes, not a credentials file")
-        return yaml.safe_load(path.read_bytes())
-    except OSError as exc:
-        raise SettingsError(f"{ENABLE_KEY}=true: cannot read the proxy's credentials {path}: "
-                            f"{exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"{path}: not YAML: {exc}") from None
-
-
-def _from_mapping(data: Any, where: str) -> Credentials:
-    if not isinstance(data, dict):
-        raise SettingsError(f"{where}: expected accessKey and secretKey")
-    # YAML reads a bare 12345678 as a number; RocketMQ takes it as text, so does rocketq
-    access_key, secret_key, token = (str(data.get(k) or "").strip() for k in ("accessKey", "secretKey",
-                                                                              "securityToken"))
-    if not access_key or not secret_key:
-        raise SettingsError(f"{where}: accessKey and secretKey must both be given")
-    return Credentials(access_key, secret_key, token)
 
 
 def internal() -> tuple[Credentials, Account]:

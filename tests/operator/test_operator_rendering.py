@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 from rocketq_operator import spec as specs
-from rocketq_operator.rendering import broker, brokerconf, common, namesrv, pdb
+from rocketq_operator.rendering import broker, brokerconf, common, namesrv, pdb, proxy
 
 from rocketq import settings
 from rocketq.acl.settings import AclSettings
@@ -167,6 +167,7 @@ def test_dledger_broker_conf_lists_every_peer_and_no_master() -> None:
         "n2-demo-broker-0-2.demo-broker-0.mq.svc:40911\n"
         "aclEnable=true\n"
         "rocketmq.acl.plain.file=/etc/rocketq-acl/plain_acl.yml\n"
+        "innerClientCredentialsFile=/etc/rocketq-acl/tools.yml\n"
     )}
 
 
@@ -174,6 +175,8 @@ def test_acl_broker_conf_points_the_engine_at_the_mounted_secret() -> None:
     cluster = cluster_of({"acl": {"secretName": "rocketq-acl"}})
     acl = settings.build(AclSettings, brokerconf.broker_settings(cluster, 0))
     assert acl.acl_enable and str(acl.path()) == f"{broker.ACL_DIR}/plain_acl.yml"
+    # followers and slaves sign their sync with the Secret's tools.yml, the file the proxy signs with
+    assert acl.inner_client_credentials_file == f"{broker.ACL_DIR}/tools.yml" == proxy.TOOLS_FILE
     pod = broker.render_broker_statefulset(cluster, 0)["spec"]["template"]["spec"]
     assert {"name": "acl", "mountPath": broker.ACL_DIR, "readOnly": True} in pod["containers"][0]["volumeMounts"]
     assert settings.build(AclSettings, brokerconf.broker_settings(cluster_of({}), 0)) == AclSettings()

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq import settings
-from rocketq.acl import signing, validator
+from rocketq.acl import innerclient, signing, validator
 from rocketq.acl.plainacl import Account, AclConfig
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frames import RemotingCommand
@@ -85,7 +85,7 @@ def test_a_missing_or_broken_file_stops_the_proxy(tmp_path: pathlib.Path, monkey
     with pytest.raises(SettingsError, match="not YAML"):
         resolve({**ENABLED, "innerClientCredentialsFile": str(broken)})
     huge = tmp_path / "huge.yml"
-    huge.write_bytes(b"#" * (credentials.MAX_FILE_SIZE + 1))
+    huge.write_bytes(b"#" * (innerclient.MAX_FILE_SIZE + 1))
     with pytest.raises(SettingsError, match="larger than"):
         resolve({**ENABLED, "innerClientCredentialsFile": str(huge)})
 
@@ -116,3 +116,12 @@ def test_a_broker_accepts_its_local_endpoints_account_beside_the_file() -> None:
         f"Check signature failed for accessKey={creds.access_key}"
     again, _ = credentials.internal()
     assert again.access_key != creds.access_key and again.secret_key != creds.secret_key
+
+
+def test_a_broken_file_is_reported_without_the_line_that_holds_the_secret(tmp_path: pathlib.Path) -> None:
+    """YAML's own message quotes the offending line; the proxy's error gives only where it is."""
+    broken = tmp_path / "tools.yml"
+    broken.write_text("accessKey: proxyAccount\nsecretKey: topSecret1: [unclosed\n")
+    with pytest.raises(SettingsError, match="not YAML") as caught:
+        resolve({**ENABLED, "innerClientCredentialsFile": str(broken)})
+    assert "topSecret1" not in str(caught.value) and "line 2" in str(caught.value)

@@ -6,6 +6,12 @@ StatefulSet. The operator writes the identity keys (brokerClusterName, brokerNam
 and the keys its rendered pods depend on (ports, store path, DLedger group and peers); then
 ``spec.brokers.config`` adds or overrides anything else, e.g. ``fileReservedTime`` or even
 ``flushDiskType``. The spec parser has already refused overrides of operator-owned keys.
+
+With ``spec.acl`` the pods mount the ACL Secret at ``ACL_DIR``: ``plain_acl.yml`` is the accounts
+file, and ``tools.yml`` (the same file the proxy signs with, ``rendering.proxy``) is the account a
+broker signs its own calls with (``innerClientCredentialsFile``): a slave's or DLedger follower's
+metadata sync is checked by its master like any client's. A Secret without ``tools.yml`` leaves
+those calls unsigned (the broker warns at start), which a cluster without slaves does not need.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from rocketq.acl import innerclient
 from rocketq_operator import names
 from rocketq_operator.spec import BrokerMode, Cluster
 
@@ -22,6 +29,11 @@ ACL_DIR: Final = "/etc/rocketq-acl"
 ACL_FILE: Final = f"{ACL_DIR}/plain_acl.yml"
 ACL_FILE_KEY: Final = "rocketmq.acl.plain.file"
 """RocketMQ's property for the account file, a broker.conf key in rocketq (rocketq/acl/settings.py)."""
+TOOLS_FILE: Final = f"{ACL_DIR}/tools.yml"
+"""The account the servers sign their own calls with: key ``tools.yml`` of the ACL Secret
+(RocketMQ's ``conf/tools.yml`` form: ``accessKey``, ``secretKey``)."""
+INNER_CLIENT_FILE_KEY: Final = innerclient.FILE_KEY
+"""rocketq's key (broker.conf and rmq-proxy.json) naming that file."""
 HEADER: Final = "# Rendered by rocketq-operator from the RocketMQCluster spec; edits here are overwritten.\n"
 
 
@@ -54,6 +66,7 @@ def broker_settings(cluster: Cluster, index: int) -> dict[str, str]:
     if spec.acl_secret_name is not None:
         values["aclEnable"] = "true"
         values[ACL_FILE_KEY] = ACL_FILE
+        values[INNER_CLIENT_FILE_KEY] = TOOLS_FILE
     for key in sorted(brokers.config):
         values[key] = brokers.config[key]
     return values

@@ -55,7 +55,7 @@ CONFIG_DIR: Final = "/etc/rocketq"
 CONFIG_KEY: Final = "rmq-proxy.json"
 CONTAINER: Final = "proxy"
 PORT_NAME: Final = "grpc"
-TOOLS_FILE: Final = f"{brokerconf.ACL_DIR}/tools.yml"
+TOOLS_FILE: Final = brokerconf.TOOLS_FILE
 """The proxy's own account: key ``tools.yml`` of the ACL Secret (RocketMQ's ``conf/tools.yml`` form)."""
 ACL_VOLUME: Final = "acl"
 PROXY_STARTUP_FAILURES: Final = 30
@@ -89,7 +89,7 @@ def _acl_config(cluster: Cluster) -> dict[str, Any]:
     if cluster.spec.acl_secret_name is None:
         return {}
     return {"aclEnable": True, brokerconf.ACL_FILE_KEY: brokerconf.ACL_FILE,
-            "enableAclRpcHookForClusterMode": True, "innerClientCredentialsFile": TOOLS_FILE}
+            "enableAclRpcHookForClusterMode": True, brokerconf.INNER_CLIENT_FILE_KEY: TOOLS_FILE}
 
 
 def _tls_config(cluster: Cluster) -> dict[str, Any]:
