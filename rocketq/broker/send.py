@@ -180,7 +180,7 @@ class SendHandlers:
             if header.topic not in self._topics.table or (
                     self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
                 if admitted:
-                    await self._store_group(conn, admitted, answers)
+                    await self._stored(conn, admitted, answers)
                     admitted = []
                 answers[i] = answer = await self._send(conn, request, header)
             else:
@@ -191,24 +191,28 @@ class SendHandlers:
                 answers[i] = answer = checked
             self._note_refusal(conn, header, answer)
         if admitted:
-            await self._store_group(conn, admitted, answers)
+            if self._replication is None and not self._store.puts_wait:
+                # nothing can wait (ASYNC_FLUSH, no slave to wait for): stored before any other
+                # request runs, so no coroutine and no in-flight count are needed
+                self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
+            else:
+                await self._stored(conn, admitted, answers)
         return answers
 
-    async def _store_group(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
+    async def _stored(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
         """Store the admitted sends as one group and put each one's answer in ``answers``."""
-        puts = [records for *_, records in admitted]
-        if self._replication is None and not self._store.puts_wait:
-            # nothing can wait (ASYNC_FLUSH, no slave to wait for): stored before any other
-            # request runs, so no coroutines and no in-flight count are needed
-            results = self._store.put_group_now(puts)
-        else:
-            count = len(admitted)
-            self._in_flight += count
-            try:
-                stored = await self._store.put_group(puts)
-                results = await self._replicated_group(admitted, stored)
-            finally:
-                self._in_flight -= count
+        count = len(admitted)
+        self._in_flight += count
+        try:
+            stored = await self._store.put_group([records for *_, records in admitted])
+            results = await self._replicated_group(admitted, stored)
+        finally:
+            self._in_flight -= count
+        self._answer_group(conn, admitted, results, answers)
+
+    def _answer_group(self, conn: Connection, admitted: list[_Admitted], results: list[PutResult],
+                      answers: list[Answer]) -> None:
+        """Each stored send's answer into ``answers``: SUCCESS from the template, else in full."""
         for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
             if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
                 answers[i] = sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
