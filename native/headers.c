@@ -97,3 +97,33 @@ pure:
         PyErr_Clear();  /* e.g. an unhashable key: the pure parser raises what it raises */
     return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
 }
+
+/* A frozen slots dataclass from all its fields, in order (rocketq.store.results: the values
+ * the put path makes per message). What its generated __init__ does when every field is given:
+ * object.__new__, then object.__setattr__ per field. Any other call (fewer or more values, a
+ * keyword) goes to the class itself.
+ *
+ * context: (cls, field names)
+ */
+PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *cls, *names, *self;
+    if (PyTuple_GET_SIZE(context) != 2)
+        return rq_fallback(fallback, args, nargs);
+    cls = PyTuple_GET_ITEM(context, 0);
+    names = PyTuple_GET_ITEM(context, 1);
+    if (!PyType_Check(cls) || !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != nargs)
+        return rq_fallback(fallback, args, nargs);
+    if (empty_args == NULL && (empty_args = PyTuple_New(0)) == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
+    if (self == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
+            Py_DECREF(self);
+            return NULL;  /* a slot that cannot be set is an error of the table, not of the input */
+        }
+    }
+    return self;
+}

@@ -46,6 +46,7 @@ from rocketq.protocol.headers import (
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.grouping import Answer, GroupedHandler
+from rocketq.store import results
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.results import BatchPutRequest
 
@@ -426,7 +427,7 @@ class SendHandlers:
                 topic, queue_id, props = scheduled
                 text = message.encode_properties(props)
         get = props.get
-        return [PutRequest(
+        return [results.new_put_request(
             topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),

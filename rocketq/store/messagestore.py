@@ -57,7 +57,16 @@ from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
 from rocketq.store.index import IndexService
 from rocketq.store.queuetable import QueueTable
-from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
+from rocketq.store.results import (
+    BatchPutRequest,
+    GetResult,
+    GetStatus,
+    PutRequest,
+    PutResult,
+    PutStatus,
+    QueryResult,
+    new_put_result,
+)
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
 
@@ -464,8 +473,8 @@ class MessageStore:
             return self._append_failed(exc)
         if unit:
             notify[id(cq)] = cq
-        return PutResult(PutStatus.PUT_OK, now, (phys,), (len(record),), (queue_offset,),
-                         (f"{self._msg_id_prefix}{phys:016X}",))
+        return new_put_result(PutStatus.PUT_OK, now, (phys,), (len(record),), (queue_offset,),
+                              (f"{self._msg_id_prefix}{phys:016X}",), "", 0)
 
     def _append_undispatched(self, prepared: list[putting.PreparedMessage],
                              pending: committed.PendingOffsets) -> PutResult:
