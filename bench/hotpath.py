@@ -7,7 +7,8 @@ runs; CPU time per message moves less (the best of several runs is reported), an
 of function calls per message (``--calls``, counted by cProfile) does not move at all. Every
 case drives the real code with real bytes, in one process, without sockets:
 
-* ``broker-send-*``: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frames, encoded by the producer's own
+* ``broker-send-*``: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frames (``-sync``: 8 per read,
+  ``-single``: one per read, as a producer sending one at a time delivers them), encoded by the producer's own
   code, fed to a broker ``Connection`` (the frame decoder, dispatch, ``SendHandlers``, a real
   ``MessageStore`` in a temporary directory under ASYNC_FLUSH, the response encoding) through
   a transport that only collects the bytes written.
@@ -168,7 +169,7 @@ async def _feed(conn: Connection, transport: CollectingTransport, reads: list[by
     return time.process_time() - started
 
 
-async def broker_send(root: Path, messages: int, batch: bool) -> float:
+async def broker_send(root: Path, messages: int, batch: bool, per_read: int = FRAMES_PER_READ) -> float:
     broker = Broker(root)
     await broker.start()
     try:
@@ -177,9 +178,9 @@ async def broker_send(root: Path, messages: int, batch: bool) -> float:
         count = max(1, messages // per_frame)
         frames_ = [_producer_frame(settings, batch, i % 8) for i in range(count)]
         conn, transport = broker.connection()
-        await _feed(conn, transport, list(_chunks(frames_[:50], 1 if batch else FRAMES_PER_READ)), 50)  # warm-up
+        await _feed(conn, transport, list(_chunks(frames_[:50], 1 if batch else per_read)), 50)  # warm-up
         transport.frames_written = 0
-        reads = list(_chunks(frames_, 1 if batch else FRAMES_PER_READ))
+        reads = list(_chunks(frames_, 1 if batch else per_read))
         seconds = await _feed(conn, transport, reads, len(frames_))
         return seconds / (count * per_frame) * 1e6
     finally:
@@ -275,6 +276,7 @@ def producer_path(messages: int, batch: bool) -> float:
 
 CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-sync": lambda root, n: broker_send(root, n, batch=False),
+    "broker-send-single": lambda root, n: broker_send(root, n, batch=False, per_read=1),
     "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
     "broker-pull": broker_pull,
     "store-sync-flush": store_sync_flush,
@@ -318,7 +320,7 @@ def _count_calls(name: str, messages: int) -> str:
         stats = pstats.Stats(PROFILER).stats  # type: ignore[attr-defined]
     finally:
         PROFILER = None
-    per_message = messages if name.endswith(("-sync", "-flush")) else max(1, messages // BATCH) * BATCH
+    per_message = messages if name.endswith(("-sync", "-single", "-flush")) else max(1, messages // BATCH) * BATCH
     total = sum(row[1] for row in stats.values())
     python = sum(row[1] for (path, _line, _fn), row in stats.items() if path != "~")
     return f"{total / per_message:7.1f} calls per message, {python / per_message:6.1f} of Python functions"

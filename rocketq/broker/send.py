@@ -46,6 +46,7 @@ from rocketq.protocol.headers import (
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
 from rocketq.remoting.grouping import Answer, GroupedHandler
+from rocketq.store import results
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 from rocketq.store.results import BatchPutRequest
 
@@ -180,7 +181,7 @@ class SendHandlers:
             if header.topic not in self._topics.table or (
                     self.retry_router is not None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
                 if admitted:
-                    await self._store_group(conn, admitted, answers)
+                    await self._stored(conn, admitted, answers)
                     admitted = []
                 answers[i] = answer = await self._send(conn, request, header)
             else:
@@ -191,10 +192,15 @@ class SendHandlers:
                 answers[i] = answer = checked
             self._note_refusal(conn, header, answer)
         if admitted:
-            await self._store_group(conn, admitted, answers)
+            if self._replication is None and not self._store.puts_wait:
+                # nothing can wait (ASYNC_FLUSH, no slave to wait for): stored before any other
+                # request runs, so no coroutine and no in-flight count are needed
+                self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
+            else:
+                await self._stored(conn, admitted, answers)
         return answers
 
-    async def _store_group(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
+    async def _stored(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
         """Store the admitted sends as one group and put each one's answer in ``answers``."""
         count = len(admitted)
         self._in_flight += count
@@ -203,6 +209,11 @@ class SendHandlers:
             results = await self._replicated_group(admitted, stored)
         finally:
             self._in_flight -= count
+        self._answer_group(conn, admitted, results, answers)
+
+    def _answer_group(self, conn: Connection, admitted: list[_Admitted], results: list[PutResult],
+                      answers: list[Answer]) -> None:
+        """Each stored send's answer into ``answers``: SUCCESS from the template, else in full."""
         for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
             if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
                 answers[i] = sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
@@ -320,7 +331,8 @@ class SendHandlers:
         except (message.MessageFormatError, message.MessageIllegalError) as exc:
             # e.g. \x01 inside a property value: stored as it is, it would corrupt the record's properties
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        if isinstance(records, list) and transactions.is_transactional(records[0]):
+        if (isinstance(records, list) and message.TRAN_MSG in records[0].properties
+                and transactions.is_transactional(records[0])):  # the substring test spares most sends a parse
             records = [transactions.to_half(records[0], self._topics)]  # hidden until END_TRANSACTION
         return records
 
@@ -415,7 +427,7 @@ class SendHandlers:
                 topic, queue_id, props = scheduled
                 text = message.encode_properties(props)
         get = props.get
-        return [PutRequest(
+        return [results.new_put_request(
             topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Self, TypeVar
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.frames import java_string
 from rocketq.protocol.sharedbodies import JAVA_INTEGER
 
@@ -179,7 +180,16 @@ def _compile_from_ext(cls: type[HeaderT], keys: Mapping[str, str]) -> Callable[[
         lines += ["    else:", *_value_lines(kind, wire_name), f"        _set(self, {name!r}, v)"]
     lines.append("    return self")
     exec("\n".join(lines), env)  # the source is built above from the dataclass's own fields
-    return env["from_ext"]
+    # the C twin (native/headers.c) reads the same table; what it does not take goes to the above
+    table = tuple((name, keys[name], _NATIVE_KINDS[kind], required, defaults[name],
+                   _SAFE_DIGITS[wire_name in JAVA_INT_FIELDS] if kind is int else 0)
+                  for name, wire_name, kind, required in _field_specs(cls))
+    parse: Callable[[Mapping[str, str]], HeaderT] = nativecodecs.accelerated_with(cls, table)(env["from_ext"])
+    return parse
+
+
+_NATIVE_KINDS: Final = {str: 0, int: 1, bool: 2}
+"""Field kinds as native/headers.c numbers them."""
 
 
 def _compile_to_ext(cls: type, wire_names: Mapping[str, str]) -> Callable[[Any], dict[str, str]]:

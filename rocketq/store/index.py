@@ -60,7 +60,11 @@ def key_hash(topic: str, key: str) -> int:
     The ``topic#`` part is hashed once per topic and extended by each key (``message.
     java_string_hash_after``): a message has one or more keys, a topic has many messages.
     """
-    prefix = _topic_prefix_hash(topic)
+    return _extended_hash(_topic_prefix_hash(topic), key)
+
+
+def _extended_hash(prefix: int, key: str) -> int:
+    """``key_hash`` given the hash of ``topic#`` (one lookup per message, not per key)."""
     value = javahash.java_string_hash_after(prefix, key)
     if value & 0x80000000:
         value = 0x100000000 - value  # abs() of the signed value; MIN_VALUE stays 0x80000000
@@ -242,14 +246,19 @@ class IndexService:
     def add(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_timestamp: int) -> None:
         """Index one message under its unique key and each of its KEYS."""
         f = self.files[-1] if self.files else self._writable()
-        if uniq_key and not f.put(key_hash(topic, uniq_key), phy_offset, store_timestamp):
-            f = self._writable()
-            f.put(key_hash(topic, uniq_key), phy_offset, store_timestamp)
+        prefix = _topic_prefix_hash(topic)
+        if uniq_key:
+            code = _extended_hash(prefix, uniq_key)
+            if not f.put(code, phy_offset, store_timestamp):
+                f = self._writable()
+                f.put(code, phy_offset, store_timestamp)
         if keys:
             for key in keys.split(messageproperties.KEY_SEPARATOR):
-                if key and not f.put(key_hash(topic, key), phy_offset, store_timestamp):
-                    f = self._writable()
-                    f.put(key_hash(topic, key), phy_offset, store_timestamp)
+                if key:
+                    code = _extended_hash(prefix, key)
+                    if not f.put(code, phy_offset, store_timestamp):
+                        f = self._writable()
+                        f.put(code, phy_offset, store_timestamp)
 
     def commit(self) -> None:
         """Write the header of the file being filled (once per append call, not per entry)."""

@@ -57,7 +57,16 @@ from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
 from rocketq.store.errors import StoreError, StoreFileError, StoreLockedError, describe
 from rocketq.store.index import IndexService
 from rocketq.store.queuetable import QueueTable
-from rocketq.store.results import BatchPutRequest, GetResult, GetStatus, PutRequest, PutResult, PutStatus, QueryResult
+from rocketq.store.results import (
+    BatchPutRequest,
+    GetResult,
+    GetStatus,
+    PutRequest,
+    PutResult,
+    PutStatus,
+    QueryResult,
+    new_put_result,
+)
 from rocketq.store.settings import FlushDiskType, StoreSettings
 from rocketq.store.stats import StoreStats
 
@@ -296,6 +305,22 @@ class MessageStore:
         """
         return await self._put_many(puts)
 
+    @property
+    def puts_wait(self) -> bool:
+        """A put may wait after its append (SYNC_FLUSH's group commit): ``put_group_now`` is
+        only for a store where this is False."""
+        return self._sync_flush
+
+    def put_group_now(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
+        """``put_group`` for a store whose puts never wait (``puts_wait`` is False, ASYNC_FLUSH):
+        the same appends, results and statistics, without a coroutine per layer (the broker's
+        send path calls this once per socket read)."""
+        assert not self._sync_flush, "put_group_now on a SYNC_FLUSH store"
+        started = self._monotonic()
+        results = self._append_many(puts)
+        self._count_puts(results, started)
+        return results
+
     async def _put(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
         return (await self._put_many([requests]))[0]
 
@@ -304,13 +329,17 @@ class MessageStore:
         results = self._append_many(puts)
         if self._sync_flush:
             await self._wait_flushed(puts, results)
-        elapsed_ms = (self._monotonic() - started) * 1000
-        for result in results:
-            if result.appended:
-                self.stats.record_put(result.message_count, result.wrote_bytes, elapsed_ms)
-            else:
-                self.stats.put_failures += 1
+        self._count_puts(results, started)
         return results
+
+    def _count_puts(self, results: list[PutResult], started: float) -> None:
+        elapsed_ms = (self._monotonic() - started) * 1000
+        stats = self.stats
+        for result in results:
+            if result.wrote_offsets:
+                stats.record_put(len(result.wrote_offsets), sum(result.wrote_sizes), elapsed_ms)
+            else:
+                stats.put_failures += 1
 
     async def _wait_flushed(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest],
                             results: list[PutResult]) -> None:
@@ -373,7 +402,9 @@ class MessageStore:
         touched: dict[int, ConsumeQueue] = {}
         """Every queue the group adds units to, notified once at the end."""
         try:
-            results = [p if isinstance(p, PutResult) else self._append_prepared(p, now, touched) for p in prepared]
+            results = [p if isinstance(p, PutResult)
+                       else self._append_one(p[0], now, touched) if len(p) == 1
+                       else self._append_prepared(p, now, touched) for p in prepared]
         finally:
             if self.index is not None:
                 self.index.commit()
@@ -419,6 +450,31 @@ class MessageStore:
         for key, (cq, _first) in touched.items():
             notify[key] = cq
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _append_one(self, prepared: putting.PreparedMessage, now: int, notify: dict[int, ConsumeQueue]) -> PutResult:
+        """``_append_prepared`` for a put of one message (every single send): the same appends,
+        rollback and result, without the per-message lists and dicts a batch needs."""
+        record, ts_pos, cq, unit, tag, uniq, keys, delay = prepared
+        commitlog = self.commitlog
+        start = commitlog.max_offset
+        queue_offset = cq.max_offset if unit else 0
+        touched: tuple[tuple[ConsumeQueue, int], ...] = ()
+        try:
+            phys = commitlog.append(record, queue_offset, now, ts_pos)
+            if unit:
+                if delay is not None:
+                    tag = dispatch.delivery_time(delay, now, self._delay_levels)
+                touched = ((cq, queue_offset),)
+                cq.append(phys, len(record), tag)
+            if (uniq or keys) and self.index is not None:
+                self.index.add(cq.topic, uniq, keys, phys, now)
+        except (OSError, StoreFileError) as exc:
+            self._roll_back(start, touched)
+            return self._append_failed(exc)
+        if unit:
+            notify[id(cq)] = cq
+        return new_put_result(PutStatus.PUT_OK, now, (phys,), (len(record),), (queue_offset,),
+                              (f"{self._msg_id_prefix}{phys:016X}",), "", 0)
 
     def _append_undispatched(self, prepared: list[putting.PreparedMessage],
                              pending: committed.PendingOffsets) -> PutResult:

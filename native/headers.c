@@ -1,0 +1,129 @@
+/* A request header's typed fields from its extFields (rocketq.protocol.headers, the compiled
+ * ``from_ext`` of each header class), the common case.
+ *
+ * The pure parser reads each field under its key and sets the field's slot on a new instance
+ * (object.__new__, object.__setattr__: a frozen dataclass's __init__ minus its keyword
+ * handling). This routine does the same from a table of the class's fields, for the input
+ * every well-behaved client sends: an exact dict, string values, integers as plain ASCII digits
+ * short enough to fit the field's Java type, booleans as "true"/"false". Anything else (a
+ * missing required field, a negative or odd number, another type) goes to the pure parser,
+ * which converts it or raises its HeaderError.
+ *
+ * context: (cls, fields) with fields a tuple of (slot name, key, kind, required, default,
+ * safe digits) and kind 0 = str, 1 = int, 2 = bool.
+ */
+#include "rocketq_native.h"
+
+enum { KIND_STR = 0, KIND_INT = 1, KIND_BOOL = 2, SPEC_ITEMS = 6 };
+
+static PyObject *empty_args;
+
+/* raw as an int if it is an exact str of 1..safe ASCII digits (``raw.isdecimal() and len(raw)
+ * <= safe`` on the text clients send), else NULL without an exception. */
+static PyObject *digits(PyObject *raw, Py_ssize_t safe)
+{
+    Py_ssize_t length;
+    const char *text;
+    if (!PyUnicode_CheckExact(raw) || !PyUnicode_IS_ASCII(raw))
+        return NULL;
+    length = PyUnicode_GET_LENGTH(raw);
+    if (length == 0 || length > safe)
+        return NULL;
+    text = (const char *)PyUnicode_DATA(raw);
+    for (Py_ssize_t i = 0; i < length; i++)
+        if (text[i] < '0' || text[i] > '9')
+            return NULL;
+    return PyLong_FromString(text, NULL, 10);  /* safe digits fit: no error but MemoryError */
+}
+
+/* The field's value as a new reference; NULL without an exception: the pure parser decides. */
+static PyObject *field_value(PyObject *ext, PyObject *spec)
+{
+    PyObject *raw = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(spec, 1));
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+    int missing = raw == NULL || raw == Py_None;
+    if (raw == NULL && PyErr_Occurred())
+        return NULL;
+    if (!missing && kind == KIND_INT && PyUnicode_CheckExact(raw) && PyUnicode_GET_LENGTH(raw) == 0)
+        missing = 1;
+    if (missing)
+        return PyTuple_GET_ITEM(spec, 3) == Py_True ? NULL : Py_NewRef(PyTuple_GET_ITEM(spec, 4));
+    if (kind == KIND_STR)
+        return Py_NewRef(raw);
+    if (kind == KIND_BOOL) {
+        if (!PyUnicode_CheckExact(raw))
+            return NULL;
+        if (PyUnicode_CompareWithASCIIString(raw, "true") == 0)
+            Py_RETURN_TRUE;
+        if (PyUnicode_CompareWithASCIIString(raw, "false") == 0)
+            Py_RETURN_FALSE;
+        return NULL;
+    }
+    return digits(raw, PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 5)));
+}
+
+/* from_ext(ext) -> header */
+PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *cls, *fields, *self;
+    if (nargs != 1 || PyTuple_GET_SIZE(context) != 2 || !PyDict_CheckExact(args[0]))
+        return rq_fallback(fallback, args, nargs);
+    cls = PyTuple_GET_ITEM(context, 0);
+    fields = PyTuple_GET_ITEM(context, 1);
+    if (!PyType_Check(cls) || !PyTuple_CheckExact(fields))
+        return rq_fallback(fallback, args, nargs);
+    if (empty_args == NULL && (empty_args = PyTuple_New(0)) == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);  /* object.__new__(cls) */
+    if (self == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
+        PyObject *spec = PyTuple_GET_ITEM(fields, i), *value;
+        int failed;
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_ITEMS)
+            goto pure;
+        value = field_value(args[0], spec);
+        if (value == NULL)
+            goto pure;
+        failed = PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(spec, 0), value);  /* object.__setattr__ */
+        Py_DECREF(value);
+        if (failed < 0)
+            goto pure;
+    }
+    return self;
+pure:
+    Py_DECREF(self);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
+        PyErr_Clear();  /* e.g. an unhashable key: the pure parser raises what it raises */
+    return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
+}
+
+/* A frozen slots dataclass from all its fields, in order (rocketq.store.results: the values
+ * the put path makes per message). What its generated __init__ does when every field is given:
+ * object.__new__, then object.__setattr__ per field. Any other call (fewer or more values, a
+ * keyword) goes to the class itself.
+ *
+ * context: (cls, field names)
+ */
+PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *cls, *names, *self;
+    if (PyTuple_GET_SIZE(context) != 2)
+        return rq_fallback(fallback, args, nargs);
+    cls = PyTuple_GET_ITEM(context, 0);
+    names = PyTuple_GET_ITEM(context, 1);
+    if (!PyType_Check(cls) || !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != nargs)
+        return rq_fallback(fallback, args, nargs);
+    if (empty_args == NULL && (empty_args = PyTuple_New(0)) == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
+    if (self == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
+            Py_DECREF(self);
+            return NULL;  /* a slot that cannot be set is an error of the table, not of the input */
+        }
+    }
+    return self;
+}
