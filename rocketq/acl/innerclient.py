@@ -36,7 +36,6 @@ table and writes consumer offsets.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,7 +43,7 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from rocketq.acl import signing
+from rocketq.acl import plainacl, signing
 from rocketq.acl.plainacl import AclConfig
 from rocketq.settings import SettingsError
 
@@ -54,7 +53,6 @@ FILE_KEY: Final = "innerClientCredentialsFile"
 MAX_FILE_SIZE: Final = 64 * 1024
 """A credentials file holds two or three keys; anything larger is the wrong file."""
 FIELDS: Final = ("accessKey", "secretKey", "securityToken")
-_QUOTED: Final = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 class CredentialsError(SettingsError):
@@ -96,18 +94,8 @@ def read_file(path: Path) -> Credentials:
     except OSError as exc:
         raise CredentialsError(f"cannot read the credentials file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise CredentialsError(f"{path}: not YAML: {_yaml_problem(exc)}") from None
+        raise CredentialsError(f"{path}: not YAML: {plainacl.yaml_problem(exc)}") from None
     return from_mapping(data, str(path))
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """YAML's message without the quoted line (which may hold the secret): the problem and where.
-    Quoted text in the problem goes too (``found undefined alias 'x'`` quotes an unquoted ``*x``)."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        problem = _QUOTED.sub("'...'", exc.problem or exc.context or type(exc).__name__)
-        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return type(exc).__name__
 
 
 def from_mapping(data: Any, where: str) -> Credentials:

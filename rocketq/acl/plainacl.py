@@ -21,6 +21,7 @@ pattern) raises ``AclFileError`` naming the field, so a broken file is never hal
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,11 +89,24 @@ def parse_bytes(content: bytes, path: str | Path) -> AclConfig:
         raise AclFileError(f"{path}: {exc}") from None
 
 
+_QUOTED: Final = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """YAML's message without the quoted line (which may hold the secret): the problem and where.
+    Quoted text in the problem goes too (``found undefined alias 'x'`` quotes an unquoted ``*x``)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        problem = _QUOTED.sub("'...'", exc.problem or exc.context or type(exc).__name__)
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return type(exc).__name__
+
+
 def parse(text: str) -> AclConfig:
     try:
         raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AclFileError(f"not YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # never YAML's own message: it quotes the line, which may be a secret
+        raise AclFileError(f"not YAML: {yaml_problem(exc)}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -61,6 +61,18 @@ def test_errors_name_the_field(text: str, field: str) -> None:
         plainacl.parse(text)
 
 
+@pytest.mark.parametrize("text", [
+    "accounts:\n- accessKey: rocketmq2\n  secretKey: \"s3cr3t-value\n",  # unterminated quote
+    "accounts:\n- accessKey: rocketmq2\n  secretKey: *s3cr3t-value\n",  # an unquoted * is an alias
+    "accounts:\n- accessKey: rocketmq2\n  secretKey: s3cr3t-value: more\n",
+])
+def test_a_yaml_error_never_shows_the_line_that_may_hold_a_secret(text: str) -> None:
+    with pytest.raises(AclFileError, match="not YAML") as raised:
+        plainacl.parse(text)
+    assert "s3cr3t" not in str(raised.value)
+    assert " at line " in str(raised.value)  # where, without what
+
+
 def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(AclFileError, match=r"plain_acl\.yml"):
         plainacl.load(tmp_path / "plain_acl.yml")
