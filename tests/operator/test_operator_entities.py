@@ -58,7 +58,8 @@ def test_topic_message_type_declared_or_implied_by_order(raw: dict[str, Any], ex
     ({"clusterRef": "demo", "messageType": "LITE"}, "t",
      "spec.messageType: must be one of NORMAL, FIFO, DELAY, TRANSACTION, MIXED, got 'LITE'"),
     ({"clusterRef": "demo", "order": True, "messageType": "MIXED"}, "t",
-     "spec.messageType: an ordered topic (spec.order: true) is FIFO, not MIXED: set messageType FIFO or leave it unset"),
+     "spec.messageType: an ordered topic (spec.order: true) is FIFO, not MIXED: "
+     "set messageType FIFO or leave it unset"),
 ])
 def test_topic_refusals(raw: dict[str, Any], name: str, expected: str) -> None:
     parsed = entities.parse_topic(raw, name)
