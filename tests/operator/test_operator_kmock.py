@@ -182,6 +182,28 @@ async def test_scale_up_creates_the_group_and_seeds_topics_and_groups_first(env:
                        "the topic status to list both groups")
 
 
+async def test_a_topic_a_new_master_refuses_does_not_block_seeding_it(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await env.create("RocketMQTopic", "mixed", {"clusterRef": "demo", "messageType": "MIXED"})
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo"})
+    await running(env, "demo")
+    await env.wait_for(lambda: env.status("RocketMQTopic", "mixed").get("phase") == "Ready", "MIXED on group 0")
+    master1 = names.broker_address("demo", "mq", 1, 0)
+    env.admin.mixed_refused.add(master1)  # group 1's brokers run without enableMixedMessageType
+
+    await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"groups": 2}}})
+    await env.wait_for(lambda: (env.get("ConfigMap", "demo-broker-1-config") or {}).get("metadata", {}).get(
+        "annotations", {}).get("rocketq.io/metadata-synced") == "true", "group 1 seeded despite the refusal")
+    assert env.admin.topics[master1]["orders"] == TopicConfig("orders")
+    assert "mixed" not in env.admin.topics[master1]
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("brokers") == ["demo-broker-0",
+                                                                                        "demo-broker-1"],
+                       "the other topic on both groups")
+    await env.wait_for(lambda: (env.condition("RocketMQTopic", "mixed", "Ready") or {}).get("reason")
+                       == "ChangeRefused", "the refused topic to say so")
+    assert env.status("RocketMQTopic", "mixed")["brokers"] == ["demo-broker-0"]
+
+
 async def test_scale_down_drains_before_deleting(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 2}})
     await running(env, "demo")
