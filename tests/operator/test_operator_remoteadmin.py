@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 from admin_processes import Process, free_port, start_broker, start_namesrv
-from rocketq_operator import brokeradmin
+from rocketq_operator import brokeradmin, remoteadmin
 from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRefusedError, GroupConfig, TopicConfig
 from rocketq_operator.remoteadmin import RemotingBrokerAdmin
 from rocketq_operator.runtime import ConfigError, OperatorConfig
 
 from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError, UnavailableError
+from rocketq.protocol.codes import ResponseCode
 
 pytestmark = pytest.mark.slow
 
@@ -108,6 +110,14 @@ async def test_message_types_round_trip_keep_other_attributes_and_mixed_is_refus
     with pytest.raises(BrokerAdminError) as lost:
         await admin.create_or_update_topic(nobody, fifo)
     assert not isinstance(lost.value, BrokerRefusedError), "an unreachable broker is tried again"
+
+
+def test_a_busy_broker_is_asked_again_and_any_other_error_answer_is_a_refusal() -> None:
+    busy = remoteadmin._write_failure(AdminError(ResponseCode.SYSTEM_BUSY, "too many requests"), "busy")
+    assert type(busy) is BrokerAdminError
+    refused = remoteadmin._write_failure(AdminError(ResponseCode.SYSTEM_ERROR, "no"), "refused")
+    assert isinstance(refused, BrokerRefusedError) and str(refused) == "refused"
+    assert type(remoteadmin._write_failure(UnavailableError("nobody"), "gone")) is BrokerAdminError
 
 
 async def test_group_orderly_flag_round_trips(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
