@@ -9,7 +9,13 @@ Addresses are ``host:port`` strings. A broker's address is what it registers wit
 servers (``<pod>.<group>.<namespace>.svc:10911``), so the answers of ``cluster_brokers`` can
 be compared with the pods the operator knows. Every call may raise ``BrokerAdminError`` when
 the peer is unreachable or refuses; callers treat that as "not known yet" and try again on
-the next pass, never as a reason to act.
+the next pass, never as a reason to act. A write the peer answered and refused (RocketMQ's
+alter rules: ``message.type=MIXED`` on a broker without ``enableMixedMessageType``) raises
+``BrokerRefusedError``: sending it again would only be refused again.
+
+Topics carry RocketMQ 5's ``message.type`` (``TopicConfig.message_type``; a broker that stores
+no attribute reports NORMAL) and groups ``consumeMessageOrderly``; both are read and written
+with the rest of the config.
 
 What each call means (RocketMQ request codes in brackets):
 
@@ -46,6 +52,7 @@ from typing import Final, Protocol
 
 PERM_READ_ONLY: Final = 4
 PERM_READ_WRITE: Final = 6
+MESSAGE_TYPE_NORMAL: Final = "NORMAL"
 
 SYSTEM_GROUPS: Final = frozenset({
     "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
@@ -60,6 +67,10 @@ class BrokerAdminError(Exception):
     """A broker or name server did not answer, or refused the request."""
 
 
+class BrokerRefusedError(BrokerAdminError):
+    """The peer answered and refused the request itself (not busy, not unreachable)."""
+
+
 @dataclass(frozen=True)
 class TopicConfig:
     name: str
@@ -67,6 +78,8 @@ class TopicConfig:
     write_queue_nums: int = 8
     perm: int = PERM_READ_WRITE
     order: bool = False
+    message_type: str = MESSAGE_TYPE_NORMAL
+    """RocketMQ 5's ``message.type`` attribute (NORMAL, FIFO, DELAY, TRANSACTION, MIXED)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,7 @@ class GroupConfig:
     consume_broadcast_enable: bool = False
     retry_max_times: int = 16
     retry_queue_nums: int = 1
+    consume_message_orderly: bool = False
 
 
 @dataclass(frozen=True)

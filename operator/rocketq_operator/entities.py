@@ -5,10 +5,17 @@ that the operator keeps on every master of that cluster. The RocketMQ name defau
 object's ``metadata.name`` and must follow RocketMQ's rule (``^[%|a-zA-Z0-9_-]+$``, 127
 characters for topics, 255 for groups); retry/DLQ and system names are refused, as the CRDs'
 CEL rules do. Problems come back as lines in ``errors`` for a status condition.
+
+A topic's ``messageType`` (RocketMQ 5's ``message.type``) has no CRD default, because the older
+``order`` field speaks for it: unset, it is FIFO for an ordered topic and NORMAL otherwise, and an
+ordered topic of another type is refused (the CRD says the same in CEL). A group's
+``consumeMessageOrderly`` is optional on purpose: unset, the operator leaves whatever the brokers
+have (``rocketq admin updateSubGroup -o``) alone instead of resetting it to false.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +39,16 @@ SYSTEM_TOPICS: Final = frozenset({"TBW102", "SCHEDULE_TOPIC_XXXX", "SELF_TEST_TO
 _ENTITY_NAME: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
+class MessageType(enum.Enum):
+    """The types a RocketMQTopic may declare (``message.type``; UNSPECIFIED is not one)."""
+
+    NORMAL = "NORMAL"
+    FIFO = "FIFO"
+    DELAY = "DELAY"
+    TRANSACTION = "TRANSACTION"
+    MIXED = "MIXED"
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     cluster_ref: str
@@ -42,6 +59,9 @@ class TopicSpec:
 class GroupSpec:
     cluster_ref: str
     config: brokeradmin.GroupConfig
+    """``consume_message_orderly`` in it is the spec's, or false when the spec leaves it unset."""
+    orderly_declared: bool = True
+    """False: ``consumeMessageOrderly`` is unset, and each broker's own value is kept."""
 
 
 @dataclass(frozen=True)
@@ -83,30 +103,43 @@ def parse_topic(raw: Any, object_name: str) -> ParsedEntity:
     perm = r.integer(top.get("perm"), "spec.perm", brokeradmin.PERM_READ_WRITE, 2, 6)
     if perm not in PERMS:
         r.fail("spec.perm", f"must be one of 2 (write), 4 (read) or 6 (read+write), got {perm}")
+    order = r.boolean(top.get("order"), "spec.order", False)
     config = brokeradmin.TopicConfig(
         name=name,
         read_queue_nums=r.integer(top.get("readQueueNums"), "spec.readQueueNums", 8, 1, MAX_QUEUES),
         write_queue_nums=r.integer(top.get("writeQueueNums"), "spec.writeQueueNums", 8, 1, MAX_QUEUES),
         perm=perm,
-        order=r.boolean(top.get("order"), "spec.order", False),
+        order=order,
+        message_type=_message_type(r, top.get("messageType"), order).value,
     )
     errors = tuple(r.errors)
     return ParsedEntity(None if errors else TopicSpec(ref, config), errors)
+
+
+def _message_type(r: Reader, raw: Any, order: bool) -> MessageType:
+    implied = MessageType.FIFO if order else MessageType.NORMAL
+    declared = r.choice(raw, "spec.messageType", MessageType, implied)
+    if order and declared is not MessageType.FIFO:
+        r.fail("spec.messageType", f"an ordered topic (spec.order: true) is FIFO, not {declared.value}: "
+                                   "set messageType FIFO or leave it unset")
+    return declared
 
 
 def parse_group(raw: Any, object_name: str) -> ParsedEntity:
     r = Reader()
     top = r.mapping(raw, "spec")
     ref = _cluster_ref(r, top)
+    orderly = top.get("consumeMessageOrderly")
     config = brokeradmin.GroupConfig(
         name=_entity_name(r, top.get("groupName"), "spec.groupName", object_name, MAX_GROUP_NAME),
         consume_enable=r.boolean(top.get("consumeEnable"), "spec.consumeEnable", True),
         consume_broadcast_enable=r.boolean(top.get("consumeBroadcastEnable"), "spec.consumeBroadcastEnable", False),
         retry_max_times=r.integer(top.get("retryMaxTimes"), "spec.retryMaxTimes", 16, 0, MAX_RETRY_TIMES),
         retry_queue_nums=r.integer(top.get("retryQueueNums"), "spec.retryQueueNums", 1, 1, MAX_RETRY_QUEUES),
+        consume_message_orderly=r.boolean(orderly, "spec.consumeMessageOrderly", False),
     )
     errors = tuple(r.errors)
-    return ParsedEntity(None if errors else GroupSpec(ref, config), errors)
+    return ParsedEntity(None if errors else GroupSpec(ref, config, orderly is not None), errors)
 
 
 def parse(kind: str, raw: Any, object_name: str) -> ParsedEntity:

@@ -19,6 +19,18 @@ the object stays, and says why in its status (``Ready=False, reason=DeletionBloc
 annotation ``rocketq.io/skip-broker-cleanup: "true"`` releases the object without touching the
 brokers (what was created there stays there).
 
+RocketMQ 5 settings: a topic's ``message.type`` is written with its config (always declared:
+``entities`` resolves an unset ``messageType``), a group's ``consumeMessageOrderly`` only when
+the spec sets it; unset, each broker's own value is carried into every write, so a flag set by
+``rocketq admin updateSubGroup -o`` survives an unrelated edit. ``status.messageType`` and
+``status.consumeMessageOrderly`` say what the masters have (absent while they disagree).
+
+A write a broker refuses (``BrokerRefusedError``: MIXED on a broker without
+``enableMixedMessageType``, say) is not sent again on every pass: the object goes ``Failed``
+with ``Ready=False, reason=ChangeRefused`` and the broker's words, a Warning Event says it once,
+and that broker is left as it is until the spec changes (a new generation) or
+``REFUSAL_RETRY`` has passed (the broker's own config may have changed meanwhile).
+
 The RocketMQ name (``topicName``/``groupName``) cannot change: the first name applied is kept
 in the ``rocketq.io/applied-name`` annotation, and a different one later is refused with a
 condition, so an edit never leaves an orphaned topic on the brokers.
@@ -26,20 +38,30 @@ condition, so an edit never leaves an orphaned topic on the brokers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import datetime
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from rocketq_operator import brokeradmin, clusterviews, conditions, entities, names, observing
 from rocketq_operator.conditions import Condition, Phase, Type
-from rocketq_operator.runtime import Context
+from rocketq_operator.runtime import Context, Refusal
 from rocketq_operator.spec import BrokerMode
 
 APPLIED_NAME: Final = "rocketq.io/applied-name"
 SKIP_CLEANUP: Final = "rocketq.io/skip-broker-cleanup"
 DELETION_BLOCKED: Final = "DeletionBlocked"
+CHANGE_REFUSED: Final = "ChangeRefused"
+REFUSAL_RETRY: Final = datetime.timedelta(minutes=10)
+"""How long a write a broker refused is not sent again while the spec stays the same."""
 STATUS_NAME: Final = {entities.TOPIC_KIND: "topicName", entities.GROUP_KIND: "groupName"}
 """The status field holding the RocketMQ name (the printer columns read it)."""
+STATUS_SETTING: Final = {entities.TOPIC_KIND: ("messageType", "message_type"),
+                         entities.GROUP_KIND: ("consumeMessageOrderly", "consume_message_orderly")}
+"""The status field showing the masters' RocketMQ 5 setting, and the config attribute it shows."""
+
+Config = brokeradmin.TopicConfig | brokeradmin.GroupConfig
 
 
 class Retry(Exception):
@@ -74,13 +96,51 @@ def targets(view: clusterviews.ClusterView, cluster: str, namespace: str, *, eve
     return out
 
 
-async def _apply_one(admin: brokeradmin.BrokerAdmin, address: str,
-                     config: brokeradmin.TopicConfig | brokeradmin.GroupConfig) -> None:
+@dataclass(frozen=True)
+class Outcome:
+    now: Config | None
+    """What the master has after this pass (None: it has nothing)."""
+    refusal: Refusal | None = None
+    """Set when the master refused the write, now or within ``REFUSAL_RETRY`` for this generation."""
+    new_refusal: bool = False
+
+
+async def _current(admin: brokeradmin.BrokerAdmin, address: str, config: Config) -> Config | None:
     if isinstance(config, brokeradmin.TopicConfig):
-        if (await admin.list_topics(address)).get(config.name) != config:
-            await admin.create_or_update_topic(address, config)
-    elif (await admin.list_groups(address)).get(config.name) != config:
+        return (await admin.list_topics(address)).get(config.name)
+    return (await admin.list_groups(address)).get(config.name)
+
+
+def _wanted(entity: entities.TopicSpec | entities.GroupSpec, current: Config | None) -> Config:
+    """The spec's config, with the broker's own orderly flag where the spec leaves it unset."""
+    if (isinstance(entity, entities.GroupSpec) and not entity.orderly_declared
+            and isinstance(current, brokeradmin.GroupConfig)):
+        return dataclasses.replace(entity.config, consume_message_orderly=current.consume_message_orderly)
+    return entity.config
+
+
+async def _write(admin: brokeradmin.BrokerAdmin, address: str, config: Config) -> None:
+    if isinstance(config, brokeradmin.TopicConfig):
+        await admin.create_or_update_topic(address, config)
+    else:
         await admin.create_or_update_group(address, config)
+
+
+async def _apply_one(ctx: Context, address: str, entity: entities.TopicSpec | entities.GroupSpec,
+                     held: Refusal | None, generation: int | None) -> Outcome:
+    """Write where the master differs, unless it refused this very write a moment ago."""
+    admin = ctx.runtime.admin
+    current = await _current(admin, address, entity.config)
+    wanted = _wanted(entity, current)
+    if current == wanted:
+        return Outcome(current)
+    if held is not None and held.generation == generation and ctx.now - held.at < REFUSAL_RETRY:
+        return Outcome(current, held)
+    try:
+        await _write(admin, address, wanted)
+    except brokeradmin.BrokerRefusedError as exc:
+        return Outcome(current, Refusal(generation, ctx.now, str(exc)), new_refusal=True)
+    return Outcome(wanted)
 
 
 def _applied_name(ctx: Context, kind: str, body: Mapping[str, Any]) -> str | None:
@@ -119,33 +179,73 @@ async def _apply_everywhere(ctx: Context, kind: str, body: Mapping[str, Any],
                             entity: entities.TopicSpec | entities.GroupSpec, generation: int | None) -> dict[str, Any]:
     meta = body.get("metadata", {})
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-    config = entity.config
     view = await clusterviews.get(ctx, namespace, entity.cluster_ref)
     if isinstance(view, str):
         return _status(ctx, body, Phase.PENDING, "ClusterNotReady", view, [], generation)
     done: list[str] = []
     problems: list[str] = []
+    key = (kind, namespace, name)
+    held = ctx.runtime.refusals.get(key, {})
+    refused: dict[str, Refusal] = {}
+    present: list[Config] = []
     wanted = targets(view, entity.cluster_ref, namespace, everywhere=False)
     if _applied_name(ctx, kind, body) is None and any(target.address is not None for target in wanted):
         # Recorded before the first broker write, not before: thousands of objects waiting for a
         # new cluster would otherwise each spend a PATCH on it while there is nothing to write.
-        await ctx.runtime.api.patch(kind, namespace, name, {"metadata": {"annotations": {APPLIED_NAME: config.name}}})
-        ctx.runtime.applied_names[(kind, namespace, name)] = config.name
+        applied = {"metadata": {"annotations": {APPLIED_NAME: entity.config.name}}}
+        await ctx.runtime.api.patch(kind, namespace, name, applied)
+        ctx.runtime.applied_names[key] = entity.config.name
     for target in wanted:
         if target.address is None:
             problems.append(f"{target.group} has no serving master")
             continue
         try:
-            await _apply_one(ctx.runtime.admin, target.address, config)
+            outcome = await _apply_one(ctx, target.address, entity, held.get(target.group), generation)
         except brokeradmin.BrokerAdminError as exc:
             problems.append(f"{target.group}: {exc}")
             continue
-        done.append(target.group)
+        if outcome.now is not None:
+            present.append(outcome.now)
+        if outcome.refusal is None:
+            done.append(target.group)
+            continue
+        refused[target.group] = outcome.refusal
+        if outcome.new_refusal:
+            ctx.emit("Warning", CHANGE_REFUSED, outcome.refusal.message)
+    _remember(ctx, key, refused)
     if not wanted:
         problems.append(f"RocketMQCluster {entity.cluster_ref!r} has no broker group ready for {kind}s yet")
+    status = _outcome_status(ctx, body, refused, problems, done, generation)
+    status.update(_settings(kind, present))
+    return status
+
+
+def _remember(ctx: Context, key: tuple[str, str, str], refused: dict[str, Refusal]) -> None:
+    if refused:
+        ctx.runtime.refusals[key] = refused
+    else:
+        ctx.runtime.refusals.pop(key, None)
+
+
+def _outcome_status(ctx: Context, body: Mapping[str, Any], refused: Mapping[str, Refusal], problems: list[str],
+                    done: list[str], generation: int | None) -> dict[str, Any]:
+    if refused:
+        retry = int(REFUSAL_RETRY.total_seconds()) // 60
+        message = "; ".join([*(f"{group} refused the change: {r.message}" for group, r in sorted(refused.items())),
+                             *problems])
+        message += f" (not sent again until the spec changes, or for {retry} minutes)"
+        return _status(ctx, body, Phase.FAILED, CHANGE_REFUSED, message, done, generation)
     if problems:
         return _status(ctx, body, Phase.PENDING, "BrokersPending", "; ".join(problems), done, generation)
     return _status(ctx, body, Phase.READY, "Applied", f"present on {len(done)} broker groups", done, generation)
+
+
+def _settings(kind: str, present: Sequence[Config]) -> dict[str, Any]:
+    """``messageType`` / ``consumeMessageOrderly`` as the masters have it; None (absent) while
+    they disagree or none has the entity yet."""
+    field, attribute = STATUS_SETTING[kind]
+    values = {getattr(config, attribute) for config in present}
+    return {field: values.pop() if len(values) == 1 else None}
 
 
 def _status(ctx: Context, body: Mapping[str, Any], phase: Phase, reason: str, message: str,

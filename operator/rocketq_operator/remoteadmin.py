@@ -3,7 +3,12 @@
 ``AdminClient`` already speaks every admin request the operator needs, with typed bodies and
 RocketMQ's error codes; this adapter translates between its values and the operator's
 (``brokeradmin.TopicConfig`` and friends), and turns every failure (an error answer, an
-unreadable body, an unreachable peer) into ``BrokerAdminError``.
+unreadable body, an unreachable peer) into ``BrokerAdminError``; a topic or group write the
+broker answered with an error (other than "busy") becomes ``BrokerRefusedError``.
+
+Topic writes always carry ``+message.type=<type>`` (UPDATE_AND_CREATE_TOPIC's ``attributes``):
+the operator's config declares the type, and any other attribute (``queue.type``) is kept, as a
+modification without that key leaves it alone.
 
 The operator manages many clusters, each with its own name servers, and always says which
 peer it means. An ``AdminClient`` is built around one list of name servers, so this adapter
@@ -30,11 +35,13 @@ import orjson
 from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError
-from rocketq.protocol.codes import RequestCode
+from rocketq.protocol import topicattributes
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.remoting.errors import RemotingError
 from rocketq_operator import brokeradmin
 from rocketq_operator.brokeradmin import (
     BrokerAdminError,
+    BrokerRefusedError,
     BrokerRuntime,
     DLedgerMember,
     GroupConfig,
@@ -61,6 +68,8 @@ DLEDGER_PEER_MATCH_INDEX: Final = "dLegerPeerMatchIndex"
 TRANSFER_LEADERSHIP: Final = 51005
 """DLedger's leadership transfer request; answered SUCCESS once the transferee leads."""
 TRANSFEREE_ID: Final = "transfereeId"
+TRANSIENT_CODES: Final = frozenset({ResponseCode.SYSTEM_BUSY})
+"""Error answers to a write that say "not now" rather than "no": retried like a lost peer."""
 _FAILURES: Final = (AdminError, ArgumentError, BodyError, NotFoundError, UnavailableError, RemotingError)
 
 
@@ -124,13 +133,22 @@ async def _transfer(client: AdminClient, broker: str, transferee: str) -> None:
 
 def _topic(config: adminbodies.TopicConfig) -> TopicConfig:
     return TopicConfig(name=config.topic_name, read_queue_nums=config.read_queue_nums,
-                       write_queue_nums=config.write_queue_nums, perm=config.perm, order=config.order)
+                       write_queue_nums=config.write_queue_nums, perm=config.perm, order=config.order,
+                       message_type=config.message_type.value)
 
 
 def _group(config: adminbodies.GroupConfig) -> GroupConfig:
     return GroupConfig(name=config.group_name, consume_enable=config.consume_enable,
                        consume_broadcast_enable=config.consume_broadcast_enable,
-                       retry_max_times=config.retry_max_times, retry_queue_nums=config.retry_queue_nums)
+                       retry_max_times=config.retry_max_times, retry_queue_nums=config.retry_queue_nums,
+                       consume_message_orderly=config.consume_message_orderly)
+
+
+def _write_failure(exc: Exception, message: str) -> BrokerAdminError:
+    """A failed topic or group write: refused when the broker answered no, else "try again"."""
+    if isinstance(exc, AdminError) and exc.code not in TRANSIENT_CODES:
+        return BrokerRefusedError(message)
+    return BrokerAdminError(message)
 
 
 class RemotingBrokerAdmin:
@@ -167,10 +185,11 @@ class RemotingBrokerAdmin:
     async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None:
         config = adminbodies.TopicConfig(topic_name=topic.name, read_queue_nums=topic.read_queue_nums,
                                     write_queue_nums=topic.write_queue_nums, perm=topic.perm, order=topic.order)
+        attributes = topicattributes.modification({f"+{topicattributes.MESSAGE_TYPE}": topic.message_type})
         try:
-            await (await self._client(broker)).create_topic(broker, config)
+            await (await self._client(broker)).create_topic(broker, config, attributes)
         except _FAILURES as exc:
-            raise BrokerAdminError(f"{broker}: cannot create topic {topic.name}: {exc}") from exc
+            raise _write_failure(exc, f"{broker}: cannot create topic {topic.name}: {exc}") from exc
 
     async def delete_topic(self, broker: str, name: str) -> None:
         try:
@@ -194,11 +213,12 @@ class RemotingBrokerAdmin:
     async def create_or_update_group(self, broker: str, group: GroupConfig) -> None:
         config = adminbodies.GroupConfig(group_name=group.name, consume_enable=group.consume_enable,
                                     consume_broadcast_enable=group.consume_broadcast_enable,
-                                    retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times)
+                                    retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times,
+                                    consume_message_orderly=group.consume_message_orderly)
         try:
             await (await self._client(broker)).create_group(broker, config)
         except _FAILURES as exc:
-            raise BrokerAdminError(f"{broker}: cannot create consumer group {group.name}: {exc}") from exc
+            raise _write_failure(exc, f"{broker}: cannot create consumer group {group.name}: {exc}") from exc
 
     async def delete_group(self, broker: str, name: str) -> None:
         try:

@@ -143,6 +143,16 @@ class Announcements:
             del self._told[key]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A topic or group write a broker answered with "no" (``entitysync``): it is not sent again
+    for the same generation of the object until a while has passed."""
+
+    generation: int | None
+    at: datetime.datetime
+    message: str
+
+
 @dataclass
 class Runtime:
     api: kubeapi.KubeApi
@@ -162,6 +172,8 @@ class Runtime:
     applied_names: dict[tuple[str, str, str], str] = field(default_factory=dict, init=False)
     """(kind, namespace, name) -> the applied-name annotation this process wrote, until a body with
     it comes back: a pass starting from an older body must not write it again."""
+    refusals: dict[tuple[str, str, str], dict[str, Refusal]] = field(default_factory=dict, init=False)
+    """(kind, namespace, name) -> broker group -> the write it refused last (``entitysync``)."""
     entity_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(ENTITY_PASSES), init=False)
     """Topic and consumer-group passes running at once (``ENTITY_PASSES``)."""
     _closed: bool = field(default=False, init=False)
@@ -179,6 +191,7 @@ class Runtime:
         self.announcements.forget(kind, namespace, name)
         self.status_written.pop((kind, namespace, name), None)
         self.applied_names.pop((kind, namespace, name), None)
+        self.refusals.pop((kind, namespace, name), None)
         if kind == CLUSTER_KIND:
             self.metrics.forget_cluster(namespace, name)
 

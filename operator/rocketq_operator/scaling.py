@@ -62,15 +62,27 @@ async def seed(ctx: Context, meta: ClusterMeta, group: GroupState, master: str |
     if master is None:
         return f"{group.name} has no master yet"
     admin = ctx.runtime.admin
+    refused: list[str] = []
+    configs: list[TopicConfig | GroupConfig] = [*groups, *topics]  # groups first (see above)
     try:
-        for config in groups:
-            await admin.create_or_update_group(master, config)
-        for topic in topics:
-            await admin.create_or_update_topic(master, topic)
+        for config in configs:
+            try:
+                if isinstance(config, TopicConfig):
+                    await admin.create_or_update_topic(master, config)
+                else:
+                    await admin.create_or_update_group(master, config)
+            except brokeradmin.BrokerRefusedError as exc:
+                # Asking again would be refused again; the object's own pass reports it
+                # (ChangeRefused) and the group serves everything else meanwhile.
+                refused.append(str(exc))
     except brokeradmin.BrokerAdminError as exc:
         return f"cannot create topics and groups on {group.name} yet: {exc}"
     await _annotate(ctx, meta, group.index, {observing.METADATA_SYNCED: "true"})
-    ctx.logger.info(f"Created {len(groups)} consumer groups and {len(topics)} topics on {group.name}.")
+    if refused:
+        ctx.emit("Warning", "SeedRefused", f"{group.name} refused {len(refused)} of its topics and groups: "
+                                           + "; ".join(refused))
+    ctx.logger.info(f"Created {len(groups)} consumer groups and {len(topics)} topics on {group.name} "
+                    f"({len(refused)} refused).")
     return None
 
 

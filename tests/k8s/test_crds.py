@@ -211,6 +211,46 @@ def test_defaults_keep_given_values_and_are_idempotent() -> None:
     assert crdschema.apply_defaults("RocketMQTopic", once) == once
 
 
+@pytest.mark.parametrize("spec", [
+    {"messageType": "FIFO"},
+    {"messageType": "MIXED"},
+    {"messageType": "DELAY", "order": False},
+    {"order": True},
+    {"order": True, "messageType": "FIFO"},
+    {"messageType": "TRANSACTION", "perm": 4},
+])
+def test_message_types_consistent_with_order_pass_over_defaulted_objects(spec: dict[str, Any]) -> None:
+    obj = crdschema.apply_defaults("RocketMQTopic", cr("RocketMQTopic", clusterRef="demo", **spec))
+    assert crdschema.validate("RocketMQTopic", obj) == []
+    assert crdschema.validate("RocketMQTopic", obj, old=copy.deepcopy(obj)) == []
+
+
+def test_message_type_has_no_default_so_an_ordered_topic_stays_valid() -> None:
+    """A default NORMAL would make every stored ``order: true`` topic fail the order rule when
+    the API server defaults it on read; unset, the operator takes FIFO for it."""
+    spec = crdschema.apply_defaults("RocketMQTopic", cr("RocketMQTopic", clusterRef="d", order=True))["spec"]
+    assert "messageType" not in spec
+    assert crdschema.validate("RocketMQTopic", cr("RocketMQTopic", clusterRef="d", order=True)) == []
+
+
+def test_message_type_may_change_on_update() -> None:
+    """The brokers decide which type changes they take (MIXED needs enableMixedMessageType):
+    the CRD does not freeze the field, the operator reports a refusal as a condition."""
+    old = cr("RocketMQTopic", clusterRef="a", messageType="NORMAL")
+    assert crdschema.validate("RocketMQTopic", cr("RocketMQTopic", clusterRef="a", messageType="MIXED"), old=old) == []
+
+
+def test_group_orderly_flag_has_no_default_and_takes_both_values() -> None:
+    """Unset means "keep what the brokers have"; a default false would reset an admin-set flag."""
+    spec = crdschema.apply_defaults("RocketMQConsumerGroup", cr("RocketMQConsumerGroup", clusterRef="d"))["spec"]
+    assert "consumeMessageOrderly" not in spec
+    for value in (True, False):
+        obj = crdschema.apply_defaults("RocketMQConsumerGroup",
+                                       cr("RocketMQConsumerGroup", clusterRef="d", consumeMessageOrderly=value))
+        assert obj["spec"]["consumeMessageOrderly"] is value
+        assert crdschema.validate("RocketMQConsumerGroup", obj) == []
+
+
 def test_group_defaults() -> None:
     spec = crdschema.apply_defaults("RocketMQConsumerGroup", cr("RocketMQConsumerGroup", clusterRef="d"))["spec"]
     assert spec == {
@@ -379,6 +419,15 @@ INVALID = [
     ("RocketMQTopic", "t", {"clusterRef": "Demo_1"}, "spec.clusterRef: Invalid value"),
     ("RocketMQTopic", "t", {"clusterRef": "demo", "order": "yes"},
      'spec.order: Invalid value: "yes": must be of type boolean'),
+    ("RocketMQTopic", "t", {"clusterRef": "demo", "messageType": "LITE"},
+     'spec.messageType: Unsupported value: "LITE": supported values: "NORMAL", "FIFO", "DELAY", "TRANSACTION", '
+     '"MIXED"'),
+    ("RocketMQTopic", "t", {"clusterRef": "demo", "order": True, "messageType": "NORMAL"},
+     "an ordered topic (spec.order: true) is FIFO: set spec.messageType to FIFO or leave it unset"),
+    ("RocketMQTopic", "t", {"clusterRef": "demo", "order": True, "messageType": "MIXED"},
+     "an ordered topic (spec.order: true) is FIFO"),
+    ("RocketMQConsumerGroup", "g", {"clusterRef": "demo", "consumeMessageOrderly": "yes"},
+     'spec.consumeMessageOrderly: Invalid value: "yes": must be of type boolean'),
     ("RocketMQConsumerGroup", "g", {"clusterRef": "demo", "retryMaxTimes": -1},
      "spec.retryMaxTimes: Invalid value: -1: should be greater than or equal to 0"),
     ("RocketMQConsumerGroup", "g", {"clusterRef": "demo", "retryQueueNums": 0},

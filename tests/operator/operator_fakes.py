@@ -3,7 +3,8 @@
 It keeps per-address topics, groups, permissions, lags, CommitLog offsets and replication lag, answers
 ``cluster_brokers`` from ``registered`` (which the StatefulSet emulator fills in as pods
 become ready, per namespace and cluster, as each cluster's own name servers would), refuses
-every call to an address in ``down``, and records every call in ``calls`` as
+every call to an address in ``down``, refuses a MIXED topic on an address in ``mixed_refused``
+(a broker without ``enableMixedMessageType``, as ``BrokerRefusedError``), and records every call in ``calls`` as
 ``(method, address, argument)``.
 
 DLedger groups are played by ``play_raft`` (the StatefulSet emulator calls it for every
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from rocketq_operator import brokeradmin
 from rocketq_operator.brokeradmin import (
     BrokerAdminError,
+    BrokerRefusedError,
     BrokerRuntime,
     DLedgerMember,
     GroupConfig,
@@ -46,6 +48,7 @@ class FakeBrokerAdmin:
         self.registered: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
         """(namespace, cluster) -> brokerName -> {brokerId: address}: what the name servers know."""
         self.down: set[str] = set()
+        self.mixed_refused: set[str] = set()
         self.closed = False
         self.raft: dict[str, DLedgerMember] = {}
         """address -> the Raft state a DLedger member reports (``play_raft``)."""
@@ -91,6 +94,9 @@ class FakeBrokerAdmin:
 
     async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None:
         self._call("create_or_update_topic", broker, topic)
+        if topic.message_type == "MIXED" and broker in self.mixed_refused:
+            raise BrokerRefusedError(f"{broker}: cannot create topic {topic.name}: SYSTEM_ERROR (1): "
+                                     "MIXED message type is not supported.")
         self.topics.setdefault(broker, {})[topic.name] = topic
 
     async def delete_topic(self, broker: str, name: str) -> None:

@@ -21,7 +21,23 @@ def test_topic_defaults_and_name_from_metadata() -> None:
 def test_topic_fields() -> None:
     parsed = entities.parse_topic({"clusterRef": "demo", "topicName": "Orders_v2", "readQueueNums": 16,
                                    "writeQueueNums": 4, "perm": 4, "order": True}, "orders.v2")
-    assert parsed.spec == entities.TopicSpec("demo", TopicConfig("Orders_v2", 16, 4, 4, True))
+    assert parsed.spec == entities.TopicSpec("demo", TopicConfig("Orders_v2", 16, 4, 4, True, "FIFO"))
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ({}, "NORMAL"),
+    ({"order": False}, "NORMAL"),
+    ({"order": True}, "FIFO"),
+    ({"order": True, "messageType": "FIFO"}, "FIFO"),
+    ({"messageType": "FIFO"}, "FIFO"),
+    ({"messageType": "DELAY"}, "DELAY"),
+    ({"messageType": "TRANSACTION"}, "TRANSACTION"),
+    ({"messageType": "MIXED", "order": False}, "MIXED"),
+])
+def test_topic_message_type_declared_or_implied_by_order(raw: dict[str, Any], expected: str) -> None:
+    parsed = entities.parse_topic({"clusterRef": "demo", **raw}, "t")
+    assert parsed.errors == ()
+    assert parsed.spec is not None and parsed.spec.config.message_type == expected
 
 
 @pytest.mark.parametrize(("raw", "name", "expected"), [
@@ -39,6 +55,11 @@ def test_topic_fields() -> None:
     ({"clusterRef": "demo", "perm": 5}, "t", "spec.perm: must be one of 2 (write), 4 (read) or 6 (read+write), got 5"),
     ({"clusterRef": "demo", "readQueueNums": 0}, "t", "spec.readQueueNums: must be between 1 and 1024, got 0"),
     ({"clusterRef": "demo", "order": "yes"}, "t", "spec.order: must be true or false, got 'yes'"),
+    ({"clusterRef": "demo", "messageType": "LITE"}, "t",
+     "spec.messageType: must be one of NORMAL, FIFO, DELAY, TRANSACTION, MIXED, got 'LITE'"),
+    ({"clusterRef": "demo", "order": True, "messageType": "MIXED"}, "t",
+     "spec.messageType: an ordered topic (spec.order: true) is FIFO, not MIXED: "
+     "set messageType FIFO or leave it unset"),
 ])
 def test_topic_refusals(raw: dict[str, Any], name: str, expected: str) -> None:
     parsed = entities.parse_topic(raw, name)
@@ -49,7 +70,12 @@ def test_topic_refusals(raw: dict[str, Any], name: str, expected: str) -> None:
 def test_group_fields_and_refusals() -> None:
     parsed = entities.parse_group({"clusterRef": "demo", "consumeEnable": False, "consumeBroadcastEnable": True,
                                    "retryMaxTimes": 0, "retryQueueNums": 2}, "billing")
-    assert parsed.spec == entities.GroupSpec("demo", GroupConfig("billing", False, True, 0, 2))
+    assert parsed.spec == entities.GroupSpec("demo", GroupConfig("billing", False, True, 0, 2), orderly_declared=False)
+    for flag in (True, False):
+        declared = entities.parse_group({"clusterRef": "demo", "consumeMessageOrderly": flag}, "billing")
+        assert declared.spec == entities.GroupSpec("demo", GroupConfig("billing", consume_message_orderly=flag))
+    assert entities.parse_group({"clusterRef": "demo", "consumeMessageOrderly": "yes"}, "g").errors == (
+        "spec.consumeMessageOrderly: must be true or false, got 'yes'",)
     assert entities.parse_group({"clusterRef": "demo", "retryMaxTimes": 65}, "g").errors == (
         "spec.retryMaxTimes: must be between 0 and 64, got 65",)
     assert entities.parse_group({"clusterRef": "demo"}, "x" * 256).errors == (
@@ -60,7 +86,8 @@ def test_group_fields_and_refusals() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(raw=st.dictionaries(st.sampled_from(["clusterRef", "topicName", "groupName", "perm", "readQueueNums",
-                                            "order", "retryMaxTimes", "consumeEnable"]),
+                                            "order", "retryMaxTimes", "consumeEnable", "messageType",
+                                            "consumeMessageOrderly"]),
                            st.none() | st.booleans() | st.integers(-5, 2000) | st.text(max_size=20), max_size=6)
        | st.lists(st.integers(), max_size=2) | st.text(max_size=5),
        name=st.text(max_size=30), kind=st.sampled_from([entities.TOPIC_KIND, entities.GROUP_KIND]))

@@ -182,6 +182,28 @@ async def test_scale_up_creates_the_group_and_seeds_topics_and_groups_first(env:
                        "the topic status to list both groups")
 
 
+async def test_a_topic_a_new_master_refuses_does_not_block_seeding_it(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await env.create("RocketMQTopic", "mixed", {"clusterRef": "demo", "messageType": "MIXED"})
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo"})
+    await running(env, "demo")
+    await env.wait_for(lambda: env.status("RocketMQTopic", "mixed").get("phase") == "Ready", "MIXED on group 0")
+    master1 = names.broker_address("demo", "mq", 1, 0)
+    env.admin.mixed_refused.add(master1)  # group 1's brokers run without enableMixedMessageType
+
+    await env.patch("RocketMQCluster", "demo", {"spec": {"brokers": {"groups": 2}}})
+    await env.wait_for(lambda: (env.get("ConfigMap", "demo-broker-1-config") or {}).get("metadata", {}).get(
+        "annotations", {}).get("rocketq.io/metadata-synced") == "true", "group 1 seeded despite the refusal")
+    assert env.admin.topics[master1]["orders"] == TopicConfig("orders")
+    assert "mixed" not in env.admin.topics[master1]
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("brokers") == ["demo-broker-0",
+                                                                                        "demo-broker-1"],
+                       "the other topic on both groups")
+    await env.wait_for(lambda: (env.condition("RocketMQTopic", "mixed", "Ready") or {}).get("reason")
+                       == "ChangeRefused", "the refused topic to say so")
+    assert env.status("RocketMQTopic", "mixed")["brokers"] == ["demo-broker-0"]
+
+
 async def test_scale_down_drains_before_deleting(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 2}})
     await running(env, "demo")
@@ -261,7 +283,7 @@ async def test_topic_lifecycle_reaches_every_master(env: OperatorEnv) -> None:
     topic = env.get("RocketMQTopic", "orders")
     assert topic is not None and "rocketq.io/finalizer" in topic["metadata"]["finalizers"]
     assert printer_columns(topic) == {"Cluster": "demo", "Topic": "orders", "Read": 8, "Write": 8, "Perm": 6,
-                                      "Phase": "Ready"}, "no empty column when the name defaults"
+                                      "Type": "NORMAL", "Phase": "Ready"}, "no empty column when the name defaults"
 
     await env.patch("RocketMQTopic", "orders", {"spec": {"perm": 4, "writeQueueNums": 2}})
     await env.wait_for(lambda: all(env.admin.topics[m]["orders"] == TopicConfig("orders", 8, 2, 4) for m in masters),
@@ -284,10 +306,87 @@ async def test_consumer_group_lifecycle(env: OperatorEnv) -> None:
         "billing", consume_broadcast_enable=True), "the group on the master")
     await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "billing").get("phase") == "Ready", "Ready")
     assert printer_columns(env.get("RocketMQConsumerGroup", "billing") or {}) == {
-        "Cluster": "demo", "Group": "billing", "Phase": "Ready"}
+        "Cluster": "demo", "Group": "billing", "Orderly": False, "Phase": "Ready"}
     await env.delete("RocketMQConsumerGroup", "billing")
     await env.wait_for(lambda: env.get("RocketMQConsumerGroup", "billing") is None, "the group to go")
     assert set(env.admin.called("delete_group")) == {(master, "billing")}
+
+
+async def test_a_fifo_topic_gets_message_type_fifo_and_an_ordered_one_too(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {"brokers": {"groups": 2}})
+    await running(env, "demo")
+    masters = [names.broker_address("demo", "mq", i, 0) for i in range(2)]
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo", "messageType": "FIFO"})
+    await env.create("RocketMQTopic", "legacy", {"clusterRef": "demo", "order": True})
+    for name in ("orders", "legacy"):
+        await env.wait_for(lambda n=name: env.status("RocketMQTopic", n).get("phase") == "Ready", f"{name} Ready")
+        assert env.status("RocketMQTopic", name)["messageType"] == "FIFO"
+    for master in masters:
+        assert env.admin.topics[master]["orders"] == TopicConfig("orders", message_type="FIFO")
+        assert env.admin.topics[master]["legacy"] == TopicConfig("legacy", order=True, message_type="FIFO")
+    assert printer_columns(env.get("RocketMQTopic", "orders") or {})["Type"] == "FIFO"
+
+    await env.patch("RocketMQTopic", "orders", {"spec": {"messageType": "DELAY"}})
+    await env.wait_for(lambda: all(env.admin.topics[m]["orders"].message_type == "DELAY" for m in masters)
+                       and env.status("RocketMQTopic", "orders").get("messageType") == "DELAY",
+                       "the type change on every master and in the status")
+
+
+async def test_a_refused_type_change_is_a_condition_and_not_sent_again(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    master = names.broker_address("demo", "mq", 0, 0)
+    env.admin.mixed_refused.add(master)
+    await env.create("RocketMQTopic", "orders", {"clusterRef": "demo", "messageType": "FIFO"})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Ready", "the topic Ready")
+
+    await env.patch("RocketMQTopic", "orders", {"spec": {"messageType": "MIXED"}})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Failed", "phase Failed")
+    ready = env.condition("RocketMQTopic", "orders", "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "ChangeRefused"
+    assert "demo-broker-0 refused the change" in ready["message"]
+    assert "MIXED message type is not supported" in ready["message"]
+    assert env.status("RocketMQTopic", "orders")["messageType"] == "FIFO", "what the broker still has"
+    assert env.admin.topics[master]["orders"].message_type == "FIFO"
+    await asyncio.sleep(1.5)  # several entity intervals (0.3 s) of timer passes
+    mixed_writes = [t for _, t in env.admin.called("create_or_update_topic")
+                    if isinstance(t, TopicConfig) and t.message_type == "MIXED"]
+    assert len(mixed_writes) == 1, "a refused write is not sent again on every pass"
+    assert len(env.events("ChangeRefused")) == 1
+
+    # A new generation is a new attempt: back to a type the broker takes.
+    await env.patch("RocketMQTopic", "orders", {"spec": {"messageType": "NORMAL"}})
+    await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Ready"
+                       and env.admin.topics[master]["orders"].message_type == "NORMAL", "the topic Ready again")
+
+
+async def test_group_orderly_flag_written_when_declared_and_kept_when_not(env: OperatorEnv) -> None:
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    master = names.broker_address("demo", "mq", 0, 0)
+    await env.create("RocketMQConsumerGroup", "fifo", {"clusterRef": "demo", "consumeMessageOrderly": True})
+    await env.wait_for(lambda: env.admin.groups.get(master, {}).get("fifo") == GroupConfig(
+        "fifo", consume_message_orderly=True), "the orderly group on the master")
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "fifo").get("consumeMessageOrderly") is True,
+                       "the status to show the flag")
+    assert printer_columns(env.get("RocketMQConsumerGroup", "fifo") or {})["Orderly"] is True
+
+    # A group whose flag was set with `rocketq admin updateSubGroup -o true` while its object
+    # says nothing about it: an unrelated edit keeps the flag.
+    await env.create("RocketMQConsumerGroup", "billing", {"clusterRef": "demo"})
+    await env.wait_for(lambda: "billing" in env.admin.groups.get(master, {}), "the group on the master")
+    env.admin.groups[master]["billing"] = GroupConfig("billing", consume_message_orderly=True)
+    await env.patch("RocketMQConsumerGroup", "billing", {"spec": {"retryMaxTimes": 3}})
+    await env.wait_for(lambda: env.admin.groups[master]["billing"].retry_max_times == 3, "the edit on the master")
+    assert env.admin.groups[master]["billing"] == GroupConfig("billing", retry_max_times=3,
+                                                              consume_message_orderly=True)
+    await env.wait_for(lambda: env.status("RocketMQConsumerGroup", "billing").get("consumeMessageOrderly") is True,
+                       "the status to show the broker's flag")
+
+    # Declared, it is enforced: the object is the source of truth for what it sets.
+    await env.patch("RocketMQConsumerGroup", "billing", {"spec": {"consumeMessageOrderly": False}})
+    await env.wait_for(lambda: env.admin.groups[master]["billing"].consume_message_orderly is False,
+                       "the declared flag on the master")
 
 
 async def test_topic_for_a_missing_cluster_waits(env: OperatorEnv) -> None:

@@ -12,10 +12,15 @@ from pathlib import Path
 
 import pytest
 from admin_processes import Process, free_port, start_broker, start_namesrv
-from rocketq_operator import brokeradmin
-from rocketq_operator.brokeradmin import BrokerAdminError, GroupConfig, TopicConfig
+from rocketq_operator import brokeradmin, remoteadmin
+from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRefusedError, GroupConfig, TopicConfig
 from rocketq_operator.remoteadmin import RemotingBrokerAdmin
 from rocketq_operator.runtime import ConfigError, OperatorConfig
+
+from rocketq.admin import adminbodies
+from rocketq.admin.client import AdminClient
+from rocketq.admin.errors import AdminError, UnavailableError
+from rocketq.protocol.codes import ResponseCode
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +82,50 @@ async def test_groups_round_trip_and_lag(processes: tuple[Process, Process], adm
     assert await admin.consumer_lag(broker.addr, "rq-billing") == 0
     await admin.delete_group(broker.addr, "rq-billing")
     assert "rq-billing" not in await admin.list_groups(broker.addr)
+
+
+async def test_message_types_round_trip_keep_other_attributes_and_mixed_is_refused(
+        processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    engine = AdminClient(broker.addr, timeout=5.0)
+    try:
+        # queue.type can only be set at creation: the operator's writes must not drop it.
+        await engine.create_topic(broker.addr, adminbodies.TopicConfig("rq-typed", 2, 2), "+queue.type=BatchCQ")
+        assert (await admin.list_topics(broker.addr))["rq-typed"].message_type == "NORMAL", "absent is NORMAL"
+        fifo = TopicConfig("rq-typed", 2, 2, message_type="FIFO")
+        await admin.create_or_update_topic(broker.addr, fifo)
+        assert (await admin.list_topics(broker.addr))["rq-typed"] == fifo
+        delay = TopicConfig("rq-typed", 2, 4, message_type="DELAY")
+        await admin.create_or_update_topic(broker.addr, delay)
+        assert (await admin.list_topics(broker.addr))["rq-typed"] == delay
+        assert (await engine.all_topic_config(broker.addr))["rq-typed"].attribute_map == {
+            "message.type": "DELAY", "queue.type": "BatchCQ"}
+        # The broker runs without enableMixedMessageType: a "no", not a "try again".
+        with pytest.raises(BrokerRefusedError, match="MIXED message type is not supported"):
+            await admin.create_or_update_topic(broker.addr, TopicConfig("rq-typed", 2, 4, message_type="MIXED"))
+        assert (await admin.list_topics(broker.addr))["rq-typed"] == delay
+    finally:
+        await engine.close()
+    nobody = f"127.0.0.1:{free_port()}"
+    with pytest.raises(BrokerAdminError) as lost:
+        await admin.create_or_update_topic(nobody, fifo)
+    assert not isinstance(lost.value, BrokerRefusedError), "an unreachable broker is tried again"
+
+
+def test_a_busy_broker_is_asked_again_and_any_other_error_answer_is_a_refusal() -> None:
+    busy = remoteadmin._write_failure(AdminError(ResponseCode.SYSTEM_BUSY, "too many requests"), "busy")
+    assert type(busy) is BrokerAdminError
+    refused = remoteadmin._write_failure(AdminError(ResponseCode.SYSTEM_ERROR, "no"), "refused")
+    assert isinstance(refused, BrokerRefusedError) and str(refused) == "refused"
+    assert type(remoteadmin._write_failure(UnavailableError("nobody"), "gone")) is BrokerAdminError
+
+
+async def test_group_orderly_flag_round_trips(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    for flag in (True, False):
+        group = GroupConfig("rq-fifo", retry_max_times=5, consume_message_orderly=flag)
+        await admin.create_or_update_group(broker.addr, group)
+        assert (await admin.list_groups(broker.addr))["rq-fifo"] == group
 
 
 async def test_permission_and_runtime(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
