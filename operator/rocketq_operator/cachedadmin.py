@@ -67,6 +67,12 @@ class CachingBrokerAdmin:
     async def list_groups(self, broker: str) -> Mapping[str, GroupConfig]:
         return types.MappingProxyType(await self._groups.get(broker, lambda: self._read_groups(broker)))
 
+    async def get_group(self, broker: str, name: str) -> GroupConfig | None:
+        """Read through, and the cached table made to agree with what the broker said."""
+        group = await self._through(broker, self._inner.get_group(broker, name))
+        _written(self._groups.peek(broker), name, group)
+        return group
+
     async def create_or_update_topic(self, broker: str, topic: TopicConfig) -> None:
         await self._through(broker, self._inner.create_or_update_topic(broker, topic))
         _written(self._topics.peek(broker), topic.name, topic)

@@ -113,10 +113,14 @@ async def _current(admin: brokeradmin.BrokerAdmin, address: str, config: Config)
 
 def _wanted(entity: entities.TopicSpec | entities.GroupSpec, current: Config | None) -> Config:
     """The spec's config, with the broker's own orderly flag where the spec leaves it unset."""
-    if (isinstance(entity, entities.GroupSpec) and not entity.orderly_declared
+    if (isinstance(entity, entities.GroupSpec) and _carries_broker_values(entity)
             and isinstance(current, brokeradmin.GroupConfig)):
         return dataclasses.replace(entity.config, consume_message_orderly=current.consume_message_orderly)
     return entity.config
+
+
+def _carries_broker_values(entity: entities.TopicSpec | entities.GroupSpec) -> bool:
+    return isinstance(entity, entities.GroupSpec) and not entity.orderly_declared
 
 
 async def _write(admin: brokeradmin.BrokerAdmin, address: str, config: Config) -> None:
@@ -134,6 +138,11 @@ async def _apply_one(ctx: Context, address: str, entity: entities.TopicSpec | en
     wanted = _wanted(entity, current)
     if current == wanted:
         return Outcome(current)
+    if _carries_broker_values(entity):  # the table may be up to a cache TTL old: carry what is there now
+        current = await admin.get_group(address, entity.config.name)
+        wanted = _wanted(entity, current)
+        if current == wanted:
+            return Outcome(current)
     if held is not None and held.generation == generation and ctx.now - held.at < REFUSAL_RETRY:
         return Outcome(current, held)
     try:

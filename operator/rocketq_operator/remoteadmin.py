@@ -233,6 +233,13 @@ class RemotingBrokerAdmin:
             raise BrokerAdminError(f"{broker}: cannot list consumer groups: {exc}") from exc
         return {name: _group(config) for name, config in table.items()}
 
+    async def get_group(self, broker: str, name: str) -> GroupConfig | None:
+        try:
+            config = await (await self._client(broker)).group_config(broker, name)
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot read consumer group {name}: {exc}") from exc
+        return _group(config) if config is not None else None
+
     async def get_broker_permission(self, broker: str) -> int:
         try:
             config = await (await self._client(broker)).broker_config(broker)

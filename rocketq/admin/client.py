@@ -252,6 +252,17 @@ class AdminClient:
             return None
         return TopicConfig.from_json(adminbodies.load(response.body, "topic config"), name=topic)
 
+    async def group_config(self, addr: str, group: str) -> GroupConfig | None:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (RocketMQ 5): one group's config on that broker; None when the
+        broker does not hold it. A broker that predates the request raises AdminError."""
+        adminbodies.check_group(group)
+        response = await self.call(addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                                   headers.GetSubscriptionGroupConfigRequestHeader(group=group),
+                                   ok=frozenset({ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST}))
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        return GroupConfig.from_json(adminbodies.load(response.body, "group config"), "group config")
+
     async def create_group(self, addr: str, config: GroupConfig) -> None:
         config.validate()
         await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.body())

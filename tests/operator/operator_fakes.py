@@ -122,6 +122,10 @@ class FakeBrokerAdmin:
         self._call("list_groups", broker)
         return dict(self.groups.get(broker, {}))
 
+    async def get_group(self, broker: str, name: str) -> GroupConfig | None:
+        self._call("get_group", broker)
+        return self.groups.get(broker, {}).get(name)
+
     async def get_broker_permission(self, broker: str) -> int:
         self._call("get_broker_permission", broker)
         return self.perms.get(broker, brokeradmin.PERM_READ_WRITE)

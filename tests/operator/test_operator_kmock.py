@@ -389,6 +389,21 @@ async def test_group_orderly_flag_written_when_declared_and_kept_when_not(env: O
                        "the declared flag on the master")
 
 
+@pytest.mark.operator_config(read_cache_ttl=60.0)
+async def test_an_admin_set_orderly_flag_survives_an_edit_made_while_the_table_is_cached(env: OperatorEnv) -> None:
+    """The group table the operator compares against may be a cache TTL old; the flag it carries
+    over is read fresh from the broker just before the write."""
+    await env.create("RocketMQCluster", "demo", {})
+    await running(env, "demo")
+    master = names.broker_address("demo", "mq", 0, 0)
+    await env.create("RocketMQConsumerGroup", "billing", {"clusterRef": "demo"})
+    await env.wait_for(lambda: "billing" in env.admin.groups.get(master, {}), "the group on the master")
+    env.admin.groups[master]["billing"] = GroupConfig("billing", consume_message_orderly=True)  # mqadmin's
+    await env.patch("RocketMQConsumerGroup", "billing", {"spec": {"retryMaxTimes": 3}})
+    await env.wait_for(lambda: env.admin.groups[master]["billing"].retry_max_times == 3, "the edit on the master")
+    assert env.admin.groups[master]["billing"].consume_message_orderly is True
+
+
 async def test_topic_for_a_missing_cluster_waits(env: OperatorEnv) -> None:
     await env.create("RocketMQTopic", "orders", {"clusterRef": "nowhere"})
     await env.wait_for(lambda: env.status("RocketMQTopic", "orders").get("phase") == "Pending", "Pending")
