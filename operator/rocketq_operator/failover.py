@@ -42,7 +42,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from rocketq_operator import brokeradmin, identities, names, observing, promotion
+from rocketq_operator import brokeradmin, identities, names, observing, promotion, rolechange
 from rocketq_operator.brokeradmin import BrokerRuntime
 from rocketq_operator.observing import GroupState
 from rocketq_operator.rendering import broker
@@ -57,6 +57,7 @@ class Kind(enum.Enum):
     FAILED_OVER = "FailedOver"
     NO_CANDIDATE = "NoFailoverCandidate"
     BLOCKED = "FailoverBlocked"
+    PROMOTION_FAILED = "FailoverFailed"
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ async def _fence(ctx: Context, meta: ClusterMeta, group: GroupState, master: int
     try:
         await ctx.runtime.admin.set_broker_permission(address, brokeradmin.PERM_READ_ONLY)
     except brokeradmin.BrokerAdminError:
-        return "old master unreachable: fenced only by its restart as a slave"
+        return "old master unreachable"
     return "old master set read-only"
 
 
@@ -123,6 +124,33 @@ async def _blocked(ctx: Context, meta: ClusterMeta, group: GroupState, reason: s
     return Outcome(Kind.BLOCKED, message)
 
 
+async def _healthy(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> Outcome:
+    """The master serves: forget a pending failover, and finish settling roles a move left."""
+    failed = group.failover_failed
+    marks = (group.master_unavailable_since, group.failover_blocked, group.master_last_offset)
+    if marks != (None,) * 3 or failed or group.failover_epoch_floor:
+        # A candidate that failed midway may have promoted itself: it is settled as a slave.
+        await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, group.index), {
+            "metadata": {"annotations": {
+                **dict.fromkeys(_FAILOVER_MARKS),
+                observing.ROLES_PENDING: observing.format_ordinals(group.roles_pending | failed)}}})
+    pending = group.roles_pending | failed
+    if pending:
+        await rolechange.settle(ctx, meta, group, master, pending)
+    return Outcome(Kind.HEALTHY)
+
+
+_FAILOVER_MARKS = (observing.MASTER_UNAVAILABLE_SINCE, observing.FAILOVER_BLOCKED, observing.FORCE_FAILOVER,
+                   observing.MASTER_LAST_OFFSET, observing.FAILOVER_FAILED, observing.FAILOVER_EPOCH_FLOOR)
+"""Annotations of a failover under way, all removed once the master serves again or has moved."""
+
+
+def _untried(runtimes: dict[int, BrokerRuntime], failed: frozenset[int]) -> dict[int, BrokerRuntime]:
+    """Candidates whose promotion has not failed yet; all of them again once every one has."""
+    untried = {ordinal: runtime for ordinal, runtime in runtimes.items() if ordinal not in failed}
+    return untried or runtimes
+
+
 async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     if group.configmap is None or group.statefulset is None:
         return Outcome(Kind.NOT_APPLICABLE)
@@ -130,10 +158,7 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     pod = group.pods.get(master)
     planned = master >= group.replicas
     if pod is not None and pod.serving and not planned:
-        if (group.master_unavailable_since, group.failover_blocked, group.master_last_offset) != (None,) * 3:
-            await _clear(ctx, meta, group, observing.MASTER_UNAVAILABLE_SINCE, observing.FAILOVER_BLOCKED,
-                         observing.MASTER_LAST_OFFSET)
-        return Outcome(Kind.HEALTHY)
+        return await _healthy(ctx, meta, group, master)
     if not group.metadata_synced and not planned:
         return Outcome(Kind.NOT_APPLICABLE)
     master_name = names.broker_pod(meta.name, group.index, master)
@@ -152,7 +177,8 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
     master_last = await _master_offset(ctx, meta, group, master)
     if master_last is None:
         master_last = group.master_last_offset
-    decision = promotion.decide(runtimes, master_last, ctx.runtime.config.caught_up_bytes, forced)
+    candidates = runtimes if forced is not None else _untried(runtimes, group.failover_failed)
+    decision = promotion.decide(candidates, master_last, ctx.runtime.config.caught_up_bytes, forced)
     if decision.promote is None:
         hint = f"; annotate ConfigMap {names.broker_config(meta.name, group.index)} with {observing.FORCE_FAILOVER}" \
                "=<ordinal> to promote one anyway (its missing messages are lost)"
@@ -160,25 +186,51 @@ async def check(ctx: Context, meta: ClusterMeta, group: GroupState) -> Outcome:
                               f"master {master_name} of {group.name} unavailable for {waited:.0f}s; "
                               f"{decision.reason}{hint if forced is None else ''}")
     best = decision.promote
+    new_name = names.broker_pod(meta.name, group.index, best)
     fenced = await _fence(ctx, meta, group, master)
+    promoted = await rolechange.promote(ctx, meta, group, best, runtimes[best])
+    if promoted.result is rolechange.Result.FAILED:
+        message = (f"promoting {new_name} to master of {group.name} failed midway: {promoted.detail}; "
+                   f"the next pass promotes another candidate past its possible epoch")
+        ctx.emit("Warning", Kind.PROMOTION_FAILED.value, message)
+        ctx.logger.warning(message)
+        return Outcome(Kind.PROMOTION_FAILED, message)
+    at_runtime = promoted.result is rolechange.Result.PROMOTED
+    how = promoted.detail if at_runtime else f"promoted by pod restart (fallback: {promoted.detail})"
+    fenced += "; a lower epoch: the name servers refuse it as master" if at_runtime \
+        else "; no new epoch: fenced only by its restart as a slave"
+    pending = rolechange.displaced(group, master, best) if at_runtime else frozenset()
     await ctx.runtime.api.patch(
         "ConfigMap", meta.namespace, names.broker_config(meta.name, group.index),
         {"data": {broker.MASTER_ORDINAL_KEY: str(best)},
-         "metadata": {"annotations": {observing.MASTER_UNAVAILABLE_SINCE: None, observing.FAILOVER_BLOCKED: None,
-                                      observing.FORCE_FAILOVER: None, observing.MASTER_LAST_OFFSET: None}}},
+         "metadata": {"annotations": {**dict.fromkeys(_FAILOVER_MARKS),
+                                      observing.ROLES_PENDING: observing.format_ordinals(pending),
+                                      observing.LAST_FAILOVER: f"{new_name}: {how}"}}},
     )
     ctx.runtime.cluster_views.drop((meta.namespace, meta.name))  # topic passes: write to the new master
+    if at_runtime:
+        left = await rolechange.settle(ctx, meta, group, best, pending)
+        done = ", ".join(names.broker_pod(meta.name, group.index, o) for o in sorted(pending - left))
+        after = f"slaves re-identified at runtime: {done or 'none'}"
+        if left:
+            after += f"; pending until they answer: ordinals {observing.format_ordinals(left)}"
+    else:
+        after = f"restarted {', '.join(await _restart_moved(ctx, meta, group, master, best)) or 'no pods'}"
+    why = "moved out of the StatefulSet" if planned else f"unavailable for {waited:.0f}s"
+    message = (f"master of {group.name} moved from {master_name} ({why}) to {new_name}, {decision.reason}; "
+               f"{how}; {fenced}; {after}")
+    ctx.emit("Warning", "Failover", message)
+    ctx.logger.warning(message)
+    ctx.runtime.metrics.failovers.labels(namespace=meta.namespace, cluster=meta.name).inc()
+    return Outcome(Kind.FAILED_OVER, message)
+
+
+async def _restart_moved(ctx: Context, meta: ClusterMeta, group: GroupState, master: int, best: int) -> list[str]:
+    """The fallback: delete the pods whose identity changes, so they restart with the new one."""
     restarted = []
     for ordinal in identities.changed_by_master_move(max(group.replicas, master + 1), master, best):
         if ordinal in group.pods:
             await ctx.runtime.api.delete("Pod", meta.namespace, group.pods[ordinal].name)
             ctx.runtime.metrics.pod_restarts.labels(reason="failover").inc()
             restarted.append(group.pods[ordinal].name)
-    new_name = names.broker_pod(meta.name, group.index, best)
-    why = "moved out of the StatefulSet" if planned else f"unavailable for {waited:.0f}s"
-    message = (f"master of {group.name} moved from {master_name} ({why}) to {new_name}, {decision.reason}; "
-               f"{fenced}; restarted {', '.join(restarted) or 'no pods'}")
-    ctx.emit("Warning", "Failover", message)
-    ctx.logger.warning(message)
-    ctx.runtime.metrics.failovers.labels(namespace=meta.namespace, cluster=meta.name).inc()
-    return Outcome(Kind.FAILED_OVER, message)
+    return restarted
