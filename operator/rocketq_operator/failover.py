@@ -15,18 +15,29 @@ disk). Each pass checks the pod at ``masterOrdinal``:
    in sync: the group is Degraded with reason ``FailoverBlocked`` (offsets in the message, one
    Warning Event per distinct reason) until a slave catches up or a person annotates the
    group's ConfigMap ``rocketq.io/force-failover=<ordinal>``.
-4. Promotion: the old master is *fenced* -- set read-only (brokerPermission 4) if it still
-   answers -- then ``masterOrdinal`` is set to the chosen slave and the pods whose brokerId or
-   role changes (``identities.changed_by_master_move``, the old master's pod included) are
-   deleted so they restart with their new identity. A Warning Event records the move, the
-   offsets and how the old master was fenced.
+4. Promotion: the old master is set read-only (brokerPermission 4) if it still answers, then
+   the chosen slave is promoted *at runtime* (``rolechange.promote``: ``electMaster``'s call),
+   which starts a new master epoch; only then is ``masterOrdinal`` set to it, so a restarted pod
+   derives the identity it now has. The other brokers whose identity changed (the old master,
+   slaves whose brokerId shifts, candidates that failed) are told their slave identity at
+   runtime, now or on a later pass once they answer (``rolechange.settle``). No pod restarts.
+   A Warning Event and the group's ``lastFailover`` status record the move and how it was made.
+5. A promotion that fails midway (the candidate refuses, dies or times out) is Degraded with
+   reason ``FailoverFailed``; the next pass promotes the next candidate, numbering its epoch past
+   any the failed one may have taken.
+6. Fallback: a candidate whose engine does not know runtime role changes is promoted the old
+   way: ``masterOrdinal`` moves and the pods whose brokerId or role changes
+   (``identities.changed_by_master_move``) are deleted so they restart with their new identity.
 
 What fencing guarantees: an old master that still answers takes no writes from the moment it
-is fenced (before the new master exists), and any old-master pod restarts as a slave (its
-ConfigMap says brokerId > 0). What it cannot: a master that is partitioned from the operator
-but not from clients keeps taking writes until its pod is deleted and restarted -- Kubernetes
-cannot delete a pod on an unreachable node until that node is declared lost -- and those writes
-are lost when it comes back as a slave and its CommitLog is truncated to the new master's.
+is set read-only (before the new master exists). After a runtime promotion, an old master that
+comes back -- restarted, with its store's role or a ConfigMap mount not yet updated, or from a
+partition -- registers a lower epoch: every rocketq name server keeps the new master as
+brokerId 0 and the old one fences itself (refuses sends) until the next pass makes it a slave,
+which cuts the writes it took alone. What it cannot: a master partitioned from the operator and
+the name servers but not from some clients keeps taking those clients' writes until it is
+demoted, and they are lost. After the pod-restart fallback there is no new epoch: an old
+master is fenced only by restarting as a slave.
 
 A group that never became healthy (topics not yet created on it) is not failed over: a new
 cluster pulling images is not a lost master. A ``masterOrdinal`` outside the StatefulSet (after
