@@ -4,7 +4,8 @@ RocketMQ's classic master/slave groups never change roles on their own; without 
 whose master pod is lost takes no writes until that pod returns (and with it, possibly, its
 disk). Each pass checks the pod at ``masterOrdinal``:
 
-1. Serving: nothing to do (a pending ``master-unavailable-since`` mark is cleared).
+1. Serving: roles a move left are settled (``rolechange.settle``), and the marks of a failover
+   under way are cleared (``_healthy``: after failed promotions, once each candidate answered).
 2. Missing, unready or terminating: the time is marked on the group's ConfigMap. Within the
    grace period (``failover_grace``, 30 s by default) the operator only waits, so ordinary
    restarts and rolling updates do not cause failovers.
@@ -136,18 +137,31 @@ async def _blocked(ctx: Context, meta: ClusterMeta, group: GroupState, reason: s
 
 
 async def _healthy(ctx: Context, meta: ClusterMeta, group: GroupState, master: int) -> Outcome:
-    """The master serves: forget a pending failover, and finish settling roles a move left."""
+    """The master serves: finish settling roles a move left, and forget a failover under way.
+
+    The master may be back while candidates whose promotion failed midway are listed: each may
+    be a master at an epoch up to the floor, and may have fenced this one. They are settled as
+    slaves first; then this master is re-asserted past the floor (``electMaster`` on a fenced
+    master lifts its fence; on one that is not, it changes nothing). Until every failed
+    candidate has answered, the marks stay and this is tried again on the next pass.
+    """
     failed = group.failover_failed
-    marks = (group.master_unavailable_since, group.failover_blocked, group.master_last_offset)
-    if marks != (None,) * 3 or failed or group.failover_epoch_floor:
-        # A candidate that failed midway may have promoted itself: it is settled as a slave.
-        await ctx.runtime.api.patch("ConfigMap", meta.namespace, names.broker_config(meta.name, group.index), {
-            "metadata": {"annotations": {
-                **dict.fromkeys(_FAILOVER_MARKS),
-                observing.ROLES_PENDING: observing.format_ordinals(group.roles_pending | failed)}}})
     pending = group.roles_pending | failed
-    if pending:
-        await rolechange.settle(ctx, meta, group, master, pending)
+    left = await rolechange.settle(ctx, meta, group, master, pending) if pending else frozenset()
+    if failed or group.failover_epoch_floor:
+        if failed & left:
+            return Outcome(Kind.HEALTHY)
+        address = names.broker_address(meta.name, meta.namespace, group.index, master)
+        try:
+            await ctx.runtime.admin.change_role(address, rolechange.master_role(group), 0, group.failover_epoch_floor)
+        except brokeradmin.BrokerAdminError as exc:
+            # An engine without runtime roles has no epochs either: nothing can have fenced it.
+            if not isinstance(exc, brokeradmin.RoleChangeUnsupported):
+                ctx.logger.warning(f"cannot re-assert master {address} after a failed promotion: {exc}")
+                return Outcome(Kind.HEALTHY)
+    elif (group.master_unavailable_since, group.failover_blocked, group.master_last_offset) == (None,) * 3:
+        return Outcome(Kind.HEALTHY)
+    await _clear(ctx, meta, group, *(key for key in _FAILOVER_MARKS if key != observing.FORCE_FAILOVER))
     return Outcome(Kind.HEALTHY)
 
 

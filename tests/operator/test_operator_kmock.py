@@ -402,6 +402,34 @@ async def test_failed_promotion_is_reported_and_the_next_candidate_goes_past_its
 
 
 @pytest.mark.operator_config(failover_grace=0.5)
+async def test_a_master_back_after_failed_promotions_is_reasserted_past_their_epochs(env: OperatorEnv) -> None:
+    addr = await three_pods_slave_2_ahead(env)
+    env.admin.refuse_roles.update({addr[1], addr[2]})
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: annotations_of(env, "demo-broker-0-config").get("rocketq.io/failover-failed")
+                       == "1,2", "both candidates to fail")
+    # Both candidates go silent (either may be a master now), and the old master returns.
+    env.admin.down.update({addr[1], addr[2]})
+    env.admin.refuse_roles.clear()
+    env.sts.lost.discard("demo-broker-0-0")
+    await env.wait_for(lambda: env.status("RocketMQCluster", "demo").get("readyGroups") == 1,
+                       "the old master back")
+    await asyncio.sleep(1.0)
+    floor = annotations_of(env, "demo-broker-0-config").get("rocketq.io/failover-epoch-floor")
+    assert floor is not None and int(floor) >= 2, "kept while a failed candidate has not answered"
+    assert addr[0] not in [a for a, _change in env.admin.called("change_role")], "not before they are settled"
+    env.admin.down.clear()
+    await env.wait_for(lambda: "rocketq.io/failover-epoch-floor" not in annotations_of(env, "demo-broker-0-config"),
+                       "the failover marks cleared")
+    assert env.admin.roles[addr[1]] == ("SLAVE", 1) and env.admin.roles[addr[2]] == ("SLAVE", 2)
+    # Settled first, then the master re-asserted past the floor (lifting a fence it may have).
+    calls = env.admin.called("change_role")
+    assert calls[-1] == (addr[0], ("ASYNC_MASTER", 0, int(floor)))
+    assert master_ordinal_of(env, "demo-broker-0-config") == "0"
+    await running(env, "demo")
+
+
+@pytest.mark.operator_config(failover_grace=0.5)
 async def test_failover_without_a_candidate_is_degraded(env: OperatorEnv) -> None:
     await env.create("RocketMQCluster", "demo", {})
     await running(env, "demo")
