@@ -33,6 +33,12 @@ What each call means (RocketMQ request codes in brackets):
 - ``broker_runtime(broker)``: the broker's CommitLog max offset, i.e. how far a slave has
   replicated, and its replication state (``haConnectionCount``, ``haBehindBytes``,
   ``haInSync``; brokers without replication report none) [GET_BROKER_RUNTIME_INFO 28]
+- ``change_role(broker, role, broker_id, epoch_above)``: a runtime role change, answered once
+  done (``rocketq admin electMaster`` / ``changeToSlave``): ``ASYNC_MASTER``/``SYNC_MASTER``
+  promotes (brokerId 0, a new master epoch numbered past ``epoch_above``), ``SLAVE`` demotes to
+  slave ``broker_id``, or gives a slave a new id; the same role and id again changes nothing.
+  ``RoleChangeUnsupported`` when the broker does not know the request (an engine without
+  runtime roles) [NOTIFY_BROKER_ROLE_CHANGED 1008, rocketq's header fields]
 - ``cluster_brokers(namesrv, cluster)``: who is registered: brokerName -> {brokerId: address};
   brokerId 0 is the master (or the DLedger leader) [GET_BROKER_CLUSTER_INFO 106]
 - ``dledger_member(broker)``: a DLedger member's Raft state (role, term, leader, commit and last
@@ -71,6 +77,10 @@ class BrokerRefusedError(BrokerAdminError):
     """The peer answered and refused the request itself (not busy, not unreachable)."""
 
 
+class RoleChangeUnsupported(BrokerAdminError):
+    """The broker answered that it does not know runtime role changes (REQUEST_CODE_NOT_SUPPORTED)."""
+
+
 @dataclass(frozen=True)
 class TopicConfig:
     name: str
@@ -101,6 +111,8 @@ class BrokerRuntime:
     """Slave: bytes its master had (as last heard) that it has not. Master: its best slave's lag."""
     ha_in_sync: bool | None = None
     """Master: a slave is connected and within haMaxGapNotInSync. Slave: connected."""
+    epoch: int | None = None
+    """Master: its master epoch (docs/ha.md, epochs). Slave: its master's, as last replicated."""
 
 
 class RaftRole(enum.Enum):
@@ -152,6 +164,8 @@ class BrokerAdmin(Protocol):
     async def consumer_lag(self, broker: str, group: str) -> int: ...
 
     async def broker_runtime(self, broker: str) -> BrokerRuntime: ...
+
+    async def change_role(self, broker: str, role: str, broker_id: int = 0, epoch_above: int = 0) -> None: ...
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]: ...
 

@@ -106,6 +106,9 @@ class CachingBrokerAdmin:
     async def broker_runtime(self, broker: str) -> BrokerRuntime:
         return await self._inner.broker_runtime(broker)
 
+    async def change_role(self, broker: str, role: str, broker_id: int = 0, epoch_above: int = 0) -> None:
+        await self._inner.change_role(broker, role, broker_id, epoch_above)
+
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         return await self._inner.cluster_brokers(namesrv, cluster)
 

@@ -28,6 +28,14 @@ MASTER_UNAVAILABLE_SINCE: Final = "rocketq.io/master-unavailable-since"
 FAILOVER_BLOCKED: Final = "rocketq.io/failover-blocked"
 MASTER_LAST_OFFSET: Final = "rocketq.io/master-last-offset"
 FORCE_FAILOVER: Final = "rocketq.io/force-failover"
+FAILOVER_FAILED: Final = "rocketq.io/failover-failed"
+"""Ordinals whose runtime promotion was attempted and did not finish (written before the call)."""
+FAILOVER_EPOCH_FLOOR: Final = "rocketq.io/failover-epoch-floor"
+"""The highest master epoch a candidate in ``failover-failed`` may have taken; the next is past it."""
+ROLES_PENDING: Final = "rocketq.io/roles-pending"
+"""Ordinals still to be told their slave identity at runtime after the master moved."""
+LAST_FAILOVER: Final = "rocketq.io/last-failover"
+"""How the last failover promoted (runtime, with its epoch, or by pod restart and why)."""
 METADATA_SYNCED: Final = "rocketq.io/metadata-synced"
 MANUAL_ROLL: Final = "rocketq.io/manual-roll-pods"
 
@@ -40,6 +48,16 @@ def parse_time(raw: Any) -> datetime.datetime | None:
     except ValueError:
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+
+
+def _ordinals(raw: str | None) -> frozenset[int]:
+    """A comma-separated ordinal list (an annotation); anything else in it is ignored."""
+    return frozenset(int(part) for part in (raw or "").split(",") if part.strip().isdigit())
+
+
+def format_ordinals(ordinals: frozenset[int] | set[int]) -> str | None:
+    """The annotation value for ``ordinals``; None (removes the annotation) when empty."""
+    return ",".join(str(o) for o in sorted(ordinals)) or None
 
 
 def format_time(value: datetime.datetime) -> str:
@@ -121,6 +139,23 @@ class GroupState:
         """The ordinal a person asked to promote although it is not in sync."""
         raw = self._annotation(FORCE_FAILOVER)
         return int(raw) if raw is not None and raw.isdigit() else None
+
+    @property
+    def failover_failed(self) -> frozenset[int]:
+        return _ordinals(self._annotation(FAILOVER_FAILED))
+
+    @property
+    def failover_epoch_floor(self) -> int:
+        raw = self._annotation(FAILOVER_EPOCH_FLOOR)
+        return int(raw) if raw is not None and raw.isdigit() else 0
+
+    @property
+    def roles_pending(self) -> frozenset[int]:
+        return _ordinals(self._annotation(ROLES_PENDING))
+
+    @property
+    def last_failover(self) -> str | None:
+        return self._annotation(LAST_FAILOVER)
 
     @property
     def metadata_synced(self) -> bool:

@@ -296,7 +296,7 @@ class ClusterPass:
             if outcome.kind is failover.Kind.FAILED_OVER:
                 moved = True
                 self.found.progress.append(outcome.message)
-            elif outcome.kind in (failover.Kind.NO_CANDIDATE, failover.Kind.BLOCKED):
+            elif outcome.kind in (failover.Kind.NO_CANDIDATE, failover.Kind.BLOCKED, failover.Kind.PROMOTION_FAILED):
                 self.found.degraded.append((outcome.kind.value, outcome.message))
             elif outcome.kind is failover.Kind.PENDING:
                 self.found.progress.append(outcome.message)
@@ -493,6 +493,8 @@ class ClusterPass:
         view = self.views.get(group.index)
         if mode is BrokerMode.MASTER_SLAVE:
             out["master"] = names.broker_pod(self.meta.name, group.index, group.master_ordinal)
+            if group.last_failover is not None:
+                out["lastFailover"] = group.last_failover  # runtime promotion, or the pod-restart fallback
         elif view is not None:
             out.update(dledger.status(view))
         else:

@@ -56,6 +56,7 @@ COMMITLOG_MAX_OFFSET: Final = "commitLogMaxOffset"
 HA_CONNECTIONS: Final = "haConnectionCount"
 HA_BEHIND_BYTES: Final = "haBehindBytes"
 HA_IN_SYNC: Final = "haInSync"
+HA_EPOCH: Final = "haEpoch"
 DLEDGER_GROUP: Final = "dLegerGroup"
 DLEDGER_SELF_ID: Final = "dLegerSelfId"
 DLEDGER_ROLE: Final = "dLegerRole"
@@ -273,7 +274,18 @@ class RemotingBrokerAdmin:
             ha_connections=_int(info, HA_CONNECTIONS, what) if HA_CONNECTIONS in info else None,
             ha_behind_bytes=_int(info, HA_BEHIND_BYTES, what) if HA_BEHIND_BYTES in info else None,
             ha_in_sync=info[HA_IN_SYNC] == "true" if HA_IN_SYNC in info else None,
+            epoch=_int(info, HA_EPOCH, what) if HA_EPOCH in info else None,
         )
+
+    async def change_role(self, broker: str, role: str, broker_id: int = 0, epoch_above: int = 0) -> None:
+        try:
+            await (await self._client(broker)).change_broker_role(broker, role, broker_id, epoch_above=epoch_above)
+        except AdminError as exc:
+            if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise brokeradmin.RoleChangeUnsupported(f"{broker}: no runtime role changes: {exc}") from exc
+            raise BrokerAdminError(f"{broker}: cannot become {role} (brokerId {broker_id}): {exc}") from exc
+        except _FAILURES as exc:
+            raise BrokerAdminError(f"{broker}: cannot become {role} (brokerId {broker_id}): {exc}") from exc
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         try:

@@ -298,11 +298,15 @@ class AdminClient:
         response = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return adminbodies.parse_kv_table(response.body, "broker runtime info")
 
-    async def change_broker_role(self, addr: str, role: str, broker_id: int = 0, master_address: str = "") -> None:
-        """NOTIFY_BROKER_ROLE_CHANGED (rocketq/ha/role.py): answered once the broker has switched."""
+    async def change_broker_role(self, addr: str, role: str, broker_id: int = 0, master_address: str = "",
+                                 epoch_above: int = 0) -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED (rocketq/ha/role.py): answered once the broker has switched;
+        ``epoch_above``: a promoted broker's new epoch is numbered past it."""
         ext = {"brokerRole": role, "brokerId": str(broker_id)}
         if master_address:
             ext["masterAddress"] = master_address
+        if epoch_above:
+            ext["masterEpochAbove"] = str(epoch_above)
         await self.call(addr, RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext)
 
     # --- broker: ACL (codes 50-54) ----------------------------------------------------------

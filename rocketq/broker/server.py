@@ -286,7 +286,7 @@ class BrokerServer:
             await self._start_ha()
             if change.is_master:
                 if isinstance(self.ha, HAService):
-                    self.ha.epochs.begin(self.store.max_phy_offset, above=fenced_at)
+                    self.ha.epochs.begin(self.store.max_phy_offset, above=max(fenced_at, change.epoch_above))
                 self._reinstall_handlers()
             old_pull.close()
             if self.dledger is None:

@@ -11,6 +11,7 @@ derive them from a controller's SyncStateSet:
 | ``brokerRole`` | ``ASYNC_MASTER``, ``SYNC_MASTER`` (promote, brokerId becomes 0) or ``SLAVE`` (demote) |
 | ``brokerId`` | the slave id to take when demoted (1..); ignored when promoted |
 | ``masterAddress`` | optional: a demoted broker's new master HA ``host:port`` (else from the name servers) |
+| ``masterEpochAbove`` | optional, promote only: number the new epoch past this one (the operator's floor) |
 
 The broker does the switch (``BrokerServer.change_role``); this module holds what is not the
 broker's wiring: the request's parsing and the role file. ``broker.conf`` is never rewritten:
@@ -18,6 +19,10 @@ the new role is written to ``config/role.json`` in the store's config directory 
 rename), and a broker starting with that file takes its ``brokerId``/``brokerRole`` (and a
 demoted broker's ``masterAddress``) from it instead of ``broker.conf``'s. Deleting the file
 returns the broker to its ``broker.conf`` role.
+
+``masterEpochAbove`` is for a promotion retried after one that failed midway: the candidate that
+failed may have become master anyway, at an epoch the kopf operator can bound; the next
+candidate's epoch goes past that bound, so the name servers fence the failed one if it serves.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class RoleChange:
     broker_id: int
     master_address: str = ""
     """A slave's master HA address; empty: from the name servers' registration answers."""
+    epoch_above: int = 0
+    """Promote only: number the new epoch past this one (never saved: epoch.json keeps the result)."""
 
     @property
     def is_master(self) -> bool:
@@ -60,13 +67,17 @@ class RoleChange:
         return {"brokerRole": self.role.value, "brokerId": self.broker_id, "masterAddress": self.master_address}
 
     @classmethod
-    def of(cls, role: str, broker_id: int | str | None, master_address: str = "") -> RoleChange:
+    def of(cls, role: str, broker_id: int | str | None, master_address: str = "",
+           epoch_above: str | None = None) -> RoleChange:
         try:
             parsed = BrokerRole(role.strip().upper())
         except ValueError:
             raise RoleChangeError(f"brokerRole={role!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
         if parsed is not BrokerRole.SLAVE:
-            return cls(parsed, codes.MASTER_ID)
+            above = (epoch_above or "0").strip()
+            if not above.isdigit():
+                raise RoleChangeError(f"masterEpochAbove={epoch_above!r}: expected a non-negative number")
+            return cls(parsed, codes.MASTER_ID, epoch_above=int(above))
         try:
             slave_id = int(broker_id) if broker_id not in (None, "") else 0
         except ValueError:
@@ -118,7 +129,8 @@ def handlers(change_role: Callable[[RoleChange], Awaitable[None]]) -> dict[int, 
     async def notify_role_changed(_conn: Connection, request: RemotingCommand) -> RemotingCommand:
         ext = request.ext_fields
         try:
-            change = RoleChange.of(ext.get("brokerRole", ""), ext.get("brokerId"), ext.get("masterAddress", ""))
+            change = RoleChange.of(ext.get("brokerRole", ""), ext.get("brokerId"), ext.get("masterAddress", ""),
+                                   ext.get("masterEpochAbove"))
             await change_role(change)
         except RoleChangeError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))

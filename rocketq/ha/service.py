@@ -168,6 +168,7 @@ class HAService:
             "haSlaveAckOffset" if s.is_master else "haSlaveMaxOffset": str(s.ack_offset),
             "haBehindBytes": str(s.behind_bytes),
             "haInSync": "true" if s.in_sync else "false",
+            "haEpoch": str(self.epochs.current.number),  # a slave's: its master's, as last adopted
         }
         if s.is_master:
             info["haListenAddr"] = self.ha_server_addr

@@ -7,6 +7,11 @@ every call to an address in ``down``, refuses a MIXED topic on an address in ``m
 (a broker without ``enableMixedMessageType``, as ``BrokerRefusedError``), and records every call in ``calls`` as
 ``(method, address, argument)``.
 
+Runtime role changes (``change_role``) are recorded in ``roles`` (address -> (role, brokerId));
+a promotion starts a master epoch in ``epochs`` past the broker's own and ``epoch_above``, as
+the broker does. An address in ``no_role_changes`` answers as an engine without runtime roles
+(``RoleChangeUnsupported``); one in ``refuse_roles`` refuses the change (a failed promotion).
+
 DLedger groups are played by ``play_raft`` (the StatefulSet emulator calls it for every
 DLedger group on each tick): with a majority of members serving, the leader stays where it
 is (``leaders``) or, when it is gone, the lowest serving ordinal wins a new term; without a
@@ -28,6 +33,7 @@ from rocketq_operator.brokeradmin import (
     DLedgerMember,
     GroupConfig,
     RaftRole,
+    RoleChangeUnsupported,
     TopicConfig,
 )
 
@@ -49,6 +55,10 @@ class FakeBrokerAdmin:
         """(namespace, cluster) -> brokerName -> {brokerId: address}: what the name servers know."""
         self.down: set[str] = set()
         self.mixed_refused: set[str] = set()
+        self.roles: dict[str, tuple[str, int]] = {}
+        self.epochs: dict[str, int] = {}
+        self.no_role_changes: set[str] = set()
+        self.refuse_roles: set[str] = set()
         self.closed = False
         self.raft: dict[str, DLedgerMember] = {}
         """address -> the Raft state a DLedger member reports (``play_raft``)."""
@@ -142,7 +152,17 @@ class FakeBrokerAdmin:
         self._call("broker_runtime", broker)
         behind = self.behind.get(broker, 0)
         return BrokerRuntime(commitlog_max_offset=self.offsets.get(broker, 0), ha_connections=1,
-                             ha_behind_bytes=behind, ha_in_sync=behind == 0)
+                             ha_behind_bytes=behind, ha_in_sync=behind == 0, epoch=self.epochs.get(broker, 0))
+
+    async def change_role(self, broker: str, role: str, broker_id: int = 0, epoch_above: int = 0) -> None:
+        self._call("change_role", broker, (role, broker_id, epoch_above))
+        if broker in self.no_role_changes:
+            raise RoleChangeUnsupported(f"{broker}: REQUEST_CODE_NOT_SUPPORTED")
+        if broker in self.refuse_roles:
+            raise BrokerAdminError(f"{broker} refuses to become {role}")
+        if role != "SLAVE" and self.roles.get(broker, ("SLAVE", 0))[0] == "SLAVE":
+            self.epochs[broker] = max(self.epochs.get(broker, 0), epoch_above) + 1
+        self.roles[broker] = (role, broker_id)
 
     async def cluster_brokers(self, namesrv: str, cluster: str) -> Mapping[str, Mapping[int, str]]:
         self._call("cluster_brokers", namesrv, cluster)

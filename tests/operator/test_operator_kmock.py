@@ -413,30 +413,133 @@ async def test_topic_for_a_missing_cluster_waits(env: OperatorEnv) -> None:
     await env.wait_for(lambda: env.get("RocketMQTopic", "orders") is None, "a topic of no cluster to be released")
 
 
-@pytest.mark.operator_config(failover_grace=0.5)
-async def test_failover_moves_the_master_to_the_most_caught_up_slave(env: OperatorEnv) -> None:
+def annotations_of(env: OperatorEnv, name: str) -> dict[str, str]:
+    return (env.get("ConfigMap", name) or {}).get("metadata", {}).get("annotations") or {}
+
+
+def master_ordinal_of(env: OperatorEnv, name: str) -> str | None:
+    return (env.get("ConfigMap", name) or {}).get("data", {}).get("masterOrdinal")
+
+
+async def three_pods_slave_2_ahead(env: OperatorEnv) -> dict[int, str]:
+    """A running 3-pod group whose slaves are both in sync, slave 2 the most caught up; its addresses."""
     await env.create("RocketMQCluster", "demo", {"brokers": {"replicasPerGroup": 3}})
     await running(env, "demo")
-    env.admin.offsets.update({names.broker_address("demo", "mq", 0, 1): 900,
-                              names.broker_address("demo", "mq", 0, 2): 1000})
-    old_uid = pod_uid(env, "demo-broker-0-2")
+    addr = {o: names.broker_address("demo", "mq", 0, o) for o in range(3)}
+    env.admin.offsets.update({addr[1]: 900, addr[2]: 1000})
+    return addr
+
+
+@pytest.mark.operator_config(failover_grace=0.5)
+async def test_failover_promotes_the_most_caught_up_slave_at_runtime(env: OperatorEnv) -> None:
+    addr = await three_pods_slave_2_ahead(env)
+    env.admin.epochs.update({addr[1]: 3, addr[2]: 3})
+    uids = {o: pod_uid(env, f"demo-broker-0-{o}") for o in (1, 2)}
 
     env.sts.lost.add("demo-broker-0-0")
-    await env.wait_for(lambda: (env.get("ConfigMap", "demo-broker-0-config") or {}).get("data", {}).get(
-        "masterOrdinal") == "2", "masterOrdinal to move to ordinal 2")
+    await env.wait_for(lambda: master_ordinal_of(env, "demo-broker-0-config") == "2",
+                       "masterOrdinal to move to ordinal 2")
     await env.wait_for(lambda: env.events("Failover"), "a Failover event")
     event = env.events("Failover")[0]
     assert event["type"] == "Warning"
     assert "from demo-broker-0-0" in event["message"] and "to demo-broker-0-2" in event["message"]
+    assert "promoted at runtime with a new epoch" in event["message"]
     assert event["involvedObject"]["name"] == "demo"
+    # Promoted first (a new epoch, 4), then the ConfigMap; slave 1's id shifts (1 -> 2) at runtime.
+    calls = env.admin.called("change_role")
+    assert calls[:2] == [(addr[2], ("ASYNC_MASTER", 0, 0)), (addr[1], ("SLAVE", 2, 0))]
+    assert env.admin.epochs[addr[2]] == 4
+    assert deleted_pods(env) == [], "no pod restarts: the roles changed in place"
+    assert {o: pod_uid(env, f"demo-broker-0-{o}") for o in (1, 2)} == uids
+    await env.wait_for(lambda: env.status("RocketMQCluster", "demo")["brokerGroups"][0]["master"]
+                       == "demo-broker-0-2", "status to name the new master")
+    group_status = env.status("RocketMQCluster", "demo")["brokerGroups"][0]
+    assert group_status["lastFailover"] == "demo-broker-0-2: promoted at runtime with a new epoch"
+    # The old master is told it is a slave once it is back (until then it stays pending).
+    assert annotations_of(env, "demo-broker-0-config")["rocketq.io/roles-pending"] == "0"
+    env.sts.lost.discard("demo-broker-0-0")
+    await env.wait_for(lambda: (addr[0], ("SLAVE", 1, 0)) in env.admin.called("change_role"),
+                       "the old master told its slave identity")
+    await env.wait_for(lambda: "rocketq.io/roles-pending" not in annotations_of(env, "demo-broker-0-config"),
+                       "nothing left to settle")
+    assert env.admin.registered[("mq", "demo")]["demo-broker-0"][0] == addr[2]
+    await running(env, "demo")
+
+
+@pytest.mark.operator_config(failover_grace=0.5)
+async def test_failover_falls_back_to_pod_restarts_without_runtime_roles(env: OperatorEnv) -> None:
+    addr = await three_pods_slave_2_ahead(env)
+    env.admin.no_role_changes.update(addr.values())
+    old_uid = pod_uid(env, "demo-broker-0-2")
+
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: master_ordinal_of(env, "demo-broker-0-config") == "2",
+                       "masterOrdinal to move to ordinal 2")
+    await env.wait_for(lambda: env.events("Failover"), "a Failover event")
+    assert "promoted by pod restart (fallback: " in env.events("Failover")[0]["message"]
     # Ordinals 0, 1 and 2 change identity (0 and 1 shift ids, 2 becomes master); 0 is gone anyway.
     assert set(deleted_pods(env)) == {"demo-broker-0-1", "demo-broker-0-2"}
     await env.wait_for(lambda: pod_uid(env, "demo-broker-0-2") not in (None, old_uid), "the new master restarted")
-    await env.wait_for(lambda: env.status("RocketMQCluster", "demo")["brokerGroups"][0]["master"]
-                       == "demo-broker-0-2", "status to name the new master")
-    assert env.admin.registered[("mq", "demo")]["demo-broker-0"][0] == names.broker_address("demo", "mq", 0, 2)
-
+    await env.wait_for(lambda: "pod restart" in env.status("RocketMQCluster", "demo")["brokerGroups"][0].get(
+        "lastFailover", ""), "status to say the promotion was a pod restart")
+    assert "rocketq.io/failover-epoch-floor" not in annotations_of(env, "demo-broker-0-config")
+    assert env.admin.registered[("mq", "demo")]["demo-broker-0"][0] == addr[2]
     env.sts.lost.discard("demo-broker-0-0")
+    await running(env, "demo")
+
+
+@pytest.mark.operator_config(failover_grace=0.5)
+async def test_failed_promotion_is_reported_and_the_next_candidate_goes_past_its_epoch(env: OperatorEnv) -> None:
+    addr = await three_pods_slave_2_ahead(env)
+    env.admin.epochs.update({addr[1]: 5, addr[2]: 5})
+    env.admin.refuse_roles.add(addr[2])  # the best candidate refuses (or dies) midway
+
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: env.events("FailoverFailed"), "a FailoverFailed event")
+    assert "promoting demo-broker-0-2 to master of demo-broker-0 failed midway" in \
+        env.events("FailoverFailed")[0]["message"]
+    # Slave 1 is promoted next, past the epoch slave 2 may have taken (5 + 1): its epoch is 7.
+    await env.wait_for(lambda: master_ordinal_of(env, "demo-broker-0-config") == "1", "the next candidate")
+    assert (addr[1], ("ASYNC_MASTER", 0, 6)) in env.admin.called("change_role")
+    assert env.admin.epochs[addr[1]] == 7
+    promotions = [a for a, (role, _id, _above) in env.admin.called("change_role") if role == "ASYNC_MASTER"]
+    assert promotions[0] == addr[2] and set(promotions) == {addr[1], addr[2]}
+    assert "rocketq.io/failover-failed" not in annotations_of(env, "demo-broker-0-config")
+    # The failed candidate is settled as a slave (brokerId 2) once it answers.
+    env.admin.refuse_roles.clear()
+    await env.wait_for(lambda: env.admin.roles.get(addr[2]) == ("SLAVE", 2), "the failed candidate demoted")
+    env.sts.lost.discard("demo-broker-0-0")
+    await env.wait_for(lambda: "rocketq.io/roles-pending" not in annotations_of(env, "demo-broker-0-config"),
+                       "nothing left to settle")
+    assert env.admin.roles[addr[0]] == ("SLAVE", 1)
+    await running(env, "demo")
+
+
+@pytest.mark.operator_config(failover_grace=0.5)
+async def test_a_master_back_after_failed_promotions_is_reasserted_past_their_epochs(env: OperatorEnv) -> None:
+    addr = await three_pods_slave_2_ahead(env)
+    env.admin.refuse_roles.update({addr[1], addr[2]})
+    env.sts.lost.add("demo-broker-0-0")
+    await env.wait_for(lambda: annotations_of(env, "demo-broker-0-config").get("rocketq.io/failover-failed")
+                       == "1,2", "both candidates to fail")
+    # Both candidates go silent (either may be a master now), and the old master returns.
+    env.admin.down.update({addr[1], addr[2]})
+    env.admin.refuse_roles.clear()
+    env.sts.lost.discard("demo-broker-0-0")
+    await env.wait_for(lambda: env.status("RocketMQCluster", "demo").get("readyGroups") == 1,
+                       "the old master back")
+    await asyncio.sleep(1.0)
+    floor = annotations_of(env, "demo-broker-0-config").get("rocketq.io/failover-epoch-floor")
+    assert floor is not None and int(floor) >= 2, "kept while a failed candidate has not answered"
+    assert addr[0] not in [a for a, _change in env.admin.called("change_role")], "not before they are settled"
+    env.admin.down.clear()
+    await env.wait_for(lambda: "rocketq.io/failover-epoch-floor" not in annotations_of(env, "demo-broker-0-config"),
+                       "the failover marks cleared")
+    assert env.admin.roles[addr[1]] == ("SLAVE", 1) and env.admin.roles[addr[2]] == ("SLAVE", 2)
+    # Settled first, then the master re-asserted past the floor (lifting a fence it may have).
+    calls = env.admin.called("change_role")
+    assert calls[-1] == (addr[0], ("ASYNC_MASTER", 0, int(floor)))
+    assert master_ordinal_of(env, "demo-broker-0-config") == "0"
     await running(env, "demo")
 
 

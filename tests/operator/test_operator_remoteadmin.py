@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from admin_processes import Process, free_port, start_broker, start_namesrv
+from admin_processes import Process, free_port, start_broker, start_namesrv, wait_registered
 from rocketq_operator import brokeradmin, remoteadmin
 from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRefusedError, GroupConfig, TopicConfig
 from rocketq_operator.remoteadmin import RemotingBrokerAdmin
@@ -20,6 +20,7 @@ from rocketq_operator.runtime import ConfigError, OperatorConfig
 from rocketq.admin import adminbodies
 from rocketq.admin.client import AdminClient
 from rocketq.admin.errors import AdminError, UnavailableError
+from rocketq.local import processes as local_processes
 from rocketq.protocol.codes import ResponseCode
 
 pytestmark = pytest.mark.slow
@@ -140,6 +141,38 @@ async def test_permission_and_runtime(processes: tuple[Process, Process], admin:
     assert runtime.commitlog_max_offset >= 0
     # A master without slaves: replication is reported, with nobody connected and so not in sync.
     assert (runtime.ha_connections, runtime.ha_behind_bytes, runtime.ha_in_sync) == (0, 0, False)
+    assert runtime.epoch == 0, "a store never promoted is at the implicit epoch 0"
+
+
+async def test_role_changes_are_runtime_calls_and_a_peer_without_them_says_so(
+        processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    namesrv, broker = processes
+    # The same role and id again changes nothing (the operator repeats it until answered).
+    await admin.change_role(broker.addr, "ASYNC_MASTER", 0)
+    assert (await admin.broker_runtime(broker.addr)).epoch == 0
+    with pytest.raises(BrokerAdminError, match="cannot become SLAVE") as refused:
+        await admin.change_role(broker.addr, "SLAVE", 0)  # a slave needs an id of 1 or more
+    assert not isinstance(refused.value, brokeradmin.RoleChangeUnsupported)
+    # A peer that does not know NOTIFY_BROKER_ROLE_CHANGED (here a name server) cannot be promoted.
+    with pytest.raises(brokeradmin.RoleChangeUnsupported):
+        await admin.change_role(namesrv.addr, "ASYNC_MASTER", 0)
+
+
+
+async def test_a_promotion_numbers_its_epoch_past_the_floor_it_is_given(
+        processes: tuple[Process, Process], admin: RemotingBrokerAdmin, tmp_path: Path) -> None:
+    """What the operator asks after a promotion failed midway: the new master's epoch must be
+    above any a failed candidate may have taken, so the name servers fence that one."""
+    namesrv, _broker = processes
+    slave = local_processes.start_broker(tmp_path, namesrv.addr, "rq-broker-floor", "brokerRole=SLAVE",
+                                         "brokerId=1", "registerNameServerPeriod=1000")
+    try:
+        assert (await admin.broker_runtime(slave.addr)).epoch == 0
+        await admin.change_role(slave.addr, "ASYNC_MASTER", 0, epoch_above=5)
+        assert (await admin.broker_runtime(slave.addr)).epoch == 6
+        await wait_registered(namesrv.addr, "rq-broker-floor")
+    finally:
+        slave.stop()
 
 
 async def test_failures_are_broker_admin_errors(processes: tuple[Process, Process],
