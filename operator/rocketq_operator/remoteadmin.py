@@ -27,6 +27,7 @@ ext field ``transfereeId``) through the same client, signing and timeout include
 from __future__ import annotations
 
 import collections
+import dataclasses
 from collections.abc import Mapping
 from typing import Final, cast
 
@@ -212,14 +213,30 @@ class RemotingBrokerAdmin:
         return {name: _topic(config) for name, config in table.items()}
 
     async def create_or_update_group(self, broker: str, group: GroupConfig) -> None:
-        config = adminbodies.GroupConfig(group_name=group.name, consume_enable=group.consume_enable,
-                                    consume_broadcast_enable=group.consume_broadcast_enable,
-                                    retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times,
-                                    consume_message_orderly=group.consume_message_orderly)
+        """The group's managed fields written over what the broker has, so the fields the operator
+        does not manage (consumeFromMinEnable, brokerId, whichBrokerWhenConsumeSlowly,
+        notifyConsumerIdsChangedEnable) keep the broker's values instead of going back to defaults."""
         try:
-            await (await self._client(broker)).create_group(broker, config)
+            client = await self._client(broker)
+            base = await self._group_on(client, broker, group.name)
+            config = dataclasses.replace(
+                base, consume_enable=group.consume_enable, consume_broadcast_enable=group.consume_broadcast_enable,
+                retry_queue_nums=group.retry_queue_nums, retry_max_times=group.retry_max_times,
+                consume_message_orderly=group.consume_message_orderly)
+            await client.create_group(broker, config)
         except _FAILURES as exc:
             raise _write_failure(exc, f"{broker}: cannot create consumer group {group.name}: {exc}") from exc
+
+    @staticmethod
+    async def _group_on(client: AdminClient, broker: str, name: str) -> adminbodies.GroupConfig:
+        """The broker's config of the group, or the defaults when it has none (or predates the call)."""
+        try:
+            existing = await client.group_config(broker, name)
+        except AdminError as exc:
+            if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise
+            existing = None
+        return existing if existing is not None else adminbodies.GroupConfig(group_name=name)
 
     async def delete_group(self, broker: str, name: str) -> None:
         try:

@@ -42,7 +42,7 @@ from rocketq.protocol import (
     storedrecords,
     topicattributes,
 )
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import NO_GROUP_REMARK, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import Header, HeaderError
 from rocketq.protocol.messageerrors import MessageFormatError
@@ -254,11 +254,15 @@ class AdminClient:
 
     async def group_config(self, addr: str, group: str) -> GroupConfig | None:
         """GET_SUBSCRIPTIONGROUP_CONFIG (RocketMQ 5): one group's config on that broker; None when the
-        broker does not hold it. A broker that predates the request raises AdminError."""
+        broker does not hold it (RocketMQ answers SYSTEM_ERROR "No group in this broker"). A broker
+        that predates the request raises AdminError (REQUEST_CODE_NOT_SUPPORTED)."""
         adminbodies.check_group(group)
         response = await self.call(addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
                                    headers.GetSubscriptionGroupConfigRequestHeader(group=group),
-                                   ok=frozenset({ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST}))
+                                   ok=frozenset({ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                 ResponseCode.SYSTEM_ERROR}))
+        if response.code == ResponseCode.SYSTEM_ERROR and response.remark != NO_GROUP_REMARK:
+            raise AdminError(response.code, response.remark)
         if response.code != ResponseCode.SUCCESS:
             return None
         return GroupConfig.from_json(adminbodies.load(response.body, "group config"), "group config")

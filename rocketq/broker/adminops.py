@@ -21,7 +21,7 @@ from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.topics import TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import namerules, sharedbodies, topicattributes
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import NO_GROUP_REMARK, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
     CloneGroupOffsetRequestHeader,
@@ -252,7 +252,7 @@ class AdminHandlers:
         header = GetSubscriptionGroupConfigRequestHeader.from_ext(request.ext_fields)
         config = self._groups.get(header.group)
         if config is None:
-            return request.response(ResponseCode.SYSTEM_ERROR, "No group in this broker")
+            return request.response(ResponseCode.SYSTEM_ERROR, NO_GROUP_REMARK)
         return request.response(ResponseCode.SUCCESS, body=orjson.dumps(config.to_json()))
 
     async def all_groups(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -7,6 +7,7 @@ The numbers are RocketMQ's own (``RequestCode.java``, ``ResponseCode.java``,
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 
 class RequestCode(enum.IntEnum):
@@ -133,6 +134,11 @@ class ResponseCode(enum.IntEnum):
     NO_MESSAGE = 208
     POLLING_FULL = 209
     POLLING_TIMEOUT = 210
+
+
+NO_GROUP_REMARK: Final = "No group in this broker"
+"""GET_SUBSCRIPTIONGROUP_CONFIG for a group the broker lacks: SYSTEM_ERROR with this remark, as
+RocketMQ's AdminBrokerProcessor answers (there is no dedicated code)."""
 
 
 class LanguageCode(enum.IntEnum):

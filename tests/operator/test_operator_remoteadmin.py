@@ -129,6 +129,22 @@ async def test_group_orderly_flag_round_trips(processes: tuple[Process, Process]
         assert (await admin.list_groups(broker.addr))["rq-fifo"] == group
 
 
+async def test_a_group_write_keeps_the_fields_the_operator_does_not_manage(
+        processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
+    _namesrv, broker = processes
+    async with AdminClient(broker.addr) as client:  # as `rocketq admin updateSubGroup` would set them
+        await client.create_group(broker.addr, adminbodies.GroupConfig(
+            "rq-tuned", consume_from_min_enable=False, broker_id=1, which_broker_when_consume_slowly=0,
+            notify_consumer_ids_changed_enable=False))
+        await admin.create_or_update_group(broker.addr, GroupConfig("rq-tuned", retry_max_times=3))
+        assert await admin.get_group(broker.addr, "rq-tuned") == GroupConfig("rq-tuned", retry_max_times=3)
+        kept = await client.group_config(broker.addr, "rq-tuned")
+    assert kept is not None and kept.retry_max_times == 3
+    assert (kept.consume_from_min_enable, kept.broker_id, kept.which_broker_when_consume_slowly,
+            kept.notify_consumer_ids_changed_enable) == (False, 1, 0, False)
+    assert await admin.get_group(broker.addr, "rq-none") is None
+
+
 async def test_permission_and_runtime(processes: tuple[Process, Process], admin: RemotingBrokerAdmin) -> None:
     _namesrv, broker = processes
     assert await admin.get_broker_permission(broker.addr) == brokeradmin.PERM_READ_WRITE
