@@ -22,23 +22,11 @@ static PyObject *name_segments, *name_files, *name_wrote, *name_size, *name_rese
 
 static int intern_names(void)
 {
-    PyObject **slots[] = {&name_segments, &name_files, &name_wrote, &name_size, &name_reserved, &name_start,
-                          &name_buf, &name_last_ts};
-    static const char *texts[] = {"segments", "files", "wrote", "size", "reserved", "start", "buf",
-                                  "last_store_timestamp"};
-    const size_t count = sizeof(texts) / sizeof(texts[0]);
-    if (name_last_ts != NULL)
-        return 0;
-    for (size_t i = 0; i < count; i++) {
-        PyObject *name = PyUnicode_InternFromString(texts[i]);
-        if (name == NULL) {
-            for (size_t j = 0; j < i; j++)
-                Py_CLEAR(*slots[j]);
-            return -1;
-        }
-        *slots[i] = name;  /* name_last_ts, set last, says the rest is ready */
-    }
-    return 0;
+    static PyObject **const slots[] = {&name_segments, &name_files, &name_wrote, &name_size, &name_reserved,
+                                       &name_start, &name_buf, &name_last_ts};
+    static const char *const texts[] = {"segments", "files", "wrote", "size", "reserved", "start", "buf",
+                                        "last_store_timestamp"};
+    return rq_intern_names(slots, texts, sizeof(texts) / sizeof(texts[0]));
 }
 
 /* What the append needs of a MappedFile: its counters and its map, held while it is written. */
@@ -48,68 +36,20 @@ typedef struct {
     int mapped;
 } FileState;
 
-/* obj.name as an int in [0, INT64_MAX]: 1; anything else: 0 (no exception left set). */
-static int int_attr(PyObject *obj, PyObject *name, long long *out)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    int ok;
-    if (value == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    ok = rq_int_in(value, 0, RQ_INT64_MAX, out);
-    Py_DECREF(value);
-    return ok;
-}
-
-/* The last element of obj.name (an exact list), a new reference; *empty set when the list is
- * empty. NULL without an exception when the attribute is not a list. */
-static PyObject *last_of(PyObject *obj, PyObject *name, int *empty)
-{
-    PyObject *list = PyObject_GetAttr(obj, name), *last = NULL;
-    *empty = 0;
-    if (list == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    if (PyList_CheckExact(list)) {
-        if (PyList_GET_SIZE(list) == 0)
-            *empty = 1;
-        else
-            last = Py_NewRef(PyList_GET_ITEM(list, PyList_GET_SIZE(list) - 1));
-    }
-    Py_DECREF(list);
-    return last;
-}
-
 static int read_counters(PyObject *file, FileState *state)
 {
     state->mapped = 0;
-    return int_attr(file, name_wrote, &state->wrote) && int_attr(file, name_size, &state->size)
-        && int_attr(file, name_reserved, &state->reserved) && int_attr(file, name_start, &state->start);
+    return rq_int_attr(file, name_wrote, 0, RQ_INT64_MAX, &state->wrote)
+        && rq_int_attr(file, name_size, 0, RQ_INT64_MAX, &state->size)
+        && rq_int_attr(file, name_reserved, 0, RQ_INT64_MAX, &state->reserved)
+        && rq_int_attr(file, name_start, 0, RQ_INT64_MAX, &state->start);
 }
 
 /* The file's map as a writable buffer of at least ``needed`` bytes: 1; else 0 (none held). */
 static int map_file(PyObject *file, long long needed, FileState *state)
 {
-    PyObject *buf = PyObject_GetAttr(file, name_buf);
-    int ok;
-    if (buf == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    ok = PyObject_GetBuffer(buf, &state->map, PyBUF_WRITABLE) == 0;
-    Py_DECREF(buf);
-    if (!ok) {
-        PyErr_Clear();  /* a closed map: the pure code raises what it always raised */
-        return 0;
-    }
-    if (state->map.len < needed) {
-        PyBuffer_Release(&state->map);
-        return 0;
-    }
-    state->mapped = 1;
-    return 1;
+    state->mapped = rq_writable_map(file, name_buf, (Py_ssize_t)needed, &state->map);
+    return state->mapped;
 }
 
 static void unmap_file(FileState *state)
@@ -117,18 +57,6 @@ static void unmap_file(FileState *state)
     if (state->mapped)
         PyBuffer_Release(&state->map);
     state->mapped = 0;
-}
-
-/* obj.name = value (an int made here); -1 with an exception on failure. */
-static int set_int_attr(PyObject *obj, PyObject *name, long long value)
-{
-    PyObject *number = PyLong_FromLongLong(value);
-    int rc;
-    if (number == NULL)
-        return -1;
-    rc = PyObject_SetAttr(obj, name, number);
-    Py_DECREF(number);
-    return rc;
 }
 
 enum { FITS = 1, DOES_NOT_FIT = 0, UNUSUAL = -1 };
@@ -159,14 +87,14 @@ static int check_all(PyObject *commitlog, PyObject *queue, Py_ssize_t size, long
 {
     int empty, verdict;
     log->mapped = units->mapped = 0;
-    *tail = last_of(commitlog, name_segments, &empty);
+    *tail = rq_last_item(commitlog, name_segments, &empty);
     if (*tail == NULL)
         return empty ? DOES_NOT_FIT : UNUSUAL;
     verdict = record_fits(*tail, size, log);
     if (verdict != FITS)
         return verdict;
     if (queue != Py_None) {
-        *unit_file = last_of(queue, name_files, &empty);
+        *unit_file = rq_last_item(queue, name_files, &empty);
         if (*unit_file == NULL)
             return empty ? DOES_NOT_FIT : UNUSUAL;
         verdict = unit_fits(*unit_file, units);
@@ -202,9 +130,9 @@ static PyObject *write_all(PyObject *commitlog, PyObject *tail, PyObject *unit_f
         rq_put_i32(unit + 8, size);
         rq_put_i64(unit + 12, tag);
     }
-    if (set_int_attr(tail, name_wrote, log->wrote + size) < 0
+    if (rq_set_int_attr(tail, name_wrote, log->wrote + size) < 0
             || PyObject_SetAttr(commitlog, name_last_ts, store_timestamp) < 0
-            || (unit_file != NULL && set_int_attr(unit_file, name_wrote, units->wrote + UNIT_SIZE) < 0))
+            || (unit_file != NULL && rq_set_int_attr(unit_file, name_wrote, units->wrote + UNIT_SIZE) < 0))
         return NULL;
     return Py_BuildValue("(LL)", phys, queue_offset);
 }
