@@ -13,6 +13,8 @@ case drives the real code with real bytes, in one process, without sockets:
   ``MessageStore`` in a temporary directory under ASYNC_FLUSH, the response encoding) through
   a transport that only collects the bytes written.
 * ``broker-pull``: PULL_MESSAGE frames of 32 messages against that store.
+* ``store-put-single``: ``MessageStore.put_group_now`` of one message at a time (ASYNC_FLUSH,
+  TAGS, KEYS and UNIQ_KEY as a producer's single send has them): the store's share of a lone send.
 * ``store-sync-flush``: ``MessageStore.put`` under SYNC_FLUSH from 32 concurrent writers, the
   group commit's fsync replaced by a no-op: what waiting for the flush costs apart from the disk.
 * ``consumer-decode``: a consumer decoding pull answers of 32 stored records (1 KiB bodies,
@@ -230,6 +232,30 @@ async def store_sync_flush(root: Path, messages: int) -> float:
         await store.close()
 
 
+async def store_put_single(root: Path, messages: int) -> float:
+    """``MessageStore.put_group_now`` of one one-message put at a time (ASYNC_FLUSH), with the
+    properties a producer's single send carries (two index keys): the store's share of a lone send."""
+    settings = StoreSettings(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 30)
+    store = MessageStore(settings, ("127.0.0.1", 10911))
+    store.open()
+    await store.start()
+    props = "TAGS\x01TagA\x02KEYS\x01k1\x02UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02WAIT\x01true\x02"
+    puts = [[PutRequest(TOPIC, i % 8, b"x" * BODY_SIZE, properties=props, tags_code=0)] for i in range(messages)]
+    try:
+        for put in puts[:50]:  # warm-up
+            store.put_group_now([put])
+        started = time.process_time()
+        if PROFILER is not None:
+            PROFILER.enable()
+        for put in puts:
+            store.put_group_now([put])
+        if PROFILER is not None:
+            PROFILER.disable()
+        return (time.process_time() - started) / messages * 1e6
+    finally:
+        await store.close()
+
+
 def consumer_decode(root: Path, messages: int) -> float:
     """Decode pull answer bodies of 32 stored records into ``MessageExt``s, as a consumer does."""
     props = ("TAGS\x01TagA\x02KEYS\x01k1\x02UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02"
@@ -280,6 +306,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
     "broker-pull": broker_pull,
     "store-sync-flush": store_sync_flush,
+    "store-put-single": store_put_single,
     "consumer-decode": consumer_decode,
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),

@@ -26,6 +26,8 @@ static const struct {
     {"_decode_view", rq_py_decode_frame_view},
     {"from_ext", rq_py_header_from_ext},
     {"frozen_new", rq_py_frozen_new},
+    {"append_in_place", rq_py_append_in_place},
+    {"index_add", rq_py_index_add},
     {NULL, NULL},
 };
 

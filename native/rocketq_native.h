@@ -39,6 +39,8 @@ PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *co
 PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_append_in_place(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_index_add(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 
 /* records.c: stored-record encoders (types) and decoders (module functions). */
@@ -47,6 +49,17 @@ extern PyTypeObject RqSenderEncoderType;
 PyObject *rq_sender_encoder(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* attributes.c: the counters of Python store objects, for the in-place appends. Each returns
+ * 1 (done) or 0 (an unusual value: no exception left set), except where noted. */
+int rq_intern_names(PyObject **const *slots, const char *const *texts, size_t count);  /* 0, or -1 raised */
+int rq_int_attr(PyObject *obj, PyObject *name, long long low, long long high, long long *out);
+int rq_set_int_attr(PyObject *obj, PyObject *name, long long value);  /* 0, or -1 raised */
+/* The last item of obj.name (an exact list), a new reference; NULL with *empty set for an
+ * empty list, NULL without it for anything else. */
+PyObject *rq_last_item(PyObject *obj, PyObject *name, int *empty);
+/* obj.name's writable buffer of at least ``needed`` bytes into *map (release it): 1, else 0. */
+int rq_writable_map(PyObject *obj, PyObject *name, Py_ssize_t needed, Py_buffer *map);
 
 /* Helpers shared by the codecs. */
 static inline void rq_put_i16(unsigned char *p, int32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }

@@ -69,6 +69,18 @@ def accelerated_with(*context: object) -> Callable[[F], F]:
     return decorate
 
 
+def accelerated_as(name: str) -> Callable[[F], F]:
+    """``accelerated`` for a C twin registered under another name than the function's (a
+    method such as ``IndexService.add``, whose own name says too little)."""
+
+    def decorate(pure: F) -> F:
+        if native is None:
+            return pure
+        return native.accelerate(name, pure)
+
+    return decorate
+
+
 def pure(function: F) -> F:
     """The pure-Python reference behind a function that ``accelerated`` may have replaced."""
     return getattr(function, "__wrapped__", function)

@@ -111,9 +111,16 @@ class CommitLog:
         tail = segments[-1] if segments else None
         if tail is None or tail.size - tail.wrote < size + END_FILE_MIN_BLANK_LENGTH:
             tail = self._roll(tail)
+        if tail.wrote + size > tail.reserved:
+            tail.reserve(tail.wrote + size)
+        return self.write_at(tail, record, queue_offset, store_timestamp, ts_pos)
+
+    def write_at(self, tail: MappedFile, record: bytes, queue_offset: int, store_timestamp: int, ts_pos: int) -> int:
+        """Copy and stamp ``record`` at the write position of ``tail`` (the last segment), which
+        has room for it and its blocks reserved; return its offset. (``append`` and
+        ``inplace.append_in_place`` check that first.)"""
         pos = tail.wrote
-        if pos + size > tail.reserved:
-            tail.reserve(pos + size)
+        size = len(record)
         phys = tail.start + pos
         buf = tail.buf
         buf[pos:pos + size] = record

@@ -113,9 +113,15 @@ class ConsumeQueue:
         tail = files[-1] if files else None
         if tail is None or tail.wrote >= tail.size:
             tail = self._new_file(tail.end if tail else self.min_offset * UNIT_SIZE)
+        if tail.wrote + UNIT_SIZE > tail.reserved:
+            tail.reserve(tail.wrote + UNIT_SIZE)  # a full disk raises here, before the map is touched
+        self.write_unit(tail, phys, size, tag_code)
+
+    @staticmethod
+    def write_unit(tail: MappedFile, phys: int, size: int, tag_code: int) -> None:
+        """Write a unit at the write position of ``tail`` (the last file), which has room for it
+        and its blocks reserved (``append`` and ``inplace.append_in_place`` check that first)."""
         pos = tail.wrote
-        if pos + UNIT_SIZE > tail.reserved:
-            tail.reserve(pos + UNIT_SIZE)  # a full disk raises here, before the map is touched
         UNIT.pack_into(tail.buf, pos, phys, size, tag_code)
         tail.wrote = pos + UNIT_SIZE
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from rocketq.protocol import javahash, messageproperties
+from rocketq.protocol import javahash, messageproperties, nativecodecs
 from rocketq.store import mappedfile
 from rocketq.store.mappedfile import StoreFileError
 
@@ -243,8 +243,12 @@ class IndexService:
         log.info("index file %s created", path.name)
         return created
 
+    @nativecodecs.accelerated_as("index_add")
     def add(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_timestamp: int) -> None:
-        """Index one message under its unique key and each of its KEYS."""
+        """Index one message under its unique key and each of its KEYS.
+
+        The reference for native/indexput.c, which writes the same entries when the last file
+        has room and allocated blocks for all of them, and calls this method otherwise."""
         f = self.files[-1] if self.files else self._writable()
         prefix = _topic_prefix_hash(topic)
         if uniq_key:

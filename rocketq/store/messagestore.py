@@ -44,6 +44,7 @@ from rocketq.store import (
     consumequeue,
     dispatch,
     flushing,
+    inplace,
     mappedfile,
     putting,
     reading,
@@ -453,24 +454,22 @@ class MessageStore:
 
     def _append_one(self, prepared: putting.PreparedMessage, now: int, notify: dict[int, ConsumeQueue]) -> PutResult:
         """``_append_prepared`` for a put of one message (every single send): the same appends,
-        rollback and result, without the per-message lists and dicts a batch needs."""
+        rollback and result. The record and its unit go in with one call
+        (``inplace.append_in_place``, in C) when nothing is to be rolled or reserved; otherwise
+        the general path does it all."""
         record, ts_pos, cq, unit, tag, uniq, keys, delay = prepared
-        commitlog = self.commitlog
-        start = commitlog.max_offset
-        queue_offset = cq.max_offset if unit else 0
-        touched: tuple[tuple[ConsumeQueue, int], ...] = ()
-        try:
-            phys = commitlog.append(record, queue_offset, now, ts_pos)
-            if unit:
-                if delay is not None:
-                    tag = dispatch.delivery_time(delay, now, self._delay_levels)
-                touched = ((cq, queue_offset),)
-                cq.append(phys, len(record), tag)
-            if (uniq or keys) and self.index is not None:
+        if unit and delay is not None:
+            tag = dispatch.delivery_time(delay, now, self._delay_levels)
+        placed = inplace.append_in_place(self.commitlog, cq if unit else None, record, now, ts_pos, tag)
+        if placed is None:
+            return self._append_prepared([prepared], now, notify)
+        phys, queue_offset = placed
+        if (uniq or keys) and self.index is not None:
+            try:
                 self.index.add(cq.topic, uniq, keys, phys, now)
-        except (OSError, StoreFileError) as exc:
-            self._roll_back(start, touched)
-            return self._append_failed(exc)
+            except (OSError, StoreFileError) as exc:  # a new index file on a full disk
+                self._roll_back(phys, ((cq, queue_offset),) if unit else ())
+                return self._append_failed(exc)
         if unit:
             notify[id(cq)] = cq
         return new_put_result(PutStatus.PUT_OK, now, (phys,), (len(record),), (queue_offset,),

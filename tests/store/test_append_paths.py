@@ -4,7 +4,8 @@ A put of one message takes a shorter path than a batch (no per-message lists); b
 leave byte-identical CommitLog, ConsumeQueue and IndexFile files and give the same results,
 including across segment rolls, hidden transaction halves, delay levels and index keys.
 ``put_group_now`` (the broker's path under ASYNC_FLUSH) must store exactly what ``put_group``
-stores.
+stores, and so must the one-message path with the pure-Python ``inplace.append_in_place`` in
+place of its C twin (the runs "one" and "now" use the C one when the native codecs are built).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from store_helpers import STORE_HOST, small_settings
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.messagetypes import MessageSysFlag
-from rocketq.store import messagestore
+from rocketq.store import inplace, messagestore
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult
 
 _CLOCK_S = 1_700_000_000.0
@@ -89,14 +91,18 @@ async def test_one_message_puts_leave_the_same_bytes_as_the_general_path(
     puts = [[_request(*spec) for spec in put] for put in plan]
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, general, now in (("general", True, False), ("one", False, False), ("now", False, True)):
+        for name, general, now in (("general", True, False), ("one", False, False), ("now", False, True),
+                                   ("pure", False, True)):
             ticks = itertools.count(1_700_000_000_000, 700)
             monkeypatch.setattr(messagestore, "_now_ms", lambda ticks=ticks: next(ticks))
+            if name == "pure":
+                monkeypatch.setattr(inplace, "append_in_place", nativecodecs.pure(inplace.append_in_place))
             root = Path(tmp) / name
             results = await _store_all(root, puts, general=general, now=now)
             runs[name] = (_summary(results), _files(root))
     assert runs["one"] == runs["general"]
     assert runs["now"] == runs["general"]
+    assert runs["pure"] == runs["general"]
     assert any(name.startswith("commitlog/") for name in runs["one"][1])
     if any(spec[3] or spec[4] for put in plan for spec in put):
         assert any(name.startswith("index/") for name in runs["one"][1])
