@@ -95,6 +95,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         """The endpoints put in routes, given the ones the client dialled (mode-dependent)."""
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
         self._warnings = LogLimiter(log)
+        self._callers = clients.Callers()
         self.relays = Relays(table, settings.grpc_proxy_relay_request_timeout_in_seconds)
         self.registrar = Registrar(backend.broker_addrs, self.relays.handlers(),
                                    expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone,
@@ -119,7 +120,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     def _identify(self, context: Any) -> clients.Caller:
         """The caller, authenticated when ACL is on; ProxyError when refused."""
-        caller = clients.caller(context.invocation_metadata())
+        caller = self._callers.get(context.invocation_metadata())
         if self.acl is None:
             return caller
         account = auth.authenticate(self.acl(), caller.headers, auth.peer_ip(context.peer()))
@@ -238,8 +239,12 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         for i, msg in ready:
             entries[i] = await self._send_one(msg)
         done = [e for e in entries if e is not None]
+        if len(done) == 1:  # the usual request: one message
+            if done[0].status.code == Code.OK:
+                self.metrics.sent(messages[0].system_properties.message_type)
+            return done
         stored = Counter(m.system_properties.message_type for m, e in zip(messages, done, strict=True)
-                       if e.status.code == Code.OK)
+                         if e.status.code == Code.OK)
         for message_type, count in stored.items():
             self.metrics.sent(message_type, count)
         return done
@@ -248,7 +253,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         async def body(caller: clients.Caller) -> spb.SendMessageResponse:
             if not request.messages:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
-            if len({m.topic.name for m in request.messages}) > 1:
+            if len(request.messages) > 1 and len({m.topic.name for m in request.messages}) > 1:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "messages of one request must share a topic")
             auth.authorize(caller.account, {request.messages[0].topic.name: permissions.PUB})
             entries = await self._send_all(request.messages)
@@ -379,13 +384,17 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, str(exc)) from None
         return changed.receipt_handle
 
-    async def _ack_target(self, caller: clients.Caller, group: str, topic: str,
-                          entry: spb.AckMessageEntry) -> tuple[str, str, PoppedMessage]:
-        """(broker address, broker name, what PopClient acks) for one entry; ProxyError if it cannot be."""
+    async def _ack_target(self, caller: clients.Caller, group: str, topic: str, entry: spb.AckMessageEntry,
+                          masters: dict[str, str]) -> tuple[str, str, PoppedMessage]:
+        """(broker address, broker name, what PopClient acks) for one entry; ProxyError if it cannot be.
+        ``masters``: the broker addresses this call has looked up already, by broker name."""
         handle = await self._newest_handle(caller, group, entry.message_id, entry.receipt_handle)
         handle.check_alive(_now_ms())
-        addr = await self.backend.master(topic, handle.extra.broker_name)
-        return addr, handle.extra.broker_name, handle.as_popped(topic, group, entry.message_id)
+        broker_name = handle.extra.broker_name
+        addr = masters.get(broker_name)
+        if addr is None:
+            addr = masters[broker_name] = await self.backend.master(topic, broker_name)
+        return addr, broker_name, handle.as_popped(topic, group, entry.message_id)
 
     async def _ack_each(self, addr: str, group: str, popped: list[tuple[int, PoppedMessage]],
                         answers: list[pb.Status | None]) -> None:
@@ -403,9 +412,10 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         (acking an offset twice does no harm)."""
         answers: list[pb.Status | None] = [None] * len(entries)
         by_broker: dict[tuple[str, str], list[tuple[int, PoppedMessage]]] = {}
+        masters: dict[str, str] = {}
         for i, entry in enumerate(entries):
             try:
-                addr, broker_name, message = await self._ack_target(caller, group, topic, entry)
+                addr, broker_name, message = await self._ack_target(caller, group, topic, entry, masters)
             except EXPECTED_ERRORS as exc:
                 answers[i] = status.from_exception(exc)
                 continue
