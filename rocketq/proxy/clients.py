@@ -76,30 +76,6 @@ def caller(metadata: Iterable[tuple[str, str | bytes]] | None) -> Caller:
                   values)
 
 
-MAX_KNOWN_CALLERS: Final = 4096
-"""Metadata sets ``Callers`` remembers; past it, it starts afresh (signed calls each carry a new date)."""
-
-
-class Callers:
-    """``caller`` remembered by the exact metadata it was read from: a client sends the same
-    headers on every call, so each call costs a dict lookup instead of reading them again. A
-    refusal (no client id) is not remembered; neither is anything beyond the metadata."""
-
-    def __init__(self, limit: int = MAX_KNOWN_CALLERS) -> None:
-        self._known: dict[tuple[tuple[str, str | bytes], ...], Caller] = {}
-        self._limit = limit
-
-    def get(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Caller:
-        key = tuple(metadata or ())
-        known = self._known.get(key)
-        if known is None:
-            known = caller(key)
-            if len(self._known) >= self._limit:
-                self._known.clear()
-            self._known[key] = known
-        return known
-
-
 def _ms(ms: int) -> duration_pb2.Duration:
     d = duration_pb2.Duration()
     d.FromMilliseconds(ms)

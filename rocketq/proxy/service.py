@@ -95,7 +95,6 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
         """The endpoints put in routes, given the ones the client dialled (mode-dependent)."""
         self._delay_levels = parse_delay_levels(settings.message_delay_level)
         self._warnings = LogLimiter(log)
-        self._callers = clients.Callers()
         self.relays = Relays(table, settings.grpc_proxy_relay_request_timeout_in_seconds)
         self.registrar = Registrar(backend.broker_addrs, self.relays.handlers(),
                                    expire_ms=settings.channel_expired_timeout, on_gone=self._client_gone,
@@ -120,7 +119,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     def _identify(self, context: Any) -> clients.Caller:
         """The caller, authenticated when ACL is on; ProxyError when refused."""
-        caller = self._callers.get(context.invocation_metadata())
+        caller = clients.caller(context.invocation_metadata())
         if self.acl is None:
             return caller
         account = auth.authenticate(self.acl(), caller.headers, auth.peer_ip(context.peer()))

@@ -179,20 +179,6 @@ def test_metadata_needs_a_client_id() -> None:
     assert clients.caller([("x-mq-client-id", "c1"), ("x-mq-namespace", "ns")]).namespace == "ns"
 
 
-def test_callers_are_remembered_by_their_exact_metadata_and_refusals_are_not() -> None:
-    callers = clients.Callers(limit=2)
-    first = callers.get((("x-mq-client-id", "c1"), ("x-mq-namespace", "ns")))
-    assert callers.get([("x-mq-client-id", "c1"), ("x-mq-namespace", "ns")]) is first
-    other = callers.get((("x-mq-client-id", "c1"), ("x-mq-namespace", "ns2")))
-    assert other.namespace == "ns2" and other is not first
-    for _ in range(2):  # a refusal each time, never a remembered caller
-        with pytest.raises(ProxyError):
-            callers.get((("x-mq-language", "PYTHON"),))
-    callers.get((("x-mq-client-id", "c3"),))  # past the limit: starts afresh
-    again = callers.get((("x-mq-client-id", "c1"), ("x-mq-namespace", "ns")))
-    assert again == first and again is not first
-
-
 def test_the_shared_ok_status_cannot_be_changed_through_a_response() -> None:
     entry = spb.SendResultEntry(status=status.ok())
     entry.status.message = "changed"
