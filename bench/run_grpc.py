@@ -1,6 +1,7 @@
 """The gRPC endpoint next to remoting: one broker, measured both ways in the same run.
 
     .venv/bin/python bench/run_grpc.py [--scale 1.0] [--rounds 2] [--in-flight 32] [--receivers 4]
+        [--batch 16] [--grpc-only] [--proxy NAME=TREE ...] [--profile DIR]
 
 It starts a local cluster (``rocketq local up``: one name server, one broker, free ports, a
 temporary directory) and a ``rocketq proxy`` (CLUSTER mode) in front of it, then runs, per round:
@@ -11,11 +12,17 @@ remoting-N     ``-m sync -w N``: N sends in flight
 remoting-pull  ``rocketq bench consumer --from-first`` over what remoting-N stored (pull)
 grpc-1         SendMessage with one message, one call at a time (grpc.aio, rocketq/proxy/v2 stubs)
 grpc-N         N SendMessage calls in flight (N tasks, one message each)
+grpc-batchB    N/4 SendMessage calls in flight, B messages each
 grpc-receive   R receivers: ReceiveMessage (batch 32, long polling) then one AckMessage for the
                batch, over what grpc-N stored (POP on the broker, through the proxy)
 ============== ================================================================================
 
 Rounds alternate which side goes first, so a change in the shared machine's speed hits both.
+``--grpc-only`` leaves remoting out. ``--proxy NAME=TREE`` (repeatable) runs one proxy per source
+tree (a checkout with its ``rocketq`` package, e.g. ``base=/tmp/main-copy``, ``new=.``) in
+front of the same broker and measures them in turn, the order alternating per round: the
+interleaved before/after of a proxy change. ``--profile DIR`` runs each proxy under cProfile
+(``DIR/NAME.prof``, written when it stops; the CPU figures then include the profiler's cost).
 Each row gives msg/s and CPU time per message of the broker, of the proxy (both from /proc)
 and of the client (remoting: the ``rocketq bench`` process net of its start-up; gRPC: this
 process's own CPU, grpc's threads included). Every body is 1 KiB. Nothing here asserts anything.
@@ -25,17 +32,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 from google.protobuf import duration_pb2
 from run_dledger import cpu_seconds
-from run_ha import free_port, start, stop
+from run_ha import READY, free_port, stop
 from run_matrix import ROCKETQ, SUMMARY, Cluster, _producer, _run, calibrate
 
 from rocketq.proxy.status import Code
@@ -43,13 +50,14 @@ from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb
 from rocketq.proxy.v2 import service_pb2_grpc as grpc_v2
 
+ROOT = Path(__file__).resolve().parent.parent
 BODY = b"x" * 1024
 MAX_BATCH = 32
 INVISIBLE_S = 60
 POLL_S = 5
 CALL_TIMEOUT_S = 30.0
 ID = (("x-mq-client-id", "run-grpc@bench"),)
-COUNTS = {"single": 3_000, "inflight": 20_000}
+COUNTS = {"single": 3_000, "inflight": 20_000, "batch": 20_000}
 """Messages per scenario at --scale 1 (the receive scenarios read what the in-flight ones stored)."""
 
 
@@ -92,15 +100,18 @@ def message(topic: str, n: int) -> pb.Message:
                       system_properties=pb.SystemProperties(message_id=f"BENCH{n:020d}"))
 
 
-async def send_all(stub: grpc_v2.MessagingServiceStub, topic: str, count: int, in_flight: int) -> None:
-    ids = iter(range(count))
+async def send_all(stub: grpc_v2.MessagingServiceStub, topic: str, count: int, in_flight: int,
+                   batch: int = 1) -> None:
+    """``count`` messages, ``batch`` per SendMessage, ``in_flight`` calls at a time."""
+    firsts = iter(range(0, count, batch))
 
     async def worker() -> None:
-        for n in ids:  # the shared iterator hands each number to one worker
-            answer = await stub.SendMessage(spb.SendMessageRequest(messages=[message(topic, n)]), metadata=ID,
-                                            timeout=CALL_TIMEOUT_S)
-            if answer.status.code != Code.OK:
-                raise RuntimeError(f"send failed: {answer.status}")
+        for first in firsts:  # the shared iterator hands each call's first number to one worker
+            request = spb.SendMessageRequest(messages=[message(topic, n) for n in range(first, min(first + batch,
+                                                                                                   count))])
+            answer = await stub.SendMessage(request, metadata=ID, timeout=CALL_TIMEOUT_S)
+            if answer.status.code != Code.OK or len(answer.entries) != len(request.messages):
+                raise RuntimeError(f"send failed: {answer.status}, {len(answer.entries)} entries")
 
     await asyncio.gather(*(worker() for _ in range(in_flight)))
 
@@ -167,7 +178,7 @@ async def broker_name(stub: grpc_v2.MessagingServiceStub, topic: str) -> str:
 
 
 async def grpc_rows(endpoint: str, meter: Meter, topic: str, counts: dict[str, int], in_flight: int,
-                    receivers: int) -> list[Row]:
+                    receivers: int, batch: int, label: str = "") -> list[Row]:
     rows = []
     async with grpc.aio.insecure_channel(endpoint) as channel:
         stub = grpc_v2.MessagingServiceStub(channel)
@@ -175,13 +186,16 @@ async def grpc_rows(endpoint: str, meter: Meter, topic: str, counts: dict[str, i
         await send_all(stub, topic + "1", 50, 1)  # warm-up: channel, routes, the proxy's broker connection
         before = meter.snapshot()
         await send_all(stub, topic + "1", counts["single"], 1)
-        rows.append(meter.row("grpc-1", counts["single"], before))
+        rows.append(meter.row(f"{label}grpc-1", counts["single"], before))
         before = meter.snapshot()
         await send_all(stub, topic + "N", counts["inflight"], in_flight)
-        rows.append(meter.row(f"grpc-{in_flight}", counts["inflight"], before))
+        rows.append(meter.row(f"{label}grpc-{in_flight}", counts["inflight"], before))
+        before = meter.snapshot()
+        await send_all(stub, topic + "B", counts["batch"], max(1, in_flight // 4), batch)
+        rows.append(meter.row(f"{label}grpc-batch{batch}", counts["batch"], before))
         before = meter.snapshot()
         acked = await receive_all(stub, topic + "N", f"{topic}_grpc_group", broker, counts["inflight"], receivers)
-        rows.append(meter.row(f"grpc-receive ({receivers} receivers)", acked, before))
+        rows.append(meter.row(f"{label}grpc-receive ({receivers} receivers)", acked, before))
     return rows
 
 
@@ -209,36 +223,80 @@ def create_topics(cluster: Cluster, topics: list[str]) -> None:
                        check=True, capture_output=True)
 
 
+def start_proxy(cluster: Cluster, name: str, tree: Path, tmp: Path,
+                profile: Path | None) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``rocketq proxy`` run from ``tree``'s rocketq package (its working directory comes first
+    on ``-m``'s path); under cProfile when ``profile`` names a directory."""
+    args = ["proxy", "-n", cluster.namesrv, "--grpc-port", str(free_port())]
+    log = tmp / f"proxy-{name}.log"
+    out = open(log, "wb")  # noqa: SIM115 - kept open for the process's life
+    runner = ["-m", "cProfile", "-o", str(profile / f"{name}.prof")] if profile is not None else []
+    proc = subprocess.Popen([*ROCKETQ[:1], *runner, "-m", "rocketq", *args], stdout=out, stderr=subprocess.STDOUT,
+                            cwd=tree)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            if READY in line:
+                return proc, line.rsplit(READY, 1)[1].strip().replace("0.0.0.0", "127.0.0.1")
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(log.read_text(errors="replace")[-2000:])
+
+
+def _proxy_trees(specs: list[str]) -> dict[str, Path]:
+    trees = {}
+    for spec in specs or [f"proxy={ROOT}"]:
+        name, _, tree = spec.partition("=")
+        trees[name] = Path(tree or ROOT).resolve()
+    return trees
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the message counts")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; each alternates which side goes first")
     parser.add_argument("--in-flight", type=int, default=32, help="sends in flight (N)")
     parser.add_argument("--receivers", type=int, default=4, help="concurrent ReceiveMessage callers (R)")
+    parser.add_argument("--batch", type=int, default=16, help="messages per SendMessage of grpc-batchB")
+    parser.add_argument("--grpc-only", action="store_true", help="leave the remoting rows out")
+    parser.add_argument("--proxy", action="append", default=[], metavar="NAME=TREE",
+                        help="a proxy run from this source tree (repeat to compare, interleaved)")
+    parser.add_argument("--profile", type=Path, help="run the proxies under cProfile, writing DIR/NAME.prof")
     args = parser.parse_args()
     counts = {k: max(1, int(v * args.scale)) for k, v in COUNTS.items()}
+    trees = _proxy_trees(args.proxy)
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     print(f"calibration {calibrate():.0f} ns/call", flush=True)
     print("| scenario | messages | msg/s | broker CPU µs/msg | proxy CPU µs/msg | client CPU µs/msg |")
     print("|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="rocketq-grpc-") as tmp, Cluster(Path(tmp), "ASYNC_FLUSH") as cluster:
-        proxy, address = start([*ROCKETQ[3:], "proxy", "-n", cluster.namesrv, "--grpc-port", str(free_port())],
-                               Path(tmp) / "proxy.log")
+        proxies = {name: start_proxy(cluster, name, tree, Path(tmp), args.profile) for name, tree in trees.items()}
         try:
-            meter = Meter(cluster, proxy.pid)
-            endpoint = address.replace("0.0.0.0", "127.0.0.1")
             _out, _wall, _broker, startup = _run(cluster, _producer("GWarm", "sync", 1))
-            for round_no, order in zip(range(args.rounds), itertools.cycle(("remoting", "grpc")), strict=False):
+            for round_no in range(args.rounds):
                 stamp = f"R{round_no}T{int(time.time())}"
-                create_topics(cluster, [f"Rem{stamp}1", f"Rem{stamp}N", f"Grpc{stamp}1", f"Grpc{stamp}N"])
-                sides = {"remoting": lambda s=stamp: remoting_rows(cluster, meter, f"Rem{s}", counts,
-                                                                   args.in_flight, startup),
-                         "grpc": lambda s=stamp: asyncio.run(grpc_rows(endpoint, meter, f"Grpc{s}", counts,
-                                                                       args.in_flight, args.receivers))}
-                for side in (order, "grpc" if order == "remoting" else "remoting"):
-                    for row in sides[side]():
+                sides: list[tuple[str, Callable[[], list[Row]]]] = []
+                for name, (proc, endpoint) in proxies.items():
+                    prefix = f"Grpc{name}{stamp}"
+                    create_topics(cluster, [prefix + "1", prefix + "N", prefix + "B"])
+                    label = f"{name}: " if len(proxies) > 1 else ""
+                    meter = Meter(cluster, proc.pid)
+                    sides.append((name, lambda p=prefix, e=endpoint, m=meter, lb=label: asyncio.run(
+                        grpc_rows(e, m, p, counts, args.in_flight, args.receivers, args.batch, lb))))
+                if not args.grpc_only:
+                    create_topics(cluster, [f"Rem{stamp}1", f"Rem{stamp}N"])
+                    meter = Meter(cluster, next(iter(proxies.values()))[0].pid)
+                    sides.append(("remoting", lambda s=stamp, m=meter: remoting_rows(
+                        cluster, m, f"Rem{s}", counts, args.in_flight, startup)))
+                shift = round_no % len(sides)
+                for _name, side in sides[shift:] + sides[:shift]:
+                    for row in side():
                         print(row.line(), flush=True)
         finally:
-            stop([proxy], Path(tmp))
+            stop([proc for proc, _endpoint in proxies.values()], Path(tmp))
     print(f"calibration {calibrate():.0f} ns/call", flush=True)
 
 

@@ -3,7 +3,9 @@
 The proxy is a remoting client like any other and reuses the SDK's pieces: a ``ClientInstance``
 for routes from the name server and broker addresses, the SDK ``Producer`` for sends (its
 checks, retries and latency fault tolerance; a FIFO message goes to the queue
-``routing.group_queue`` picks, one attempt, never moved) and ``PopClient`` for POP_MESSAGE,
+``routing.group_queue`` picks, one attempt, never moved; a NORMAL message is written at once by
+``send_async``, without a coroutine of its own; several NORMAL messages of one SendMessage go as
+one SEND_BATCH_MESSAGE, ``send_batch``) and ``PopClient`` for POP_MESSAGE,
 ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and the DLQ forward. CLUSTER mode points it at the
 name servers of ``namesrvAddr``; a broker's LOCAL endpoint points it at the name servers that
 broker registers with, so it reaches the broker through loopback remoting.
@@ -55,7 +57,7 @@ class Backend:
             transactions.group, transactions, namesrv_addr, max_message_size=max_message_size, **signed,
             # the v2 client retries (its backoff policy); one attempt here keeps a send's latency
             # within the client's request timeout
-            retry_times_when_send_failed=0,
+            retry_times_when_send_failed=0, retry_times_when_send_async_failed=0,
             # brokers must know the proxy as a producer of its group before they check a half message
             heartbeat_broker_interval=HEARTBEAT_INTERVAL_MS)
         self.pops = PopClient(self._instance.remoting, timeout_s=POP_RPC_TIMEOUT_S)
@@ -108,9 +110,15 @@ class Backend:
             return result
         group = msg.properties.get(mp.SHARDING_KEY)
         if group is None:
-            return await self.producer.send(msg)
+            return await self.producer.send_async(msg)
 
         def by_group(queues: Sequence[MessageQueue]) -> MessageQueue:
             return routing.group_queue(group, queues)
 
         return await self.producer.send(msg, selector=by_group)
+
+    async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
+        """One SEND_BATCH_MESSAGE of NORMAL messages of one topic (``batching.batchable``); the
+        result's ``msg_id`` joins theirs with commas, its ``queue_offset`` is the first one's.
+        MessageError (nothing sent) when they do not make a batch, e.g. over maxMessageSize."""
+        return await self.producer.send_batch(msgs)

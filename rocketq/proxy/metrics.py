@@ -9,6 +9,10 @@ type. ``rocketmq_proxy_up`` carries the cluster and proxy mode.
 Labels stay bounded: methods are the service's (an unknown name becomes ``other``), codes the
 enum's names, message and client types enum names; no topic, group or client id is a label.
 
+The labelled children are looked up once per label set and kept (``_children``): a call costs
+a dict lookup, not prometheus_client's label validation and locking. Message counts are added
+once per call, not once per message.
+
 Each ``ProxyMetrics`` has its own CollectorRegistry: ``rocketq proxy`` serves it on its
 ``metricsPort`` (``rocketq.metrics.http``), a broker's LOCAL endpoint adds it to the broker's.
 """
@@ -16,7 +20,7 @@ Each ``ProxyMetrics`` has its own CollectorRegistry: ``rocketq proxy`` serves it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -65,19 +69,38 @@ class ProxyMetrics:
                                        registry=self.registry)
         self.registry.register(_ClientsCollector(clients_by_type))
 
+        self._rpc_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        """(method, code) -> (its counter, its histogram); methods and codes are bounded sets."""
+        self._sent_children: dict[int, Any] = {}
+        self._received_children: dict[int, Any] = {}
+
     def rpc(self, method: str, code: int, seconds: float) -> None:
-        labels = {"method": method_name(method), "code": code_name(code)}
-        self._rpcs.labels(**labels).inc()
-        self._latency.labels(**labels).observe(seconds)
+        children = self._rpc_children.get((method, code))
+        if children is None:
+            labels = {"method": method_name(method), "code": code_name(code)}
+            children = self._rpc_children[(method, code)] = (self._rpcs.labels(**labels),
+                                                             self._latency.labels(**labels))
+        children[0].inc()
+        children[1].observe(seconds)
 
-    def sent(self, message_type: int) -> None:
-        self._sent.labels(message_type=_type_name(message_type)).inc()
+    def sent(self, message_type: int, count: int = 1) -> None:
+        """``count`` messages of ``message_type`` stored for producers."""
+        _child(self._sent, self._sent_children, message_type).inc(count)
 
-    def received(self, message_type: int) -> None:
-        self._received.labels(message_type=_type_name(message_type)).inc()
+    def received(self, message_type: int, count: int = 1) -> None:
+        """``count`` messages of ``message_type`` handed to consumers."""
+        _child(self._received, self._received_children, message_type).inc(count)
 
-    def acked(self) -> None:
-        self._acked.inc()
+    def acked(self, count: int = 1) -> None:
+        self._acked.inc(count)
+
+
+def _child(family: Counter, children: dict[int, Any], message_type: int) -> Any:
+    """``family``'s child for ``message_type``, looked up once (the enum bounds the keys)."""
+    child = children.get(message_type)
+    if child is None:
+        child = children[message_type] = family.labels(message_type=_type_name(message_type))
+    return child
 
 
 def _type_name(message_type: int) -> str:

@@ -35,7 +35,8 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -43,10 +44,13 @@ from google.protobuf import timestamp_pb2
 
 from rocketq.acl import permissions, validator
 from rocketq.acl.plainacl import AclConfig
-from rocketq.client.errors import BrokerError, ClientError
+from rocketq.client.errors import BrokerError, ClientError, MessageError
+from rocketq.client.sending import SendResult
 from rocketq.protocol import topicattributes
-from rocketq.protocol.poprequests import PopStatus
-from rocketq.proxy import auth, clients, convert, routing, status, typecheck
+from rocketq.protocol.messagetypes import Message
+from rocketq.protocol.poprequests import PoppedMessage, PopStatus
+from rocketq.protocol.topicattributes import MessageType
+from rocketq.proxy import auth, batching, clients, convert, routing, status, typecheck
 from rocketq.proxy.backend import Backend
 from rocketq.proxy.metrics import ProxyMetrics
 from rocketq.proxy.receipts import ReceiptHandle
@@ -184,31 +188,74 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
     # --- sending ------------------------------------------------------------------------------
 
-    async def _send_one(self, message: pb.Message) -> spb.SendResultEntry:
+    def _to_remoting(self, message: pb.Message, topic_type: MessageType | None) -> Message:
+        """The remoting message for ``message``, type-checked against ``topic_type`` (None: not checked)."""
+        msg = convert.to_remoting(message, max_body_size=self.settings.max_message_size,
+                                  max_delay_ms=self.settings.max_delay_time_mills,
+                                  delay_levels_ms=self._delay_levels, now_ms=_now_ms())
+        if topic_type is not None:
+            typecheck.check(msg.topic, topic_type, topicattributes.of_properties(msg.properties))
+        return msg
+
+    async def _send_one(self, msg: Message) -> spb.SendResultEntry:
         try:
-            msg = convert.to_remoting(message, max_body_size=self.settings.max_message_size,
-                                      max_delay_ms=self.settings.max_delay_time_mills,
-                                      delay_levels_ms=self._delay_levels, now_ms=_now_ms())
-            if self.settings.enable_topic_message_type_check:
-                typecheck.check(msg.topic, await self.backend.metadata.topic_type(msg.topic),
-                                topicattributes.of_properties(msg.properties))
             result = await self.backend.send(msg)
         except EXPECTED_ERRORS as exc:
             return spb.SendResultEntry(status=status.from_exception(exc))
-        sent = status.ok() if result.status.name == "SEND_OK" else status.of(
-            SEND_STATUS_CODES.get(result.status.name, Code.INTERNAL_SERVER_ERROR), result.status.name)
-        self.metrics.sent(message.system_properties.message_type)
-        return spb.SendResultEntry(status=sent, message_id=result.msg_id, transaction_id=result.msg_id,
-                                   offset=result.queue_offset)
+        return _sent_entry(result, result.msg_id, result.queue_offset)
+
+    async def _send_batch(self, msgs: list[Message]) -> list[spb.SendResultEntry] | None:
+        """One SEND_BATCH_MESSAGE for ``msgs`` (``batching``); None when they do not make one."""
+        try:
+            result = await self.backend.send_batch(msgs)
+        except MessageError:
+            return None  # nothing was sent: one by one, each with its own answer
+        except EXPECTED_ERRORS as exc:
+            failed = status.from_exception(exc)
+            return [spb.SendResultEntry(status=failed) for _ in msgs]
+        return [_sent_entry(result, msg_id, offset) for msg_id, offset in batching.entries(result, msgs)]
+
+    async def _send_all(self, messages: Sequence[pb.Message]) -> list[spb.SendResultEntry]:
+        """An entry per message, in order: converted and checked each (a bad one answers alone), the
+        NORMAL ones sent as one batch when there are several, the others one at a time."""
+        topic_type = None
+        if self.settings.enable_topic_message_type_check:  # one topic per request: looked up once
+            topic_type = await self.backend.metadata.topic_type(messages[0].topic.name)
+        entries: list[spb.SendResultEntry | None] = [None] * len(messages)
+        ready: list[tuple[int, Message]] = []
+        for i, message in enumerate(messages):
+            try:
+                ready.append((i, self._to_remoting(message, topic_type)))
+            except EXPECTED_ERRORS as exc:
+                entries[i] = spb.SendResultEntry(status=status.from_exception(exc))
+        batch = [(i, msg) for i, msg in ready if batching.batchable(msg)]
+        if len(batch) >= batching.MIN_BATCH:
+            sent = await self._send_batch([msg for _i, msg in batch])
+            if sent is not None:
+                for (i, _msg), entry in zip(batch, sent, strict=True):
+                    entries[i] = entry
+                ready = [(i, msg) for i, msg in ready if entries[i] is None]
+        for i, msg in ready:
+            entries[i] = await self._send_one(msg)
+        done = [e for e in entries if e is not None]
+        if len(done) == 1:  # the usual request: one message
+            if done[0].status.code == Code.OK:
+                self.metrics.sent(messages[0].system_properties.message_type)
+            return done
+        stored = Counter(m.system_properties.message_type for m, e in zip(messages, done, strict=True)
+                         if e.status.code == Code.OK)
+        for message_type, count in stored.items():
+            self.metrics.sent(message_type, count)
+        return done
 
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
         async def body(caller: clients.Caller) -> spb.SendMessageResponse:
             if not request.messages:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
-            if len({m.topic.name for m in request.messages}) > 1:
+            if len(request.messages) > 1 and len({m.topic.name for m in request.messages}) > 1:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "messages of one request must share a topic")
             auth.authorize(caller.account, {request.messages[0].topic.name: permissions.PUB})
-            entries = [await self._send_one(m) for m in request.messages]
+            entries = await self._send_all(request.messages)
             return spb.SendMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.SendMessageResponse, body)
 
@@ -268,10 +315,11 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
                 self.renewer.hold(caller.client_id, group, topic, p.message.msg_id, p.receipt_handle,
                                   p.message.reconsume_times)
         out = [spb.ReceiveMessageResponse(status=status.ok())]
-        for p in result.messages:
-            message = convert.to_v2(p.message, topic=topic, receipt_handle=p.receipt_handle)
-            self.metrics.received(message.system_properties.message_type)
-            out.append(spb.ReceiveMessageResponse(message=message))
+        out.extend(spb.ReceiveMessageResponse(message=convert.to_v2(p.message, topic=topic,
+                                                                    receipt_handle=p.receipt_handle))
+                   for p in result.messages)
+        for message_type, count in Counter(a.message.system_properties.message_type for a in out[1:]).items():
+            self.metrics.received(message_type, count)
         return out
 
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
@@ -335,19 +383,58 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, str(exc)) from None
         return changed.receipt_handle
 
-    async def _ack_one(self, caller: clients.Caller, group: str, topic: str,
-                       entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
-        try:
-            handle = await self._newest_handle(caller, group, entry.message_id, entry.receipt_handle)
-            handle.check_alive(_now_ms())
-            addr = await self.backend.master(topic, handle.extra.broker_name)
-            await self.backend.pops.ack(addr, group, handle.as_popped(topic, group, entry.message_id))
-            answer = status.ok()
-            self.metrics.acked()
-        except EXPECTED_ERRORS as exc:
-            answer = status.from_exception(exc)
-        return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
-                                         status=answer)
+    async def _ack_target(self, caller: clients.Caller, group: str, topic: str, entry: spb.AckMessageEntry,
+                          masters: dict[str, str]) -> tuple[str, str, PoppedMessage]:
+        """(broker address, broker name, what PopClient acks) for one entry; ProxyError if it cannot be.
+        ``masters``: the broker addresses this call has looked up already, by broker name."""
+        handle = await self._newest_handle(caller, group, entry.message_id, entry.receipt_handle)
+        handle.check_alive(_now_ms())
+        broker_name = handle.extra.broker_name
+        addr = masters.get(broker_name)
+        if addr is None:
+            addr = masters[broker_name] = await self.backend.master(topic, broker_name)
+        return addr, broker_name, handle.as_popped(topic, group, entry.message_id)
+
+    async def _ack_each(self, addr: str, group: str, popped: list[tuple[int, PoppedMessage]],
+                        answers: list[pb.Status | None]) -> None:
+        for i, message in popped:
+            try:
+                await self.backend.pops.ack(addr, group, message)
+                answers[i] = status.ok()
+            except EXPECTED_ERRORS as exc:
+                answers[i] = status.from_exception(exc)
+
+    async def _ack_all(self, caller: clients.Caller, group: str, topic: str,
+                       entries: Sequence[spb.AckMessageEntry]) -> list[spb.AckMessageResultEntry]:
+        """An answer per entry. With ``enableBatchAck`` the entries of one broker go as one
+        BATCH_ACK_MESSAGE; if the broker refuses any of it, each is acked alone for its own answer
+        (acking an offset twice does no harm)."""
+        answers: list[pb.Status | None] = [None] * len(entries)
+        by_broker: dict[tuple[str, str], list[tuple[int, PoppedMessage]]] = {}
+        masters: dict[str, str] = {}
+        for i, entry in enumerate(entries):
+            try:
+                addr, broker_name, message = await self._ack_target(caller, group, topic, entry, masters)
+            except EXPECTED_ERRORS as exc:
+                answers[i] = status.from_exception(exc)
+                continue
+            by_broker.setdefault((addr, broker_name), []).append((i, message))
+        for (addr, broker_name), popped in by_broker.items():
+            if self.settings.enable_batch_ack and len(popped) >= batching.MIN_BATCH:
+                try:
+                    await self.backend.pops.batch_ack(addr, broker_name, group, [m for _i, m in popped])
+                except EXPECTED_ERRORS:
+                    pass  # one by one below
+                else:
+                    for i, _message in popped:
+                        answers[i] = status.ok()
+                    continue
+            await self._ack_each(addr, group, popped, answers)
+        acked = sum(1 for a in answers if a is not None and a.code == Code.OK)
+        if acked:
+            self.metrics.acked(acked)
+        return [spb.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=a)
+                for e, a in zip(entries, answers, strict=True)]
 
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:
         async def body(caller: clients.Caller) -> spb.AckMessageResponse:
@@ -356,7 +443,7 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
             _authorize_consume(caller, topic, group)
             if not request.entries:
                 raise ProxyError(Code.BAD_REQUEST, "no entry to ack")
-            entries = [await self._ack_one(caller, group, topic, e) for e in request.entries]
+            entries = await self._ack_all(caller, group, topic, request.entries)
             return spb.AckMessageResponse(status=status.combined([e.status for e in entries]), entries=entries)
         return await self._answer(context, spb.AckMessageResponse, body)
 
@@ -458,6 +545,12 @@ class MessagingService(grpc_v2.MessagingServiceServicer):
 
 def _authorize_consume(caller: clients.Caller, topic: str, group: str) -> None:
     auth.authorize(caller.account, {topic: permissions.SUB, validator.retry(group): permissions.SUB})
+
+
+def _sent_entry(result: SendResult, message_id: str, offset: int) -> spb.SendResultEntry:
+    sent = status.ok() if result.status.name == "SEND_OK" else status.of(
+        SEND_STATUS_CODES.get(result.status.name, Code.INTERNAL_SERVER_ERROR), result.status.name)
+    return spb.SendResultEntry(status=sent, message_id=message_id, transaction_id=message_id, offset=offset)
 
 
 SEND_STATUS_CODES: Final = {

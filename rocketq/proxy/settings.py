@@ -94,6 +94,9 @@ class ProxySettings:
     default_invisible_time_mills: int = setting(
         "defaultInvisibleTimeMills", DEFAULT_INVISIBLE_MS,
         "Invisible time of an auto-renewed receive (a push consumer's); renewed before it ends.")
+    enable_batch_ack: bool = setting(
+        "enableBatchAck", True,
+        "Ack the entries of one AckMessage for one broker with one BATCH_ACK_MESSAGE (RocketMQ's default: false).")
     enable_proxy_auto_renew: bool = setting(
         "enableProxyAutoRenew", True, "Renew the invisible time of messages a push consumer holds (auto_renew).")
     renew_ahead_time_millis: int = setting("renewAheadTimeMillis", RENEW_AHEAD_MS,

@@ -41,8 +41,13 @@ BROKER_CODES: Final[dict[int, pb.Code]] = {
 }
 
 
+_OK: Final = pb.Status(code=Code.OK, message="OK")
+
+
 def ok() -> pb.Status:
-    return pb.Status(code=Code.OK, message="OK")
+    """The OK status: one shared message (protobuf copies it into whatever response it is put
+    in, so no caller can change it)."""
+    return _OK
 
 
 def of(code: pb.Code, message: str) -> pb.Status:

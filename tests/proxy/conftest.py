@@ -27,7 +27,8 @@ from rocketq.protocol.sharedbodies import TopicConfig  # noqa: E402
 from rocketq.protocol.topicattributes import MESSAGE_TYPE  # noqa: E402
 
 TOPICS = {"GrpcNormal": "NORMAL", "GrpcFifo": "FIFO", "GrpcDelay": "DELAY", "GrpcTx": "TRANSACTION",
-          "GrpcShared": "NORMAL", "GrpcOrderly": "FIFO", "GrpcPresence": "NORMAL", "GrpcRenew": "NORMAL"}
+          "GrpcShared": "NORMAL", "GrpcOrderly": "FIFO", "GrpcPresence": "NORMAL", "GrpcRenew": "NORMAL",
+          "GrpcBatch": "NORMAL", "GrpcBatchMixed": "NORMAL", "GrpcBatchAck": "NORMAL", "GrpcBatchFifo": "FIFO"}
 """Topics by their ``message.type`` (the client refuses to send a type the route does not accept)."""
 ORDERLY_GROUPS = ("grpc-orderly",)
 """Groups created with consumeMessageOrderly: their consumers pop FIFO."""

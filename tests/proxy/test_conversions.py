@@ -19,6 +19,7 @@ from rocketq.proxy import settings as proxy_settings
 from rocketq.proxy.receipts import ReceiptHandle
 from rocketq.proxy.status import Code, ProxyError
 from rocketq.proxy.v2 import definition_pb2 as pb
+from rocketq.proxy.v2 import service_pb2 as spb
 from rocketq.settings import SettingsError
 
 NOW = 1_700_000_000_000
@@ -176,6 +177,12 @@ def test_metadata_needs_a_client_id() -> None:
         clients.caller([("x-mq-language", "PYTHON")])
     assert err.value.code == Code.CLIENT_ID_REQUIRED
     assert clients.caller([("x-mq-client-id", "c1"), ("x-mq-namespace", "ns")]).namespace == "ns"
+
+
+def test_the_shared_ok_status_cannot_be_changed_through_a_response() -> None:
+    entry = spb.SendResultEntry(status=status.ok())
+    entry.status.message = "changed"
+    assert status.ok().message == "OK" and status.ok().code == Code.OK
 
 
 def test_combined_status_is_the_single_code_or_multiple_results() -> None:
