@@ -31,11 +31,15 @@ class StoreStats:
     max_put_lock_ms: float = 0.0
     put_latency: list[int] = field(default_factory=lambda: [0] * len(PUT_LATENCY_LABELS))
 
-    def record_put(self, messages: int, size: int, elapsed_ms: float) -> None:
-        self.put_requests += 1
+    def record_puts(self, stored: int, messages: int, size: int, failed: int, elapsed_ms: float) -> None:
+        """A group of puts that took ``elapsed_ms`` each: ``stored`` of them wrote ``messages``
+        messages of ``size`` bytes in all, ``failed`` wrote nothing."""
+        self.put_requests += stored
         self.put_message_times += messages
         self.put_message_bytes += size
-        self.put_latency[bisect.bisect_left(PUT_LATENCY_BOUNDS_MS, elapsed_ms)] += 1
+        self.put_failures += failed
+        if stored:
+            self.put_latency[bisect.bisect_left(PUT_LATENCY_BOUNDS_MS, elapsed_ms)] += stored
 
     def latency_text(self) -> str:
         """``[<=0ms]:3 [0~10ms]:5 ...`` as RocketMQ's broker reports it."""
