@@ -335,14 +335,15 @@ class MessageStore:
 
     def _count_puts(self, results: list[PutResult], started: float) -> None:
         """The group's statistics in one update (every put of a group took the same time)."""
-        stored = messages = size = 0
+        failed = messages = size = 0
         for result in results:
             offsets = result.wrote_offsets
             if offsets:
-                stored += 1
                 messages += len(offsets)
                 size += sum(result.wrote_sizes)
-        self.stats.record_puts(stored, messages, size, len(results) - stored, (self._monotonic() - started) * 1000)
+            else:
+                failed += 1
+        self.stats.record_puts(len(results) - failed, messages, size, failed, (self._monotonic() - started) * 1000)
 
     async def _wait_flushed(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest],
                             results: list[PutResult]) -> None:
