@@ -8,7 +8,8 @@ runs its pure-Python codecs (rocketq/protocol/nativecodecs.py logs which are in 
 from setuptools import Extension, setup
 
 NATIVE_SOURCES = ["module.c", "crc32.c", "javahash.c", "properties.c", "batchbodies.c", "records.c", "frames.c",
-                  "headers.c", "attributes.c", "inplace.c", "indexput.c"]
+                  "headers.c", "attributes.c", "inplace.c", "indexput.c",
+                  "putfields.c"]
 
 setup(
     ext_modules=[

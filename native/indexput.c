@@ -7,6 +7,8 @@
  * Only when that file has room and reserved blocks for all of them; otherwise (no file yet, a
  * roll due, blocks to allocate, a key with a lone surrogate, anything of an unusual type) the
  * pure method does the whole add, as it always did. All checks come before the first write.
+ * The file's 40-byte header is rewritten in the same call, as the pure method ends, so the
+ * map is whole after every add (a kill -9 leaves a correct header) without a separate commit.
  */
 #include "rocketq_native.h"
 
@@ -155,6 +157,18 @@ static void put_entries(unsigned char *map, IndexState *s, const int32_t *hashes
     }
 }
 
+/* IndexFile.write_header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset i64,
+ * hashSlotCount, indexCount i32. */
+static void write_header(unsigned char *map, const IndexState *s, long long phy, long long stamp)
+{
+    rq_put_i64(map, s->begin_ts);
+    rq_put_i64(map + 8, stamp);
+    rq_put_i64(map + 16, s->begin_phy);
+    rq_put_i64(map + 24, phy);
+    rq_put_i32(map + 32, s->slots_used);
+    rq_put_i32(map + 36, s->count);
+}
+
 static int store_state(PyObject *file, const IndexState *s, PyObject *phy, PyObject *stamp)
 {
     return rq_set_int_attr(file, n_index_count, s->count) < 0
@@ -162,7 +176,7 @@ static int store_state(PyObject *file, const IndexState *s, PyObject *phy, PyObj
         || rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0
         || rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0
         || PyObject_SetAttr(file, n_end_timestamp, stamp) < 0 || PyObject_SetAttr(file, n_end_phy_offset, phy) < 0
-        || PyObject_SetAttr(file, n_header_dirty, Py_True) < 0 || PyObject_SetAttr(file, n_flushed, Py_False) < 0
+        || PyObject_SetAttr(file, n_header_dirty, Py_False) < 0 || PyObject_SetAttr(file, n_flushed, Py_False) < 0
         ? -1 : 0;
 }
 
@@ -176,11 +190,12 @@ static int add_in_place(PyObject *file, const int32_t *hashes, int n, PyObject *
             || !rq_int_in(args[5], RQ_INT64_MIN, RQ_INT64_MAX, &stamp))
         return 0;
     if (s.count + n > s.index_num || s.entries_at + (s.count + n) * ENTRY_SIZE > s.reserved
-            || s.entries_at < HEADER_SIZE + s.slot_num * SLOT_SIZE)
+            || s.entries_at < HEADER_SIZE + s.slot_num * SLOT_SIZE || s.slots_used > RQ_INT32_MAX - n)
         return 0;
     if (!rq_writable_map(file, n_buf, (Py_ssize_t)(s.entries_at + (s.count + n) * ENTRY_SIZE), &map))
         return 0;
     put_entries(map.buf, &s, hashes, n, phy, stamp);
+    write_header(map.buf, &s, phy, stamp);
     PyBuffer_Release(&map);
     return store_state(file, &s, args[4], args[5]) < 0 ? -1 : 1;
 }

@@ -28,6 +28,7 @@ static const struct {
     {"frozen_new", rq_py_frozen_new},
     {"append_in_place", rq_py_append_in_place},
     {"index_add", rq_py_index_add},
+    {"index_properties", rq_py_index_properties},
     {NULL, NULL},
 };
 

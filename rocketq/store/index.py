@@ -247,25 +247,34 @@ class IndexService:
     def add(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_timestamp: int) -> None:
         """Index one message under its unique key and each of its KEYS.
 
-        The reference for native/indexput.c, which writes the same entries when the last file
-        has room and allocated blocks for all of them, and calls this method otherwise."""
+        The file's header is written before returning (or raising), so the map is whole after
+        every add: a kill -9 between puts finds the counters the entries need, and the put
+        path needs no separate ``commit``.
+
+        The reference for native/indexput.c, which writes the same entries and header when the
+        last file has room and allocated blocks for all of them, and calls this method otherwise."""
         f = self.files[-1] if self.files else self._writable()
-        prefix = _topic_prefix_hash(topic)
-        if uniq_key:
-            code = _extended_hash(prefix, uniq_key)
-            if not f.put(code, phy_offset, store_timestamp):
-                f = self._writable()
-                f.put(code, phy_offset, store_timestamp)
-        if keys:
-            for key in keys.split(messageproperties.KEY_SEPARATOR):
-                if key:
-                    code = _extended_hash(prefix, key)
-                    if not f.put(code, phy_offset, store_timestamp):
-                        f = self._writable()
-                        f.put(code, phy_offset, store_timestamp)
+        try:
+            prefix = _topic_prefix_hash(topic)
+            if uniq_key:
+                code = _extended_hash(prefix, uniq_key)
+                if not f.put(code, phy_offset, store_timestamp):
+                    f = self._writable()
+                    f.put(code, phy_offset, store_timestamp)
+            if keys:
+                for key in keys.split(messageproperties.KEY_SEPARATOR):
+                    if key:
+                        code = _extended_hash(prefix, key)
+                        if not f.put(code, phy_offset, store_timestamp):
+                            f = self._writable()
+                            f.put(code, phy_offset, store_timestamp)
+        finally:
+            if f.header_dirty:
+                f.write_header()
 
     def commit(self) -> None:
-        """Write the header of the file being filled (once per append call, not per entry)."""
+        """Write the header of the file being filled, if anything left it stale (``add`` does
+        not; this is for callers that put entries into files directly)."""
         if self.files and self.files[-1].header_dirty:
             self.files[-1].write_header()
 

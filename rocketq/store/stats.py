@@ -1,13 +1,13 @@
 """Store statistics: counters the broker reports in GET_BROKER_RUNTIME_INFO and as metrics.
 
 Plain counters updated on the put and get paths (integer additions, no locks: the store runs
-on one event loop) and the put-latency histogram with RocketMQ's buckets, rendered in
-RocketMQ's ``putMessageDistributeTime`` text form. Nothing here reads the disk.
+on one event loop; ``MessageStore._count_puts`` adds a whole group of puts at once) and the
+put-latency histogram with RocketMQ's buckets, rendered in RocketMQ's
+``putMessageDistributeTime`` text form. Nothing here reads the disk.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -30,12 +30,6 @@ class StoreStats:
     get_message_transferred: int = 0
     max_put_lock_ms: float = 0.0
     put_latency: list[int] = field(default_factory=lambda: [0] * len(PUT_LATENCY_LABELS))
-
-    def record_put(self, messages: int, size: int, elapsed_ms: float) -> None:
-        self.put_requests += 1
-        self.put_message_times += messages
-        self.put_message_bytes += size
-        self.put_latency[bisect.bisect_left(PUT_LATENCY_BOUNDS_MS, elapsed_ms)] += 1
 
     def latency_text(self) -> str:
         """``[<=0ms]:3 [0~10ms]:5 ...`` as RocketMQ's broker reports it."""

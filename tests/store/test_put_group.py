@@ -31,6 +31,8 @@ async def test_each_put_gets_its_own_result_and_a_bad_one_changes_nothing(make_s
     assert stored(store, 1) == [(b"z", 0)]
     assert results[2].wrote_offsets[0] == results[0].wrote_offsets[0] + results[0].wrote_sizes[0]
     assert store.stats.put_requests == 4 and store.stats.put_failures == 2
+    assert store.stats.put_message_times == 5 and sum(store.stats.put_latency) == 4  # per put, not per group
+    assert store.stats.put_message_bytes == sum(sum(r.wrote_sizes) for r in results)
 
 
 async def test_a_group_is_stored_as_the_same_puts_one_by_one(tmp_path: Path, make_store: StoreFactory) -> None:
