@@ -21,6 +21,11 @@ case drives the real code with real bytes, in one process, without sockets:
   four properties) into ``MessageExt``s.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
+* ``producer-pipelined``: a started ``Producer``'s ``send_async`` with a callback, 1 000 in
+  flight, through its real client ``Connection`` (whose transport only collects the frames),
+  the broker's answers fed back to that connection as one read per window: the whole client
+  side of a pipelined single-message send (queue choice, request, answer dispatch, fault
+  tolerance, result, callback), less the answers' encoding, which is the broker's.
 
 It measures; it asserts nothing. Numbers go to docs/benchmarks.md.
 """
@@ -45,12 +50,15 @@ from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager
 from rocketq.client import sending, wire
+from rocketq.client.producer import Producer
 from rocketq.client.queues import MessageQueue
+from rocketq.client.routes import TopicRoute
 from rocketq.client.settings import ProducerSettings
 from rocketq.protocol import frames, headers, requests, storedrecords
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.messagetypes import Message
-from rocketq.remoting.connection import Connection
+from rocketq.protocol.routedata import BrokerData, QueueData
+from rocketq.remoting.connection import COALESCE_FRAMES, Connection
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import PutRequest
 from rocketq.store.settings import FlushDiskType, StoreSettings
@@ -300,6 +308,79 @@ def producer_path(messages: int, batch: bool) -> float:
     return (time.process_time() - started) / (calls * per_call) * 1e6
 
 
+PIPELINE_WINDOW = 1000
+"""Sends in flight in ``producer-pipelined`` (the benchmarks' pipelined workload)."""
+BROKER_ADDR = "127.0.0.1:10911"
+
+
+def _answer_frames(opaques: list[int]) -> bytes:
+    """The broker's SEND_MESSAGE_V2 answers to the requests ``opaques``, as one read."""
+    return b"".join(frames.RemotingCommand(code=0, flag=frames.RESPONSE_FLAG, opaque=opaque, ext_fields={
+        "msgId": "7F00000100002A9F0000000000000000", "queueId": "0", "queueOffset": str(opaque),
+        "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}).encode() for opaque in opaques)
+
+
+def _seed_producer(producer: Producer) -> Connection:
+    """A route of 8 queues on one broker, and an open connection to it, as after a first send."""
+    instance = producer._instance
+    assert instance is not None
+    route = TopicRoute((QueueData("broker-a", 8, 8, 6),),
+                       (BrokerData("DefaultCluster", "broker-a", ((0, BROKER_ADDR),)),))
+    instance._store_route(TOPIC, route)
+    producer._publish_cache[TOPIC] = (route, route.publish_queues(TOPIC))
+    conn = Connection({}, name="hotpath-client", flush_after_frames=COALESCE_FRAMES)
+    conn.connection_made(CollectingTransport())  # type: ignore[arg-type]
+    instance.remoting._connections[BROKER_ADDR] = conn
+    return conn
+
+
+async def producer_pipelined(messages: int) -> float:
+    """``send_async`` with up to ``PIPELINE_WINDOW`` in flight; CPU of everything but the answers' encoding."""
+    producer = Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
+    await producer.start()
+    try:
+        conn = _seed_producer(producer)
+        body = b"x" * BODY_SIZE
+        answered = 0
+
+        def done(result: object, error: BaseException | None) -> None:
+            nonlocal answered
+            answered += 1
+            if error is not None:
+                raise error
+
+        spent = 0.0
+        windows = max(1, messages // PIPELINE_WINDOW)
+        for _ in range(windows):
+            if PROFILER is not None:
+                PROFILER.enable()
+            started = time.process_time()
+            for _ in range(PIPELINE_WINDOW):
+                producer.send_async(Message(TOPIC, body), done)
+            await asyncio.sleep(0)  # the loop turn's flush
+            spent += time.process_time() - started
+            if PROFILER is not None:
+                PROFILER.disable()
+            answers = _answer_frames(list(conn._pending))
+            if PROFILER is not None:
+                PROFILER.enable()
+            started = time.process_time()
+            conn.data_received(answers)
+            await asyncio.sleep(0)  # the futures' done callbacks
+            spent += time.process_time() - started
+            if PROFILER is not None:
+                PROFILER.disable()
+        assert answered == windows * PIPELINE_WINDOW, answered
+        # the broker is not real: nothing to unregister from, and the connection ends here
+        assert producer._instance is not None
+        producer._instance.forget_route(TOPIC)
+        producer._instance.remoting._connections.pop(BROKER_ADDR, None)
+        conn.connection_lost(None)
+        return spent / (windows * PIPELINE_WINDOW) * 1e6
+    finally:
+        await producer.close()
+
+
 CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-sync": lambda root, n: broker_send(root, n, batch=False),
     "broker-send-single": lambda root, n: broker_send(root, n, batch=False, per_read=1),
@@ -310,6 +391,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "consumer-decode": consumer_decode,
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
+    "producer-pipelined": lambda root, n: producer_pipelined(n),
 }
 
 
@@ -347,7 +429,11 @@ def _count_calls(name: str, messages: int) -> str:
         stats = pstats.Stats(PROFILER).stats  # type: ignore[attr-defined]
     finally:
         PROFILER = None
-    per_message = messages if name.endswith(("-sync", "-single", "-flush")) else max(1, messages // BATCH) * BATCH
+    if name.endswith(("-sync", "-single", "-flush")):
+        per_message = messages
+    else:
+        per_call = PIPELINE_WINDOW if name.endswith("-pipelined") else BATCH
+        per_message = max(1, messages // per_call) * per_call
     total = sum(row[1] for row in stats.values())
     python = sum(row[1] for (path, _line, _fn), row in stats.items() if path != "~")
     return f"{total / per_message:7.1f} calls per message, {python / per_message:6.1f} of Python functions"

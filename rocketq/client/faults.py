@@ -23,6 +23,12 @@ ISOLATION_LATENCY: Final = 30000
 """A failed attempt is recorded as this many ms of latency (RocketMQ's isolation case)."""
 
 
+FIRST_PENALIZED_LATENCY: Final = min(limit for limit, duration in zip(LATENCY_MAX, NOT_AVAILABLE_DURATION, strict=True)
+                                     if duration > 0)
+"""The lowest latency (ms) that makes a broker unavailable for a while: every faster answer
+only clears a mark, which ``update`` decides without the table walk."""
+
+
 def not_available_duration(latency_ms: int) -> int:
     """How long (ms) to avoid a broker that answered in ``latency_ms``."""
     for limit, duration in zip(reversed(LATENCY_MAX), reversed(NOT_AVAILABLE_DURATION), strict=True):
@@ -49,6 +55,10 @@ class LatencyFaultTolerance:
 
     def update(self, broker_name: str, latency_ms: int, *, isolation: bool) -> None:
         """Record one attempt's outcome; ``isolation`` marks a failure."""
+        if not isolation and latency_ms < FIRST_PENALIZED_LATENCY:
+            if self._items:
+                self._items.pop(broker_name, None)
+            return
         latency = ISOLATION_LATENCY if isolation else max(latency_ms, 0)
         duration = not_available_duration(latency)
         if duration == 0:

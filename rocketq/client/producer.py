@@ -159,21 +159,23 @@ class Producer:
         out = sending.prepare(msg, self.settings)
         timeout = self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
-        future = None if selector is not None else self._send_now(instance, out, attempts, timeout)
-        if future is None:
-            if selector is not None:
-                coro = self._send_selected(instance, out, selector, timeout)
-            else:
-                coro = self._send_default(instance, out, attempts, timeout)
-            future = asyncio.get_running_loop().create_task(coro, name=f"send {out.msg_id}")
-            future.add_done_callback(self._async_sends.discard)
+        future = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
+        if future is not None:
+            self._async_sends.add(future)  # its callback, if any, is the flight's (_InFlight._settled)
+            return future
+        if selector is not None:
+            coro = self._send_selected(instance, out, selector, timeout)
+        else:
+            coro = self._send_default(instance, out, attempts, timeout)
+        future = asyncio.get_running_loop().create_task(coro, name=f"send {out.msg_id}")
+        future.add_done_callback(self._async_sends.discard)
         self._async_sends.add(future)
         if callback is not None:
             future.add_done_callback(functools.partial(_run_callback, callback))
         return future
 
-    def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int,
-                  timeout: float) -> asyncio.Future[SendResult] | None:
+    def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
+                  callback: SendCallback | None) -> asyncio.Future[SendResult] | None:
         """Write the first attempt at once and return the send's future, or None when that
         needs a wait or a trace (the caller then sends in a task)."""
         known = self._publish_cache.get(out.topic)
@@ -183,8 +185,9 @@ class Producer:
         addr = instance.master_addr(mq.broker_name)
         if addr is None:
             return None
-        request = wire.send_request(sending.header(out, self.group, mq, self.settings), out.body, batch=False)
-        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout)
+        request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
+                                       reply=out.reply)
+        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback)
         try:
             conn = instance.remoting.request_now(addr, request, timeout, flight.answered)
         except RemotingError:
@@ -393,11 +396,11 @@ class _InFlight:
     whatever is under way: the request (the connection forgets it) or that task.
     """
 
-    __slots__ = ("_addr", "_attempts", "_conn", "_current", "_instance", "_mq", "_opaque", "_out", "_producer",
-                 "_started", "_timeout", "result")
+    __slots__ = ("_addr", "_attempts", "_callback", "_conn", "_current", "_instance", "_mq", "_opaque", "_out",
+                 "_producer", "_started", "_timeout", "result")
 
     def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
-                 attempts: int, timeout: float) -> None:
+                 attempts: int, timeout: float, callback: SendCallback | None) -> None:
         loop = producer._loop
         assert loop is not None
         self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
@@ -407,6 +410,8 @@ class _InFlight:
         self._opaque = 0
         self._current: asyncio.Task[SendResult] | None = None
         """The remaining attempts, once the first one failed."""
+        self._callback = callback
+        """The caller's ``SendCallback``, run by ``_settled``: one done callback per send, not two."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
         self.result.add_done_callback(self._settled)
 
@@ -477,6 +482,8 @@ class _InFlight:
                 self._current.cancel()
             elif self._conn is not None:
                 self._conn.forget(self._opaque)
+        if self._callback is not None:
+            _run_callback(self._callback, result)
 
 
 def _run_callback(callback: SendCallback, task: asyncio.Future[SendResult]) -> None:

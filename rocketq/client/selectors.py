@@ -57,6 +57,9 @@ class RoundRobin:
         if not queues:
             raise ValueError("no queue to choose from")
         start = self._next(queues[0].topic)
+        first = queues[start % len(queues)]
+        if first.broker_name != last_broker and self._faults.is_available(first.broker_name):
+            return first  # the common case, decided without ordering every queue
         ordered = [queues[(start + i) % len(queues)] for i in range(len(queues))]
         for mq in ordered:
             if mq.broker_name != last_broker and self._faults.is_available(mq.broker_name):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.client import namechecks
+from rocketq.client import namechecks, replies
 from rocketq.client.errors import MessageError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
@@ -33,7 +33,8 @@ from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
 from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
 
-__all__ = ["Outgoing", "SendResult", "SendStatus", "check", "header", "prepare", "prepare_batch", "to_result"]
+__all__ = ["Outgoing", "SendResult", "SendStatus", "check", "header", "prepare", "prepare_batch", "send_ext",
+           "to_result"]
 
 COMPRESS_LEVEL: Final = 5
 """RocketMQ's default ``rocketmq.message.compressLevel``."""
@@ -44,6 +45,12 @@ RETRY_CODES: Final = frozenset({
     ResponseCode.NOT_IN_CURRENT_UNIT,
 })
 """Broker answers after which a send is retried on another broker (``retryResponseCodes``)."""
+
+MAX_CHECKED_TOPICS: Final = 10_000
+"""Topic names remembered as valid send targets (the set is emptied when full)."""
+_checked_topics: set[str] = set()
+"""Send topics already validated: the check is a regular expression per message otherwise,
+and a producer sends to few topics (an exact ``str`` only; the check depends on nothing else)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,8 @@ class Outgoing:
     properties: str
     msg_id: str
     batch: bool = False
+    reply: bool = False
+    """A request-reply answer (MSG_TYPE reply): sent as SEND_REPLY_MESSAGE_V2."""
 
 
 @functools.cache
@@ -98,10 +107,19 @@ def _check_fields(msg: Message, settings: ProducerSettings, checked_topic: str |
     if not isinstance(msg, Message):
         raise MessageError(f"expected a Message, not {type(msg).__name__}")
     if msg.topic != checked_topic:
-        namechecks.check_send_topic(msg.topic)
+        _check_send_topic(msg.topic)
     _check_body(msg, settings.max_message_size)
     if not isinstance(msg.flag, int) or not -(1 << 31) <= msg.flag < (1 << 31):
         raise MessageError(f"message flag {msg.flag!r} is not a 32-bit integer")
+
+
+def _check_send_topic(topic: object) -> None:
+    if topic.__class__ is str and topic in _checked_topics:
+        return
+    name = namechecks.check_send_topic(topic)
+    if len(_checked_topics) >= MAX_CHECKED_TOPICS:
+        _checked_topics.clear()
+    _checked_topics.add(name)
 
 
 def check(msg: Message, settings: ProducerSettings) -> None:
@@ -127,7 +145,7 @@ def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     if len(body) >= settings.compress_msg_body_over_howmuch:
         body = zlib.compress(body, COMPRESS_LEVEL)
         sys_flag |= MessageSysFlag.COMPRESSED
-    return Outgoing(msg.topic, body, sys_flag, msg.flag, properties, msg_id)
+    return Outgoing(msg.topic, body, sys_flag, msg.flag, properties, msg_id, reply=replies.is_reply(msg.properties))
 
 
 def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoing:
@@ -188,6 +206,16 @@ def header(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettin
         unit_mode=False,
         batch=out.batch,
     )
+
+
+def send_ext(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSettings) -> dict[str, str]:
+    """SEND_MESSAGE_V2's extFields for ``out``: what ``send_header_to_v2(header(...))`` gives,
+    in the same order, without building the header object (the pipelined send's path)."""
+    return {
+        "a": group, "b": out.topic, "c": settings.create_topic_key, "d": str(settings.default_topic_queue_nums),
+        "e": str(mq.queue_id), "f": str(out.sys_flag), "g": str(time.time_ns() // 1_000_000), "h": str(out.flag),
+        "i": out.properties, "j": "0", "k": "false", "m": "true" if out.batch else "false",
+    }
 
 
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:

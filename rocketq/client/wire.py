@@ -104,6 +104,13 @@ def send_request(header: headers.SendMessageRequestHeader, body: bytes, *, batch
     return command(code, headers.send_header_to_v2(header), body)
 
 
+def send_v2_request(ext: dict[str, str], body: bytes, *, reply: bool) -> RemotingCommand:
+    """SEND_MESSAGE_V2 (SEND_REPLY_MESSAGE_V2 for a reply) with its short-named extFields ready
+    (``sending.send_ext``): ``send_request`` without the header object."""
+    code = RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
+    return RemotingCommand(code=int(code), ext_fields=ext, body=body)
+
+
 def send_reply(response: RemotingCommand, addr: str) -> SendReply:
     """A send's answer as a value; BrokerError unless the broker stored the message."""
     code = _SEND_OK.get(response.code)
