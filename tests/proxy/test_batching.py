@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 from google.protobuf import duration_pb2
+from proxycluster import ProxyCluster
 
-from conftest import ProxyCluster
 from rocketq.client.queues import MessageQueue
 from rocketq.client.sending import SendResult, SendStatus
 from rocketq.protocol import messageproperties as mp

@@ -10,8 +10,8 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from proxycluster import ProxyCluster
 
-from conftest import ProxyCluster
 from rocketq.proxy.status import Code
 from rocketq.proxy.v2 import definition_pb2 as pb
 from rocketq.proxy.v2 import service_pb2 as spb

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 from clusterprocs import Processes, scrape_metrics
+from proxycluster import create_topics
 from pyclient import PyClient
 
-from conftest import create_topics
 from rocketq.local.ports import free_port
 from rocketq.metrics import announcing
 

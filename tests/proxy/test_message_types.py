@@ -13,9 +13,9 @@ from typing import Any
 
 import grpc
 import pytest
+from proxycluster import ProxyCluster
 from pyclient import PyClient, PyClientError
 
-from conftest import ProxyCluster
 from rocketq.protocol import javahash
 from rocketq.proxy import routing
 from rocketq.proxy.status import Code

@@ -14,9 +14,9 @@ import grpc
 import pytest
 import yaml
 from clusterprocs import Processes
+from proxycluster import FAST_BROKER, create_topics, wait_until
 from pyclient import RECEIVE_TRIES, PyClient, PyClientError
 
-from conftest import FAST_BROKER, create_topics, wait_until
 from rocketq.acl import plainacl
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient

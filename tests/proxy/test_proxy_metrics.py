@@ -7,8 +7,8 @@ import asyncio
 
 import grpc
 from clusterprocs import scrape_metrics
+from proxycluster import ProxyCluster, wait_until
 
-from conftest import ProxyCluster, wait_until
 from rocketq.metrics import announcing
 from rocketq.proxy.status import Code
 from rocketq.proxy.v2 import definition_pb2 as pb

@@ -7,9 +7,8 @@ import time
 from typing import Any
 
 from clusterprocs import pull_bodies
+from proxycluster import ProxyCluster, wait_until
 from pyclient import PyClient
-
-from conftest import ProxyCluster, wait_until
 
 
 def test_producer_sends_and_simple_consumer_receives_and_acks(proxy_cluster: ProxyCluster) -> None:

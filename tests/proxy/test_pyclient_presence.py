@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from proxycluster import ProxyCluster, wait_until
 from test_pyclient import consumer_of, receive_id
 
-from conftest import ProxyCluster, wait_until
 from rocketq.admin import clientstatus, messages
 from rocketq.admin import cluster as cluster_ops
 from rocketq.admin.client import AdminClient

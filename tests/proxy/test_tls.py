@@ -18,9 +18,9 @@ import pytest
 from clusterprocs import Proc, Processes
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from proxycluster import create_topics
 from pyclient import PyClient
 
-from conftest import create_topics
 from rocketq.local.ports import free_port
 from rocketq.proxy import settings as proxy_settings
 from rocketq.proxy import tls
