@@ -4,7 +4,7 @@ Every RocketMQTopic pass asks "what does this master have?" (``list_topics``, i.
 GET_ALL_TOPIC_CONFIG walk of the broker's whole table) to decide whether to write. With N topic
 objects on a broker that is N full-table reads per round of passes: N^2 configs moved. This
 wrapper answers ``list_topics`` / ``list_groups`` from one read per broker per ``ttl`` seconds
-(``readcache.TtlCache``: concurrent passes wait for the same read) and keeps that copy true to
+(``rocketq.ttlcache.TtlCache``: concurrent passes wait for the same read) and keeps that copy true to
 the operator's own writes: a successful create/update or delete changes the cached table in
 place. So a round of passes over N objects of one broker costs one table read plus one write
 per object that differs, whatever N is.
@@ -25,9 +25,9 @@ import types
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, TypeVar
 
+from rocketq.ttlcache import TtlCache
 from rocketq_operator import brokeradmin
 from rocketq_operator.brokeradmin import BrokerAdminError, BrokerRuntime, DLedgerMember, GroupConfig, TopicConfig
-from rocketq_operator.readcache import TtlCache
 
 TOPICS: Final = "topics"
 GROUPS: Final = "groups"
@@ -40,8 +40,8 @@ class CachingBrokerAdmin:
     def __init__(self, inner: brokeradmin.BrokerAdmin, ttl: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._inner = inner
-        self._topics: TtlCache[str, dict[str, TopicConfig]] = TtlCache(ttl, clock)
-        self._groups: TtlCache[str, dict[str, GroupConfig]] = TtlCache(ttl, clock)
+        self._topics: TtlCache[str, dict[str, TopicConfig]] = TtlCache(ttl, clock=clock)
+        self._groups: TtlCache[str, dict[str, GroupConfig]] = TtlCache(ttl, clock=clock)
 
     def _forget(self, broker: str) -> None:
         self._topics.drop(broker)

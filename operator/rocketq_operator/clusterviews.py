@@ -4,7 +4,7 @@ Every RocketMQTopic / RocketMQConsumerGroup pass needs the same few facts about 
 the broker mode, which groups exist, are seeded and not draining, where their masters are
 (pods, or the name servers' registrations in DLedger mode). That is a ``ClusterView``, one per
 cluster, shared by every object of the cluster through ``Runtime.cluster_views``
-(``readcache.TtlCache``).
+(``rocketq.ttlcache.TtlCache``).
 
 Two ways fill it:
 

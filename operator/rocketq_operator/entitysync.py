@@ -8,7 +8,7 @@ still being seeded or being drained are left to the cluster reconciler (see ``sc
 
 Both reads are shared by every object of the cluster: the view through ``clusterviews`` (the
 cluster pass publishes what it observed) and the tables through ``cachedadmin`` (one read per
-``read_cache_ttl``, see ``readcache``), so a round of passes over thousands of topics costs a
+``read_cache_ttl``, see ``rocketq.ttlcache``), so a round of passes over thousands of topics costs a
 few reads per cluster and master, not per object.
 
 Deletion (behind a finalizer) removes the entity from every broker group of the cluster, and a

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from rocketq.ttlcache import TtlCache
 from rocketq_operator import brokeradmin, kubeapi, ticking
 from rocketq_operator.metrics import Metrics, MetricsServer
-from rocketq_operator.readcache import TtlCache
 
 ENV_PREFIX: Final = "ROCKETQ_OPERATOR_"
 CLUSTER_KIND: Final = "RocketMQCluster"
@@ -57,7 +57,7 @@ class OperatorConfig:
     admin_timeout: float = 5.0
     read_cache_ttl: float = 5.0
     """Seconds a cluster's view and a broker's topic and group tables are shared between topic and
-    consumer-group passes (``readcache``): one read per cluster and per broker, not per object."""
+    consumer-group passes (``rocketq.ttlcache``): one read per cluster and per broker, not per object."""
     """Seconds to wait for a broker or name server to answer an admin request."""
     metrics_port: int = 9090
     """Port of /metrics (and a /healthz of its own); 0 turns the endpoint off. Not 8080: that is

@@ -17,7 +17,6 @@ request per message when the value expires).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
@@ -31,6 +30,7 @@ from rocketq.proxy.status import ProxyError
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.errors import RemotingError
+from rocketq.ttlcache import TtlCache
 
 log = logging.getLogger(__name__)
 
@@ -45,51 +45,25 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class TtlCache(Generic[K, V]):
-    """key -> (fetched at, value), bounded; ``get`` refetches a value older than the refresh time."""
+class LastKnown(Generic[K, V]):
+    """A ``TtlCache`` of broker reads that answers a failed read with the last value known, or
+    with ``fallback`` when none is (a failure is logged, rate-limited per name)."""
 
     def __init__(self, fetch: Callable[[K], Awaitable[V]], fallback: V, *, refresh_s: float = REFRESH_S,
                  max_entries: int = MAX_ENTRIES, clock: Callable[[], float] = time.monotonic) -> None:
         self._fetch = fetch
         self._fallback = fallback
-        self._refresh_s = refresh_s
-        self._max = max_entries
-        self._clock = clock
-        self._entries: dict[K, tuple[float, V]] = {}
-        self._pending: dict[K, asyncio.Future[V]] = {}
-        """Fetches under way, by key (at most one each)."""
+        self._cache: TtlCache[K, V] = TtlCache(refresh_s, max_entries=max_entries, clock=clock)
         self._warnings = LogLimiter(log)
 
     async def get(self, name: K) -> V:
-        """The value; one fetch at a time per key (concurrent callers wait for that one)."""
-        now = self._clock()
-        cached = self._entries.get(name)
-        if cached is not None and now - cached[0] < self._refresh_s:
-            return cached[1]
-        pending = self._pending.get(name)
-        if pending is not None:
-            return await asyncio.shield(pending)  # a waiter's cancellation must not cancel the others'
-        known = cached[1] if cached is not None else self._fallback
-        pending = self._pending[name] = asyncio.get_running_loop().create_future()
-        value = known
+        """The value; one fetch at a time per name (concurrent callers wait for that one)."""
         try:
-            value = await self._load(name, now, known)
-            return value
-        finally:  # also when this caller is cancelled: its waiters get what was known
-            del self._pending[name]
-            pending.set_result(value)
-
-    async def _load(self, name: K, now: float, known: V) -> V:
-        try:
-            value = await self._fetch(name)
+            return await self._cache.get(name, lambda: self._fetch(name))
         except FETCH_ERRORS as exc:
             self._warnings.warning(str(name), "cannot read the config of %s from a broker: %s", name, exc)
-            return known
-        self._entries.pop(name, None)  # re-inserted last: the dict's order is the age order
-        if len(self._entries) >= self._max:
-            del self._entries[next(iter(self._entries))]
-        self._entries[name] = (now, value)
-        return value
+            known = self._cache.stale(name)
+            return self._fallback if known is None else known
 
 
 def _master(route: TopicRoute) -> str | None:
@@ -106,8 +80,8 @@ class Metadata:
     def __init__(self, remoting: RemotingClient, route: Callable[[str], Awaitable[TopicRoute]]) -> None:
         self._remoting = remoting
         self._route = route
-        self._types: TtlCache[str, MessageType] = TtlCache(self._fetch_type, MessageType.UNSPECIFIED)
-        self._orderly: TtlCache[tuple[str, str], bool] = TtlCache(self._fetch_orderly, False)
+        self._types: LastKnown[str, MessageType] = LastKnown(self._fetch_type, MessageType.UNSPECIFIED)
+        self._orderly: LastKnown[tuple[str, str], bool] = LastKnown(self._fetch_orderly, False)
 
     async def topic_type(self, topic: str) -> MessageType:
         return await self._types.get(topic)

@@ -36,9 +36,10 @@ from rocketq_operator import (
 )
 from rocketq_operator.brokeradmin import BrokerAdminError, TopicConfig
 from rocketq_operator.metrics import Metrics
-from rocketq_operator.readcache import TtlCache
 from rocketq_operator.rendering import broker, namesrv
 from test_operator_applying import MemoryApi
+
+from rocketq.ttlcache import TtlCache
 
 NAMESPACE = "mq"
 GROUPS = 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from rocketq.client.errors import BrokerError
-from rocketq.proxy.metadata import TtlCache
+from rocketq.proxy.metadata import LastKnown
 
 
 def test_values_are_refetched_when_old_kept_when_a_read_fails_and_bounded() -> None:
@@ -20,7 +20,7 @@ def test_values_are_refetched_when_old_kept_when_a_read_fails_and_bounded() -> N
             raise answer
         return int(str(answer))
 
-    cache: TtlCache[str, int] = TtlCache(fetch, -1, refresh_s=10, max_entries=2, clock=lambda: now[0])
+    cache: LastKnown[str, int] = LastKnown(fetch, -1, refresh_s=10, max_entries=2, clock=lambda: now[0])
 
     async def scenario() -> None:
         assert await cache.get("a") == 1 and await cache.get("a") == 1
@@ -49,7 +49,7 @@ def test_concurrent_callers_share_one_fetch() -> None:
         await asyncio.sleep(0.05)
         return name.upper()
 
-    cache: TtlCache[str, str] = TtlCache(slow, "")
+    cache: LastKnown[str, str] = LastKnown(slow, "")
 
     async def scenario() -> list[str]:
         return list(await asyncio.gather(*(cache.get("t") for _ in range(20))))

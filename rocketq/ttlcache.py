@@ -1,19 +1,19 @@
-"""Shared, short-lived reads: one read answers every pass that asks the same question soon after.
+"""Short-lived reads shared by every caller: one read answers all who ask the same soon after.
 
-Thousands of RocketMQTopic / RocketMQConsumerGroup objects of one cluster all need the same
-two things on every pass: the cluster's view (its spec, StatefulSets, ConfigMaps, pods and the
-name servers' registrations) and what each master already has (GET_ALL_TOPIC_CONFIG,
-GET_ALL_SUBSCRIPTIONGROUP_CONFIG). Read per object, that is four API calls and one full topic
-table per master per object per pass: quadratic in the number of topics of a broker. A
-``TtlCache`` keeps each answer for ``ttl`` seconds and, while a read is under way, makes every
-other caller of the same key wait for that read instead of starting its own (single flight).
+The operator asks the same things of the API server and of brokers for thousands of objects
+per pass, and the proxy asks a broker for a topic's or group's config on every send or pop.
+A ``TtlCache`` keeps each answer for ``ttl`` seconds and, while a read is under way, makes
+every other caller of the same key wait for that read instead of starting its own (single
+flight). A waiter's cancellation never cancels the read the others wait for.
 
 Failures are not cached: every waiter gets the exception and the next caller reads again.
-A value may be up to ``ttl`` seconds old; callers that change what was read update it in place
-or ``drop`` it, so the operator's own writes are never hidden by the cache. A value someone
-else keeps fresh (the cluster pass publishing what it observed) can be ``put`` with a ttl of
-its own.
-Expired entries are removed when the cache grows past ``MAX_ENTRIES`` (peers come and go).
+What a caller does on a failure is its own choice: the proxy answers with the last value
+known (``stale``), the operator fails its pass. Callers that change what was read update it
+(``put``) or ``drop`` it, so their own writes are never hidden by the cache; a value someone
+else keeps fresh can be ``put`` with a ttl of its own.
+
+The cache is bounded: a write that finds it full pushes out the entry written longest ago
+(a dict keeps insertion order and ``put`` re-inserts, so that is one step, not a scan).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 MAX_ENTRIES: Final = 4096
-"""Above this many entries a write first sweeps out the expired ones."""
+"""The default bound on entries (peers and objects come and go)."""
 
 
 @dataclass
@@ -40,10 +40,14 @@ class _Entry(Generic[V]):
 class TtlCache(Generic[K, V]):
     """Values by key for ``ttl`` seconds, each loaded by at most one read at a time."""
 
-    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ttl: float, *, max_entries: int = MAX_ENTRIES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if ttl < 0:
             raise ValueError(f"ttl {ttl} must not be negative")
+        if max_entries < 1:
+            raise ValueError(f"max_entries {max_entries} must be at least 1")
         self._ttl = ttl
+        self._max = max_entries
         self._clock = clock
         self._entries: dict[K, _Entry[V]] = {}
         self._loading: dict[K, asyncio.Task[V]] = {}
@@ -55,16 +59,20 @@ class TtlCache(Generic[K, V]):
             return None
         return entry.value
 
+    def stale(self, key: K) -> V | None:
+        """The value of ``key`` whatever its age (until it is dropped or pushed out), or None."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.value
+
     async def get(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """The fresh value of ``key``; else ``load()``'s, shared with every concurrent caller."""
-        value = self.peek(key)
-        if value is not None:
-            return value
+        entry = self._entries.get(key)
+        if entry is not None and entry.expires > self._clock():
+            return entry.value
         task = self._loading.get(key)
         if task is None:
             task = asyncio.ensure_future(self._load(key, load))
             self._loading[key] = task
-        # shield: one caller being cancelled (its pass timed out) must not fail the others.
         return await asyncio.shield(task)
 
     async def _load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
@@ -77,11 +85,11 @@ class TtlCache(Generic[K, V]):
 
     def put(self, key: K, value: V, ttl: float | None = None) -> None:
         """Keep ``value`` for ``ttl`` seconds (the cache's own ttl when None)."""
-        if len(self._entries) >= MAX_ENTRIES:
-            now = self._clock()
-            for stale in [k for k, e in self._entries.items() if e.expires <= now]:
-                del self._entries[stale]
-        self._entries[key] = _Entry(value, self._clock() + (self._ttl if ttl is None else ttl))
+        now = self._clock()
+        self._entries.pop(key, None)  # re-inserted last: the dict's order is the write order
+        if len(self._entries) >= self._max:
+            del self._entries[next(iter(self._entries))]
+        self._entries[key] = _Entry(value, now + (self._ttl if ttl is None else ttl))
 
     def drop(self, key: K) -> None:
         """Forget ``key``: the next ``get`` reads again (a read under way still answers its waiters)."""
