@@ -40,7 +40,7 @@ def make_app(config: ConsoleConfig) -> web.Application:
     app[keys.CONFIG] = config
     app[keys.ADMIN] = AdminClient(config.namesrv_addr, timeout=config.timeout, access_key=config.access_key,
                                   secret_key=config.secret_key)
-    app[keys.USERS] = Directory(config.users)
+    app[keys.USERS] = Directory(config.users, config.users_file)
     app[keys.SESSIONS] = SessionStore()
     app[keys.AUDIT] = AuditLog(config.audit_file)
     app[keys.RATES] = RateMeter()

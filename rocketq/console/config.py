@@ -13,6 +13,8 @@ from rocketq.console.users import User
 class ConsoleConfig:
     namesrv_addr: str
     users: dict[str, User]
+    users_file: Path | None = None
+    """Where ``users`` came from: the console follows changes to it (``users.Directory.refresh``)."""
     audit_file: Path | None = None
     timeout: float = DEFAULT_TIMEOUT
     """Seconds per admin request."""

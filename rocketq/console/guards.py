@@ -1,7 +1,8 @@
 """The console's request guards, as aiohttp middlewares, outermost first after ``error_pages``:
 
 1. ``sessions``: find the visitor's session by cookie or start one; set the cookie when the
-   session is new or was replaced (login, logout).
+   session is new or was replaced (login, logout). A logged-in session takes its user as the
+   users file has it now (``users.Directory.current``: removed or re-passworded: logged out).
 2. ``csrf``: every request that is not GET/HEAD must carry the session's CSRF token, as the form
    field ``csrf_token`` or the ``X-CSRF-Token`` header. Another site can make a browser send a
    POST with the cookie, but it cannot read the token from our pages.
@@ -37,7 +38,11 @@ def session_of(request: web.Request) -> Session:
 async def sessions(request: web.Request, handler: Handler) -> web.StreamResponse:
     store = request.app[keys.SESSIONS]
     sent = request.cookies.get(COOKIE_NAME)
-    request[keys.SESSION] = store.get(sent) or store.new()
+    session = request[keys.SESSION] = store.get(sent) or store.new()
+    if session.user is not None:  # the users file may have changed since the login
+        directory = request.app[keys.USERS]
+        directory.refresh()
+        session.user = directory.current(session.user)
     response = await handler(request)
     final = session_of(request)  # a handler may have replaced it (login, logout)
     if final.sid != sent:

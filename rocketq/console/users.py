@@ -8,12 +8,23 @@ such a line, so a plain password never has to sit in the file.
 
 Passwords are never stored or logged; checking one costs an argon2 verify (tens of
 milliseconds), which also slows password guessing.
+
+A console started with a users file follows it while it runs (``Directory.refresh``): the
+file is looked at (one ``stat``) at most every ``RELOAD_CHECK_S`` and read again when it
+changed, as a mounted Secret does when someone edits it, so no restart is needed to add,
+remove or demote a user. A file that no longer parses is logged and the accounts in force
+stay. A logged-in user who was removed, or whose password changed, is logged out on the next
+request; one whose role changed gets the new role at once (``Directory.current``).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
+import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,6 +35,10 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 USER_NAME: Final = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 """Names a user may have: no colon (the field separator), nothing a log line could be forged with."""
 MIN_PASSWORD_LENGTH: Final = 8
+RELOAD_CHECK_S: Final = 2.0
+"""How often, at most, the users file is looked at for a change."""
+
+log = logging.getLogger(__name__)
 
 _HASHER: Final = PasswordHasher()
 
@@ -97,13 +112,54 @@ def load_users(path: Path) -> dict[str, User]:
     return users
 
 
-class Directory:
-    """The accounts in force; ``authenticate`` is the only way to get a ``User`` for a session."""
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when the file does (a Secret update swaps the file: a new inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
-    def __init__(self, users: dict[str, User]) -> None:
+
+class Directory:
+    """The accounts in force; ``authenticate`` is the only way to get a ``User`` for a session.
+
+    With ``source`` (the users file they were read from), ``refresh`` follows that file."""
+
+    def __init__(self, users: dict[str, User], source: Path | None = None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._users = dict(users)
+        self._source = source
+        self._clock = clock
+        self._stamp = _stamp(source) if source is not None else None
+        self._checked = clock()
         # a name that does not exist still costs one verify, so timing does not tell which names exist
         self._decoy = _HASHER.hash("not a password of anyone")
+
+    def refresh(self) -> None:
+        """Read the users file again if it changed since it was last read (checked at most every
+        ``RELOAD_CHECK_S``); a file that cannot be read or parsed leaves the accounts as they are."""
+        if self._source is None or self._clock() - self._checked < RELOAD_CHECK_S:
+            return
+        self._checked = self._clock()
+        stamp = _stamp(self._source)
+        if stamp is None or stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            users = load_users(self._source)
+        except UsersFileError as exc:
+            log.error("users file changed but is not usable, the accounts in force stay: %s", exc)
+            return
+        log.info("users file %s read again: %d accounts", self._source, len(users))
+        self._users = users
+
+    def current(self, user: User) -> User | None:
+        """``user`` as the accounts in force have it now: None when removed or given a new password."""
+        now = self._users.get(user.name)
+        if now is None or now.password_hash != user.password_hash:
+            return None
+        return now
 
     def authenticate(self, name: str, password: str) -> User | None:
         user = self._users.get(name)

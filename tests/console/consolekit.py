@@ -34,9 +34,10 @@ def users() -> dict[str, User]:
 
 
 async def client_for(namesrv: str, audit_file: Path | None = None,  # type: ignore[type-arg]
-                     signer: tuple[str, str] = ("", "")) -> TestClient:
-    """A console over ``namesrv``; ``signer`` is the ACL account it signs admin requests with."""
-    app = make_app(ConsoleConfig(namesrv, users(), audit_file, timeout=3.0, sample_interval=0,
+                     signer: tuple[str, str] = ("", ""), users_file: Path | None = None) -> TestClient:
+    """A console over ``namesrv``; ``signer`` is the ACL account it signs admin requests with;
+    with ``users_file`` (which holds ``users()``) the console follows that file."""
+    app = make_app(ConsoleConfig(namesrv, users(), users_file, audit_file, timeout=3.0, sample_interval=0,
                                  access_key=signer[0], secret_key=signer[1]))
     client = TestClient(TestServer(app))
     await client.start_server()

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
+import pytest
 from aiohttp.test_utils import TestClient
 from consolekit import (
     ADMIN_NAME,
     ADMIN_PASSWORD,
     READER_NAME,
+    READER_PASSWORD,
     client_for,
     login,
     page_token,
     post,
+    users,
 )
 
 from rocketq.console import guards, throttle
+from rocketq.console import users as users_module
 from rocketq.console.app import SECURITY_HEADERS
 from rocketq.console.pages.auth import safe_next
 from rocketq.console.throttle import LoginThrottle
+from rocketq.local.cluster import ClusterState
 from rocketq.local.ports import free_port
 
 Client = TestClient  # type: ignore[type-arg]
@@ -187,3 +194,25 @@ def test_throttle_window_passes() -> None:
     throttle.failed("a")
     throttle.succeeded("a")
     assert throttle.blocked_for("a") == 0
+
+
+async def test_a_changed_users_file_takes_effect_without_a_restart(cluster: ClusterState, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(users_module, "RELOAD_CHECK_S", 0.0)
+    path = tmp_path / "users"
+    path.write_text("".join(f"{u.name}:{u.role.value}:{u.password_hash}\n" for u in users().values()))
+    reader_client = await client_for(cluster.namesrv, users_file=path)
+    admin_client = await client_for(cluster.namesrv, users_file=path)
+    try:
+        await login(reader_client, READER_NAME, READER_PASSWORD)
+        await login(admin_client, ADMIN_NAME, ADMIN_PASSWORD)
+        refused = await post(reader_client, "/topics", {"topic": ""})
+        assert refused.status == 403
+        reader = users()[READER_NAME]
+        path.write_text(f"{reader.name}:admin:{reader.password_hash}\n")
+        assert (await admin_client.get("/cluster", allow_redirects=False)).status == 303, "alice was removed"
+        allowed = await post(reader_client, "/topics", {"topic": ""})
+        assert allowed.status == 400, "bob is an admin now: past the role check, his empty form is refused"
+    finally:
+        await reader_client.close()
+        await admin_client.close()

@@ -6,13 +6,22 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from consolekit import ADMIN_NAME, ADMIN_PASSWORD, users
+from consolekit import ADMIN_NAME, ADMIN_PASSWORD, READER_NAME, READER_PASSWORD, users
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.cli.main import cli
 from rocketq.console.sessions import SessionStore
-from rocketq.console.users import Directory, Role, UsersFileError, load_users, parse_users, user_line
+from rocketq.console.users import (
+    RELOAD_CHECK_S,
+    Directory,
+    Role,
+    User,
+    UsersFileError,
+    load_users,
+    parse_users,
+    user_line,
+)
 
 
 @given(st.text(max_size=400))
@@ -45,6 +54,48 @@ def test_authenticate() -> None:
     assert directory.authenticate("nobody", ADMIN_PASSWORD) is None
     with pytest.raises(ValueError, match="at least"):
         user_line("carol", Role.ADMIN, "short")
+
+
+def users_text(accounts: dict[str, User]) -> str:
+    return "".join(f"{u.name}:{u.role.value}:{u.password_hash}\n" for u in accounts.values())
+
+
+def swap_in(path: Path, text: str) -> None:
+    """Replace the file as the kubelet updates a mounted Secret: a new file renamed over it."""
+    fresh = path.with_suffix(".new")
+    fresh.write_text(text)
+    fresh.replace(path)
+
+
+def test_the_directory_follows_its_users_file(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "users"
+    path.write_text(users_text(users()))
+    now = [0.0]
+    directory = Directory(load_users(path), path, clock=lambda: now[0])
+    alice = directory.authenticate(ADMIN_NAME, ADMIN_PASSWORD)
+    bob = directory.authenticate(READER_NAME, READER_PASSWORD)
+    assert alice is not None and bob is not None
+    promoted = User(bob.name, Role.ADMIN, bob.password_hash)
+    swap_in(path, users_text({bob.name: promoted}))
+    directory.refresh()
+    assert directory.current(alice) == alice, "looked at no sooner than RELOAD_CHECK_S"
+    now[0] += RELOAD_CHECK_S
+    directory.refresh()
+    assert directory.current(alice) is None and directory.authenticate(ADMIN_NAME, ADMIN_PASSWORD) is None
+    assert directory.current(bob) == promoted
+    swap_in(path, users_text({bob.name: User(bob.name, Role.ADMIN, user_line("b", Role.ADMIN, "new-password")
+                                             .split(":", 2)[2])}))
+    now[0] += RELOAD_CHECK_S
+    directory.refresh()
+    assert directory.current(bob) is None, "a new password ends the sessions of the old one"
+    swap_in(path, "bob:admin:not-a-hash\n")
+    now[0] += RELOAD_CHECK_S
+    directory.refresh()
+    assert len(directory) == 1 and "not usable" in caplog.text, "a broken file leaves the accounts in force"
+    path.unlink()
+    now[0] += RELOAD_CHECK_S
+    directory.refresh()
+    assert len(directory) == 1
 
 
 def test_sessions_expire_and_are_bounded() -> None:

@@ -45,7 +45,9 @@ async def login(request: web.Request) -> web.StreamResponse:
             status=429)
     user = None
     if 0 < len(name) <= MAX_FIELD and 0 < len(password) <= MAX_FIELD:
-        user = request.app[keys.USERS].authenticate(name, password)
+        directory = request.app[keys.USERS]
+        directory.refresh()
+        user = directory.authenticate(name, password)
     if user is None:
         throttle.failed(address)
         _failed_logins.warning(address, "console: failed login from %s", address)
