@@ -429,12 +429,17 @@ def update_broker_config(s: Session, broker_addr: str | None, cluster: str | Non
 @mqadmin_command("electMaster")
 @opt("-b", "--brokerAddr", "broker_addr", type=ADDRESS, required=True, help="the slave to promote, host:port")
 @opt("--role", type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]), default="ASYNC_MASTER", show_default=True)
-def elect_master(s: Session, broker_addr: str, role: str) -> None:
+@opt("--epoch-above", "epoch_above", type=click.IntRange(min=0), default=0, show_default=True,
+     help="number the new master epoch past this one (retrying a promotion that failed midway)")
+def elect_master(s: Session, broker_addr: str, role: str, epoch_above: int) -> None:
     """Make a slave the master of its group (brokerId 0) at runtime (docs/ha.md, Promotion)."""
 
     async def work(admin: AdminClient) -> Output:
-        await admin.change_broker_role(broker_addr, role)
-        return Output(f"{broker_addr} is now {role} (brokerId 0)", {"broker": broker_addr, "brokerRole": role})
+        await admin.change_broker_role(broker_addr, role, epoch_above=epoch_above)
+        epoch = (await admin.runtime_info(broker_addr)).get("haEpoch", "")
+        number = int(epoch) if epoch.isdigit() else None
+        return Output(f"{broker_addr} is now {role} (brokerId 0, master epoch {epoch or '?'})",
+                      {"broker": broker_addr, "brokerRole": role, "masterEpoch": number})
 
     s.run(work)
 

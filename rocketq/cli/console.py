@@ -76,9 +76,10 @@ def command(namesrv_addr: str | None, port: int, host: str, users_file: Path | N
         click.echo(f"no --users file: log in as {GENERATED_USER!r} with password {password!r} "
                    "(valid until this console stops)", err=True)
     try:
-        config = console_app.ConsoleConfig(namesrv_addr, accounts, users_file=users_file, audit_file=audit_log, timeout=timeout,
-                                           secure_cookies=secure_cookies, sample_interval=sample_interval,
-                                           access_key=access_key, secret_key=secret_key)
+        config = console_app.ConsoleConfig(namesrv_addr, accounts, users_file=users_file, audit_file=audit_log,
+                                           timeout=timeout, secure_cookies=secure_cookies,
+                                           sample_interval=sample_interval, access_key=access_key,
+                                           secret_key=secret_key)
         application = console_app.make_app(config)
     except ArgumentError as exc:
         raise click.UsageError(str(exc)) from None

@@ -107,7 +107,8 @@ async def promote_and_rejoin(procs: Processes, *, unreplicated: int) -> None:
 async def test_a_live_master_demoted_at_runtime_refuses_sends_and_replicates_from_the_new_master(
         procs: Processes) -> None:
     ns, master, slave, admin, acked = await pair_in_sync(procs, BEFORE)
-    admin_cli(ns.address, "electMaster", "-b", slave.address)
+    out = admin_cli(ns.address, "electMaster", "-b", slave.address, "--epoch-above", "40")
+    assert "master epoch 41" in out, "the new epoch is numbered past the floor given"
     new_ha = (await runtime(slave.address))["haListenAddr"]
     out = admin_cli(ns.address, "changeToSlave", "-b", master.address, "-i", "1", "--master", new_ha)
     assert "SLAVE" in out
