@@ -521,9 +521,10 @@ static PyObject *offset_msg_id(HostSlot *store, int64_t phys)
 }
 
 /* Decode the record at ``pos``: a MessageExt and its end in *end, or NULL without an exception
- * when the pure decoder must handle it (malformed, compressed, a legacy layout). */
-static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t pos, int decompress,
-                           int check_crc, PyObject *cls, Py_ssize_t *end)
+ * when the pure decoder must handle it (malformed, compressed, a legacy layout). ``stamps``
+ * (a dict, or NULL) is merged into the properties, as assignments after decoding would be. */
+PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t pos, int decompress,
+                       int check_crc, PyObject *cls, PyObject *stamps, Py_ssize_t *end)
 {
     const unsigned char *p;
     int32_t total, magic, crc, sys_flag, body_len, props_len, topic_len;
@@ -598,6 +599,8 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
             PyErr_Clear();
     } else {
         fields[16] = rq_decode_properties_utf8((const char *)p + total - props_len, props_len, NULL);
+        if (fields[16] != NULL && stamps != NULL && PyDict_Update(fields[16], stamps) < 0)
+            Py_CLEAR(fields[16]);
     }
     fields[0] = PyLong_FromLong(total);
     fields[1] = PyLong_FromLong(magic);
@@ -616,7 +619,7 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
         if (fields[i] == NULL)
             made = 0;
     if (made) {
-        record = PyObject_Vectorcall(cls, fields, MESSAGE_EXT_FIELDS, NULL);
+        record = rq_message_ext_new(cls, fields);
         *end = pos + total;
     }
     for (int i = 0; i < MESSAGE_EXT_FIELDS; i++)
@@ -656,7 +659,7 @@ PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (!buffer_of(args[0], &view))
         Py_RETURN_NONE;
-    record = decode_at(view.buf, view.len, pos, decompress, check_crc, args[4], &end);
+    record = rq_decode_at(view.buf, view.len, pos, decompress, check_crc, args[4], NULL, &end);
     PyBuffer_Release(&view);
     if (record == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
@@ -692,7 +695,7 @@ PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
             PyObject *record;
             if (total <= 0 || (magic != MAGIC_V1 && magic != MAGIC_V2))
                 break;
-            record = decode_at(buf, view.len, pos, decompress, 0, args[3], &end);
+            record = rq_decode_at(buf, view.len, pos, decompress, 0, args[3], NULL, &end);
             if (record == NULL)
                 break;
             if (PyList_Append(records, record) < 0) {
