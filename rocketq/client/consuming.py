@@ -90,6 +90,8 @@ async def verdict(listener: Callable[[list[MessageExt], Any], object], msgs: lis
     queue = getattr(ctx, "message_queue", None)
     try:
         status = listener(msgs, ctx)
+        if type(status) is type(failure):  # a plain listener's answer: no awaitable to look for
+            return status
         if inspect.isawaitable(status):
             status = await status
     except asyncio.CancelledError:
