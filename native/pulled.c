@@ -33,6 +33,7 @@ static Py_ssize_t layout_offsets[MESSAGE_EXT_FIELDS];
 static int learn_layout(PyObject *cls)
 {
     PyTypeObject *type;
+    PyObject *fields;
     Py_ssize_t offsets[MESSAGE_EXT_FIELDS];
     if (cls == layout_cls)
         return 1;
@@ -40,6 +41,12 @@ static int learn_layout(PyObject *cls)
         return 0;
     type = (PyTypeObject *)cls;
     if (type->tp_alloc != PyType_GenericAlloc)
+        return 0;
+    /* exactly these fields, and an __init__ that only stores them: no field the slots below
+     * would leave empty, no __post_init__ the generated __init__ would call */
+    fields = PyDict_GetItemString(type->tp_dict, "__dataclass_fields__");  /* borrowed */
+    if (fields == NULL || !PyDict_CheckExact(fields) || PyDict_GET_SIZE(fields) != MESSAGE_EXT_FIELDS
+            || PyDict_GetItemString(type->tp_dict, "__post_init__") != NULL)
         return 0;
     for (int i = 0; i < MESSAGE_EXT_FIELDS; i++) {
         PyObject *descr = PyDict_GetItemString(type->tp_dict, field_names[i]);  /* borrowed */

@@ -509,16 +509,18 @@ static PyObject *offset_msg_id(HostSlot *store, int64_t phys)
 {
     /* the store host's hex then the offset's 16 hex digits, written into one new str */
     static const char digits[] = "0123456789ABCDEF";
-    Py_ssize_t head = PyUnicode_GET_LENGTH(store->hex);
+    PyObject *hex = Py_NewRef(store->hex);  /* held: the slot is the cache's, not ours */
+    Py_ssize_t head = PyUnicode_GET_LENGTH(hex);
     PyObject *out = PyUnicode_New(head + 16, 127);
     Py_UCS1 *text;
     uint64_t u = (uint64_t)phys;
-    if (out == NULL)
-        return NULL;
-    text = PyUnicode_1BYTE_DATA(out);
-    memcpy(text, PyUnicode_1BYTE_DATA(store->hex), (size_t)head);
-    for (int i = 15; i >= 0; i--, u >>= 4)
-        text[head + i] = (Py_UCS1)digits[u & 0xF];
+    if (out != NULL) {
+        text = PyUnicode_1BYTE_DATA(out);
+        memcpy(text, PyUnicode_1BYTE_DATA(hex), (size_t)head);
+        for (int i = 15; i >= 0; i--, u >>= 4)
+            text[head + i] = (Py_UCS1)digits[u & 0xF];
+    }
+    Py_DECREF(hex);
     return out;
 }
 
