@@ -69,6 +69,7 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     # The records of one pull almost always lie in one CommitLog segment: slice its view here
     # and ask the log only when a record is outside it (``CommitLog.read``'s checks, inlined:
     # this loop runs once per message of every pull).
+    add_buffer, add_offset, add_tag = buffers.append, queue_offsets.append, tag_codes.append
     seg_view: memoryview | None = None
     seg_start = seg_end = 0
     for phys, size, tag in cq.units(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
@@ -92,12 +93,13 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
             continue
         if record_filter is not None and not record_filter(view):
             continue
-        buffers.append(view)
-        queue_offsets.append(offset + scanned - 1)
-        tag_codes.append(tag)
+        add_buffer(view)
+        add_offset(offset + scanned - 1)
+        add_tag(tag)
         found += 1
         total += size
         last_phys = phys
+    if found:
         status = GetStatus.FOUND
     if scanned == 0:
         status = GetStatus.OFFSET_FOUND_NULL
