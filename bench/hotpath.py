@@ -19,6 +19,9 @@ case drives the real code with real bytes, in one process, without sockets:
   group commit's fsync replaced by a no-op: what waiting for the flush costs apart from the disk.
 * ``consumer-decode``: a consumer decoding pull answers of 32 stored records (1 KiB bodies,
   four properties) into ``MessageExt``s.
+* ``consumer-path``: what a push consumer does with such answers after the socket: the pull
+  result (decode, queue bounds), the process queue, the concurrent consume service's listener
+  call (a listener that only counts) and the offset it then commits.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
 * ``producer-pipelined``: a started ``Producer``'s ``send_async`` with a callback, 1 000 in
@@ -49,13 +52,16 @@ from rocketq.broker.pull import PullHandlers
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager
-from rocketq.client import sending, wire
+from rocketq.client import pulling, sending, wire
+from rocketq.client.consuming import ConcurrentConsumeService, ConsumeStatus
+from rocketq.client.offsetstores import RemoteBrokerOffsetStore
+from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.producer import Producer
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
-from rocketq.client.settings import ProducerSettings
-from rocketq.protocol import frames, headers, requests, storedrecords
-from rocketq.protocol.codes import RequestCode
+from rocketq.client.settings import ProducerSettings, PushConsumerSettings, configure
+from rocketq.protocol import frames, headers, requests, storedrecords, subscription
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.messagetypes import Message
 from rocketq.protocol.routedata import BrokerData, QueueData
 from rocketq.remoting.connection import COALESCE_FRAMES, Connection
@@ -282,6 +288,43 @@ def consumer_decode(root: Path, messages: int) -> float:
     return (time.process_time() - started) / (pulls * BATCH) * 1e6
 
 
+async def consumer_path(messages: int) -> float:
+    """Pull answers of 32 records through ``to_result``, a ``ProcessQueue`` and a
+    ``ConcurrentConsumeService`` (listener calls, commit point), as a push consumer's loop."""
+    props = "UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02WAIT\x01true\x02"
+    pulls = max(1, messages // BATCH)
+    bodies = [b"".join(storedrecords.encode_stored_record(
+        topic=TOPIC, queue_id=0, body=b"x" * BODY_SIZE, properties=props, born_host=("127.0.0.1", 50000),
+        store_host=("127.0.0.1", 10911), queue_offset=p * BATCH + i) for i in range(BATCH)) for p in range(pulls)]
+    counted = 0
+
+    def listener(msgs: list[Any], _ctx: Any) -> ConsumeStatus:
+        nonlocal counted
+        counted += len(msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    settings = configure(PushConsumerSettings, {"consume_message_batch_max_size": BATCH})
+    offsets = RemoteBrokerOffsetStore(None, GROUP)  # type: ignore[arg-type]  # only its memory table is used
+    service = ConcurrentConsumeService(GROUP, settings, listener, None, offsets)  # type: ignore[arg-type]
+    pq, sub, mq = ProcessQueue(), subscription.build(TOPIC, "*"), MessageQueue(TOPIC, "broker-a", 0)
+    started = time.process_time()
+    if PROFILER is not None:
+        PROFILER.enable()
+    for p, body in enumerate(bodies):
+        header = headers.PullMessageResponseHeader(suggest_which_broker_id=0, next_begin_offset=(p + 1) * BATCH,
+                                                   min_offset=0, max_offset=pulls * BATCH)
+        result = pulling.to_result(wire.PullReply(ResponseCode.SUCCESS, header, body), sub)
+        pq.put(result.messages)
+        service.submit(result.messages, pq, mq)
+        await asyncio.sleep(0)
+    while service.in_flight:
+        await asyncio.sleep(0)
+    if PROFILER is not None:
+        PROFILER.disable()
+    assert counted == pulls * BATCH and offsets.read_memory(mq) == pulls * BATCH
+    return (time.process_time() - started) / (pulls * BATCH) * 1e6
+
+
 def producer_path(messages: int, batch: bool) -> float:
     """Prepare, encode and decode the answer, as the producer does around each send."""
     settings = ProducerSettings()
@@ -389,6 +432,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "store-sync-flush": store_sync_flush,
     "store-put-single": store_put_single,
     "consumer-decode": consumer_decode,
+    "consumer-path": lambda root, n: consumer_path(n),
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
     "producer-pipelined": lambda root, n: producer_pipelined(n),

@@ -193,6 +193,8 @@ static PyMethodDef module_methods[] = {
      "decode_record(buf, pos, decompress, check_crc, cls): a MessageExt, or None for the pure decoder."},
     {"decode_records", (PyCFunction)(void (*)(void))rq_decode_records, METH_FASTCALL,
      "decode_records(buf, pos, decompress, cls): (records, pos where decoding stopped)."},
+    {"decode_pulled", (PyCFunction)(void (*)(void))rq_decode_pulled, METH_FASTCALL,
+     "decode_pulled(buf, cls, stamps): every record of a pull body, properties stamped; None for the pure path."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -507,23 +507,57 @@ static HostSlot *host_slot(const unsigned char *raw, Py_ssize_t len)
 
 static PyObject *offset_msg_id(HostSlot *store, int64_t phys)
 {
+    /* the store host's hex then the offset's 16 hex digits, written into one new str */
     static const char digits[] = "0123456789ABCDEF";
-    char tail[16];
+    PyObject *hex = Py_NewRef(store->hex);  /* held: the slot is the cache's, not ours */
+    Py_ssize_t head = PyUnicode_GET_LENGTH(hex);
+    PyObject *out = PyUnicode_New(head + 16, 127);
+    Py_UCS1 *text;
     uint64_t u = (uint64_t)phys;
-    for (int i = 15; i >= 0; i--, u >>= 4)
-        tail[i] = digits[u & 0xF];
-    PyObject *suffix = PyUnicode_FromStringAndSize(tail, 16), *out;
-    if (suffix == NULL)
-        return NULL;
-    out = PyUnicode_Concat(store->hex, suffix);
-    Py_DECREF(suffix);
+    if (out != NULL) {
+        text = PyUnicode_1BYTE_DATA(out);
+        memcpy(text, PyUnicode_1BYTE_DATA(hex), (size_t)head);
+        for (int i = 15; i >= 0; i--, u >>= 4)
+            text[head + i] = (Py_UCS1)digits[u & 0xF];
+    }
+    Py_DECREF(hex);
     return out;
 }
 
+/* The last topic decoded, kept: a pull answer's records nearly always share one. */
+static char last_topic_raw[256];
+static Py_ssize_t last_topic_len = -1;
+static PyObject *last_topic;
+
+static PyObject *topic_text(const unsigned char *raw, Py_ssize_t len)
+{
+    PyObject *text;
+    if (last_topic != NULL && len == last_topic_len && memcmp(raw, last_topic_raw, (size_t)len) == 0)
+        return Py_NewRef(last_topic);
+    text = PyUnicode_DecodeUTF8((const char *)raw, len, NULL);
+    if (text != NULL && len <= (Py_ssize_t)sizeof(last_topic_raw)) {
+        memcpy(last_topic_raw, raw, (size_t)len);
+        last_topic_len = len;
+        Py_XSETREF(last_topic, Py_NewRef(text));
+    }
+    return text;
+}
+
+/* MAGIC_V1 and MAGIC_V2 as ints, made once (each is outside the small-int cache). */
+static PyObject *magic_int(int32_t magic)
+{
+    static PyObject *v1, *v2;
+    PyObject **slot = magic == MAGIC_V1 ? &v1 : &v2;
+    if (*slot == NULL && (*slot = PyLong_FromLong(magic)) == NULL)
+        return NULL;
+    return Py_NewRef(*slot);
+}
+
 /* Decode the record at ``pos``: a MessageExt and its end in *end, or NULL without an exception
- * when the pure decoder must handle it (malformed, compressed, a legacy layout). */
-static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t pos, int decompress,
-                           int check_crc, PyObject *cls, Py_ssize_t *end)
+ * when the pure decoder must handle it (malformed, compressed, a legacy layout). ``stamps``
+ * (a dict, or NULL) is merged into the properties, as assignments after decoding would be. */
+PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t pos, int decompress,
+                       int check_crc, PyObject *cls, PyObject *stamps, Py_ssize_t *end)
 {
     const unsigned char *p;
     int32_t total, magic, crc, sys_flag, body_len, props_len, topic_len;
@@ -591,16 +625,18 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
     fields[11] = Py_NewRef(store->host);
     fields[17] = offset_msg_id(store, rq_get_i64(p + 28));
     fields[14] = PyBytes_FromStringAndSize((const char *)body, body_len);
-    fields[15] = PyUnicode_DecodeUTF8((const char *)topic, topic_len, NULL);
+    fields[15] = topic_text(topic, topic_len);
     fields[16] = NULL;
     if (fields[15] == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
             PyErr_Clear();
     } else {
         fields[16] = rq_decode_properties_utf8((const char *)p + total - props_len, props_len, NULL);
+        if (fields[16] != NULL && stamps != NULL && PyDict_Update(fields[16], stamps) < 0)
+            Py_CLEAR(fields[16]);
     }
     fields[0] = PyLong_FromLong(total);
-    fields[1] = PyLong_FromLong(magic);
+    fields[1] = magic_int(magic);
     fields[2] = PyLong_FromLong(crc);
     fields[3] = PyLong_FromLong(rq_get_i32(p + 12));
     fields[4] = PyLong_FromLong(rq_get_i32(p + 16));
@@ -616,7 +652,7 @@ static PyObject *decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_
         if (fields[i] == NULL)
             made = 0;
     if (made) {
-        record = PyObject_Vectorcall(cls, fields, MESSAGE_EXT_FIELDS, NULL);
+        record = rq_message_ext_new(cls, fields);
         *end = pos + total;
     }
     for (int i = 0; i < MESSAGE_EXT_FIELDS; i++)
@@ -656,7 +692,7 @@ PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (!buffer_of(args[0], &view))
         Py_RETURN_NONE;
-    record = decode_at(view.buf, view.len, pos, decompress, check_crc, args[4], &end);
+    record = rq_decode_at(view.buf, view.len, pos, decompress, check_crc, args[4], NULL, &end);
     PyBuffer_Release(&view);
     if (record == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
@@ -692,7 +728,7 @@ PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
             PyObject *record;
             if (total <= 0 || (magic != MAGIC_V1 && magic != MAGIC_V2))
                 break;
-            record = decode_at(buf, view.len, pos, decompress, 0, args[3], &end);
+            record = rq_decode_at(buf, view.len, pos, decompress, 0, args[3], NULL, &end);
             if (record == NULL)
                 break;
             if (PyList_Append(records, record) < 0) {

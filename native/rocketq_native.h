@@ -50,6 +50,14 @@ extern PyTypeObject RqSenderEncoderType;
 PyObject *rq_sender_encoder(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* The record at ``pos`` as a ``cls`` (NULL without an exception: for the pure decoder), its
+ * properties updated with ``stamps`` (a dict, or NULL); its end in *end. */
+PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t pos, int decompress, int check_crc,
+                       PyObject *cls, PyObject *stamps, Py_ssize_t *end);
+
+/* pulled.c: a MessageExt from its 18 field values in order (borrowed), and a pull body's records. */
+PyObject *rq_message_ext_new(PyObject *cls, PyObject *const *fields);
+PyObject *rq_decode_pulled(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* attributes.c: the counters of Python store objects, for the in-place appends. Each returns
  * 1 (done) or 0 (an unusual value: no exception left set), except where noted. */

@@ -20,6 +20,7 @@ def decode_record(
 def decode_records(
     buf: object, pos: int, decompress: bool, cls: type[MessageExt], /,
 ) -> tuple[list[MessageExt], int]: ...
+def decode_pulled(buf: object, cls: type[MessageExt], stamps: dict[str, str], /) -> list[MessageExt] | None: ...
 
 class RecordEncoder:
     __wrapped__: Callable[..., tuple[bytes, int]]

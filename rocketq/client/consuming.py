@@ -90,6 +90,8 @@ async def verdict(listener: Callable[[list[MessageExt], Any], object], msgs: lis
     queue = getattr(ctx, "message_queue", None)
     try:
         status = listener(msgs, ctx)
+        if type(status) is type(failure):  # a plain listener's answer: no awaitable to look for
+            return status
         if inspect.isawaitable(status):
             status = await status
     except asyncio.CancelledError:
@@ -120,6 +122,7 @@ class ConcurrentConsumeService:
         self._limiter = consumelimits.limiter_for(settings.consume_tps_limit)
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._retry_topic = retry_topic(group)
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float = 0.0) -> None:
         if self._closed:
@@ -145,7 +148,9 @@ class ConcurrentConsumeService:
         async with self._slots:
             if pq.dropped:
                 return
-            shown = [restore_retry_topic(m, self._group) for m in msgs]
+            # only a message pulled from the group's retry topic can carry another topic to show
+            shown = ([restore_retry_topic(m, self._group) for m in msgs] if mq.topic == self._retry_topic
+                     else msgs.copy())
             started = str(time.time_ns() // 1_000_000)
             for m in shown:
                 m.properties[messageproperties.CONSUME_START_TIME] = started
@@ -166,8 +171,10 @@ class ConcurrentConsumeService:
             for m in unacked:
                 if not await self._send_back(m, ctx):
                     kept.append(dataclasses.replace(m, reconsume_times=m.reconsume_times + 1))
-        kept_offsets = {m.queue_offset for m in kept}
-        offset = pq.remove([m for m in msgs if m.queue_offset not in kept_offsets])
+        if kept:
+            kept_offsets = {m.queue_offset for m in kept}
+            msgs = [m for m in msgs if m.queue_offset not in kept_offsets]
+        offset = pq.remove(msgs)
         if offset >= 0 and not pq.dropped:
             self._offsets.update(mq, offset, increase_only=True)
         if kept:

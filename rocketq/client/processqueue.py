@@ -19,11 +19,16 @@ is used from one event loop.
 For orderly consumption it also carries the state of the queue's broker lock (``locked``,
 renewed at ``last_lock_timestamp``, considered lost locally after ``LOCK_MAX_LIVE_TIME``), and
 ``first`` hands out the oldest messages, in offset order, for the next listener call.
+
+The cache is one dict kept in ascending offset order (a pull answers a queue's messages in
+order, each pull after the last), so its first key is the commit point and its last the top of
+the span, with no sorted index beside it: ``put`` and ``remove`` cost one dict operation per
+message. A put that would break the order (a message re-cached below others) re-sorts the dict.
 """
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import time
 from collections.abc import Iterable
 
@@ -38,7 +43,7 @@ LOCK_MAX_LIVE_TIME = 30.0
 class ProcessQueue:
     def __init__(self) -> None:
         self._messages: dict[int, MessageExt] = {}
-        self._offsets: list[int] = []
+        """Cached messages by queue offset, in ascending offset order."""
         self.msg_size = 0
         """Sum of the body lengths of the cached messages."""
         self.queue_offset_max = -1
@@ -59,7 +64,7 @@ class ProcessQueue:
 
     def first(self, count: int) -> list[MessageExt]:
         """The ``count`` lowest-offset messages, in order (orderly consumption's next batch)."""
-        return [self._messages[offset] for offset in self._offsets[:count]]
+        return list(itertools.islice(self._messages.values(), count))
 
     def replace(self, msg: MessageExt) -> None:
         """Put a changed copy (e.g. a counted-up reconsumeTimes) in place of a cached message."""
@@ -68,7 +73,7 @@ class ProcessQueue:
 
     @property
     def msg_count(self) -> int:
-        return len(self._offsets)
+        return len(self._messages)
 
     @property
     def msg_size_mib(self) -> int:
@@ -76,39 +81,50 @@ class ProcessQueue:
 
     def max_span(self) -> int:
         """Distance between the smallest and largest cached offset (0 when empty)."""
-        return self._offsets[-1] - self._offsets[0] if self._offsets else 0
+        cached = self._messages
+        return next(reversed(cached)) - next(iter(cached)) if cached else 0
 
     def put(self, messages: Iterable[MessageExt]) -> int:
         """Cache pulled messages; returns how many were new (an offset already held is skipped)."""
-        added = 0
+        cached = self._messages
+        top = next(reversed(cached)) if cached else -1
+        added = size = 0
+        in_order = True
         for msg in messages:
             offset = msg.queue_offset
-            if offset in self._messages:
+            if offset in cached:
                 continue
-            self._messages[offset] = msg
-            bisect.insort(self._offsets, offset)
-            self.msg_size += len(msg.body)
-            self.queue_offset_max = max(self.queue_offset_max, offset)
+            cached[offset] = msg
+            if offset < top:
+                in_order = False
+            else:
+                top = offset
+            size += len(msg.body)
             added += 1
+        if not in_order:
+            self._messages = dict(sorted(cached.items()))
+        self.msg_size += size
+        if top > self.queue_offset_max:
+            self.queue_offset_max = top
         self.last_pull_timestamp = time.monotonic()
         return added
 
     def remove(self, messages: Iterable[MessageExt]) -> int:
         """Forget consumed messages; return the offset to commit, or -1 when nothing was cached."""
-        if not self._offsets:
+        cached = self._messages
+        if not cached:
             return -1
+        size = 0
         for msg in messages:
-            cached = self._messages.pop(msg.queue_offset, None)
-            if cached is None:
-                continue
-            del self._offsets[bisect.bisect_left(self._offsets, msg.queue_offset)]
-            self.msg_size -= len(cached.body)
+            gone = cached.pop(msg.queue_offset, None)
+            if gone is not None:
+                size += len(gone.body)
+        self.msg_size -= size
         self.last_consume_timestamp = time.monotonic()
-        return self._offsets[0] if self._offsets else self.queue_offset_max + 1
+        return next(iter(cached)) if cached else self.queue_offset_max + 1
 
     def clear(self) -> None:
         self._messages.clear()
-        self._offsets.clear()
         self.msg_size = 0
 
     def __contains__(self, offset: int) -> bool:

@@ -10,6 +10,10 @@ protocol codec. Since
 the broker filters by tag *hash code*, a different tag with the same hash can arrive; messages
 whose tag is not in the subscription are dropped here, and ``next_begin_offset`` still moves
 past them. A body that does not decode is a ``ProtocolError``, never a silent skip.
+
+With the native codecs, a FOUND body is decoded and stamped with the queue's bounds in one C
+call (``_native.decode_pulled``); anything it does not take (a compressed or malformed record)
+goes the pure way, which is the reference.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ from __future__ import annotations
 from rocketq.client.errors import ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
-from rocketq.protocol import messageerrors, messageproperties, requests
+from rocketq.protocol import messageerrors, messageproperties, nativecodecs, requests
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.pullsysflag import build as sys_flag
 from rocketq.protocol.requests import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from rocketq.protocol.subscription import SubscriptionData
 
-__all__ = ["PullResult", "PullStatus", "decode_messages", "request_header", "sys_flag", "to_result"]
+__all__ = ["PullResult", "PullStatus", "decode_messages", "request_header", "stamped_messages", "sys_flag",
+           "to_result"]
 
 
 def request_header(
@@ -44,18 +49,30 @@ def decode_messages(body: bytes) -> list[MessageExt]:
         raise ProtocolError(f"pull body does not decode: {exc}") from None
 
 
+def stamped_messages(body: bytes, min_offset: int, max_offset: int) -> list[MessageExt]:
+    """Every record of a FOUND body, each stamped with the queue's bounds (RocketMQ does so for
+    lag-aware listeners); ProtocolError if the body is not all records."""
+    stamps = {messageproperties.MIN_OFFSET: str(min_offset), messageproperties.MAX_OFFSET: str(max_offset)}
+    if _native is not None:
+        decoded = _native.decode_pulled(body, MessageExt, stamps)
+        if decoded is not None:
+            return decoded
+    messages = decode_messages(body)
+    for m in messages:
+        m.properties.update(stamps)
+    return messages
+
+
+_native = nativecodecs.native
+
+
 def to_result(reply: PullReply, sub: SubscriptionData) -> PullResult:
     header = reply.header
     status = PULL_STATUS_BY_CODE[reply.code]
     messages: list[MessageExt] = []
     if status is PullStatus.FOUND:
-        messages = decode_messages(reply.body)
+        messages = stamped_messages(reply.body, header.min_offset, header.max_offset)
         if not sub.matches_all:
             messages = [m for m in messages if sub.matches_tag(m.tags)]
-        min_text, max_text = str(header.min_offset), str(header.max_offset)
-        for m in messages:
-            # RocketMQ stamps the queue's bounds on each message for lag-aware listeners.
-            m.properties[messageproperties.MIN_OFFSET] = min_text
-            m.properties[messageproperties.MAX_OFFSET] = max_text
     return PullResult(status, header.next_begin_offset, header.min_offset, header.max_offset, messages,
                       header.suggest_which_broker_id)

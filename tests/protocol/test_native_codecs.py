@@ -11,6 +11,7 @@ then runs on the pure code. The switch itself is checked in subprocesses.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_message_fuzz import BATCH_SEED, FIXTURES, SEEDS, mutated
 
+from rocketq.client import pulling
 from rocketq.protocol import batchbodies, frames, javahash, messageproperties, nativecodecs, requests, storedrecords
 from rocketq.protocol.codes import SerializeType
 from rocketq.protocol.messageerrors import MessageIllegalError
@@ -346,6 +348,52 @@ def exercise_decoders(data: bytes) -> None:
                 decoded_both_ways(storedrecords.decode_stored_record, data, pos, decompress=decompress,
                                   check_crc=check_crc)
     decoded_both_ways(requests.decode_records, data)
+    stamped_both_ways(data, 3, 2**40)
+
+
+def stamped_both_ways(data: bytes, min_offset: int, max_offset: int) -> tuple[Any, ...]:
+    """A consumer's decode of a pull body, C against pure: same outcome, same property order."""
+    got = outcome(pulling.stamped_messages, data, min_offset, max_offset)
+    saved = pulling._native
+    pulling._native = None
+    try:
+        with pure_record_decoding():
+            expected = outcome(pulling.stamped_messages, data, min_offset, max_offset)
+    finally:
+        pulling._native = saved
+    assert got == expected
+    if got[0] == "ok":
+        assert [list(m.properties.items()) for m in got[1]] == [list(m.properties.items()) for m in expected[1]]
+    return got
+
+
+@needs_native
+@FUZZ
+@given(record_runs(), int64s, int64s)
+def test_pull_body_decode_matches_with_stamps(data: bytes, min_offset: int, max_offset: int) -> None:
+    stamped_both_ways(data, min_offset, max_offset)
+
+
+@needs_native
+def test_pull_body_decode_runs_in_c_and_keeps_a_stored_stamp_in_place() -> None:
+    """One C call for a plain body; a record that already has MIN_OFFSET keeps that key where it
+    was, with the new value (as an assignment would)."""
+    props = {messageproperties.MIN_OFFSET: "old", "A": "b"}
+    record = bytes(storedrecords.encode_stored_record(topic="T", queue_id=0, body=b"b", properties=props))
+    assert nativecodecs.native is not None
+    decoded = nativecodecs.native.decode_pulled(record * 2, storedrecords.MessageExt,
+                                                {messageproperties.MIN_OFFSET: "1", messageproperties.MAX_OFFSET: "9"})
+    assert decoded is not None and len(decoded) == 2
+    assert list(decoded[0].properties.items()) == [
+        (messageproperties.MIN_OFFSET, "1"), ("A", "b"), (messageproperties.MAX_OFFSET, "9")]
+    stamped_both_ways(record * 2, 1, 9)
+
+    class Shown(storedrecords.MessageExt):  # not the class whose slots the C code fills: it is called
+        pass
+
+    (other,) = nativecodecs.native.decode_pulled(record, Shown, {})
+    assert type(other) is Shown
+    assert dataclasses.asdict(other) == dataclasses.asdict(storedrecords.decode_stored_record(record))
 
 
 @needs_native
