@@ -27,6 +27,7 @@ static const struct {
     {"from_ext", rq_py_header_from_ext},
     {"frozen_new", rq_py_frozen_new},
     {"append_in_place", rq_py_append_in_place},
+    {"append_batch_in_place", rq_py_append_batch_in_place},
     {"index_add", rq_py_index_add},
     {"index_properties", rq_py_index_properties},
     {NULL, NULL},
