@@ -473,8 +473,11 @@ class MessageStore:
         (``batchappend.append_batch_in_place``, in C) when nothing is to be rolled or reserved,
         then the index entries; otherwise (or for delayed units) the general path does it all."""
         cq = prepared.queue
-        placed = None if prepared.scheduled else batchappend.append_batch_in_place(
-            self.commitlog, cq if prepared.unit else None, prepared, now, prepared.ts_pos, self._msg_id_prefix)
+        try:
+            placed = None if prepared.scheduled else batchappend.append_batch_in_place(
+                self.commitlog, cq if prepared.unit else None, prepared, now, prepared.ts_pos, self._msg_id_prefix)
+        except OSError as exc:  # the C twin's write failed (I/O error): nothing was counted
+            return self._append_failed(exc)
         if placed is None:
             return self._append_prepared(prepared, now, notify)
         offsets, sizes, queue_offsets, ids = placed

@@ -15,6 +15,7 @@ Two checks, both byte for byte:
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -217,5 +218,31 @@ async def test_index_failure_rolls_the_whole_batch_back(tmp_path: Path, monkeypa
         failed = store.put_group_now([_batch_request("T", 0, 0, [(100, "k1", None, "")] * 3)])[0]
         assert not failed.ok
         assert store.commitlog.max_offset == end and store.get_max_offset("T", 0) == queue_end
+    finally:
+        await store.close()
+
+
+@needs_native
+async def test_a_failed_write_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    """The C twin's pwrite failing (an I/O error; here a read-only descriptor): the put fails,
+    no counter moved, and the next batch goes where this one would have gone."""
+    store = MessageStore(small_settings(tmp_path), STORE_HOST, clock=lambda: _CLOCK_S, fsync=lambda fd: None)
+    store.open()
+    await store.start()
+    try:
+        assert store.put_group_now([_batch_request("T", 0, 0, [(100, None, None, "")])])[0].ok
+        end, queue_end = store.commitlog.max_offset, store.get_max_offset("T", 0)
+        segment = store.commitlog.segments[-1]
+        writable = segment._fd
+        segment._fd = os.open(segment.path, os.O_RDONLY)
+        try:
+            failed = store.put_group_now([_batch_request("T", 0, 0, [(100, "k1", None, "")] * 3)])[0]
+        finally:
+            os.close(segment._fd)
+            segment._fd = writable
+        assert not failed.ok and failed.error
+        assert store.commitlog.max_offset == end and store.get_max_offset("T", 0) == queue_end
+        again = store.put_group_now([_batch_request("T", 0, 0, [(100, None, None, "")] * 2)])[0]
+        assert again.ok and again.wrote_offsets[0] == end and again.queue_offsets[0] == queue_end
     finally:
         await store.close()
