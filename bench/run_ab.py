@@ -7,7 +7,8 @@
 On a shared machine throughput moves by 2-3x between minutes; CPU time per message moves far
 less, and interleaving (before, after, before, after, ...) spreads what drift remains over both
 sides. Each ``--tree`` is a source tree of rocketq (with its compiled ``rocketq/_native*.so``)
-put first on ``PYTHONPATH`` for every process of its runs, with the environment variables
+put first on ``PYTHONPATH`` for every process of its runs (started from a neutral working
+directory: ``python -m`` would otherwise import the tree it is started in), with the environment variables
 given after it (``path:NAME=VALUE:...``); per round and tree it starts a fresh
 ``rocketq local up`` (ASYNC_FLUSH, one broker) and runs:
 
@@ -40,8 +41,12 @@ PLANS = ("sync", "pipelined", "batched", "sync-flush-batched")
 def _measure(tree: str, plans: list[str], counts: dict[str, int]) -> dict[str, tuple[float, float, float]]:
     path, *settings = tree.split(":")
     saved = dict(os.environ)
+    saved_cwd = os.getcwd()
     os.environ["PYTHONPATH"] = str(Path(path).resolve())
     os.environ.update(setting.split("=", 1) for setting in settings)
+    # ``python -m rocketq`` puts the working directory first on sys.path, ahead of PYTHONPATH:
+    # run from a source tree, every process would import that tree's rocketq, not ``path``'s
+    os.chdir(tempfile.gettempdir())
     try:
         out = {}
         for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
@@ -50,6 +55,7 @@ def _measure(tree: str, plans: list[str], counts: dict[str, int]) -> dict[str, t
                 out.update(_measure_here(flush, chosen, counts))
         return out
     finally:
+        os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved)
 
