@@ -76,9 +76,12 @@ def encode_batch_body(messages: Iterable[Message]) -> bytes:
     return encode_batch_entries((m.body, m.flag, encode_properties(m.properties)) for m in messages)
 
 
+@nativecodecs.accelerated
 def encode_batch_entries(entries: Iterable[tuple[bytes, int, str]]) -> bytes:
     """``encode_batch_body`` from (body, flag, encoded properties): for a caller that already
-    encoded the properties (to validate them) and should not do it twice."""
+    encoded the properties (to validate them) and should not do it twice.
+
+    The reference for native/batchbodies.c, which encodes a list of such tuples in one call."""
     parts = []
     for body, flag, properties in entries:
         props = properties.encode()
