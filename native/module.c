@@ -24,6 +24,7 @@ static const struct {
     {"is_canonical", rq_py_is_canonical},
     {"batch_entries", rq_py_batch_entries},
     {"encode_batch_entries", rq_py_encode_batch_entries},
+    {"plain_batch_messages", rq_py_plain_batch_messages},
     {"_decode_view", rq_py_decode_frame_view},
     {"from_ext", rq_py_header_from_ext},
     {"frozen_new", rq_py_frozen_new},

@@ -34,7 +34,7 @@ from typing import Final, Protocol
 from rocketq.broker import schedule, sendanswers, transactions
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
-from rocketq.protocol import codes, message
+from rocketq.protocol import batchbodies, codes, message
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -435,6 +435,12 @@ class SendHandlers:
 
     def _batch(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
                born_host: tuple[str, int], reconsume_times: int) -> BatchPutRequest | RemotingCommand:
+        # the common batch (every message plain: canonical properties, no TRAN_MSG, DELAY or
+        # CLUSTER) in one native walk; any other through the checks below, message by message
+        plain = batchbodies.plain_batch_messages(request.body, self._cluster_entry)
+        if plain:
+            return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
+                                   reconsume_times, plain)
         entries = message.batch_entries(request.body)
         if not entries:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
