@@ -29,9 +29,19 @@ static inline uint32_t load_le32(const unsigned char *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* Inputs at least this long go through the carry-less multiplication (crc32fold.c) when the
+ * CPU has it; shorter ones cost less through the tables than its set-up and reduction. */
+#define FOLD_MIN_LENGTH 64
+
 uint32_t rq_crc32(const unsigned char *p, Py_ssize_t n)
 {
     uint32_t crc = 0xFFFFFFFFu;
+    if (n >= FOLD_MIN_LENGTH && rq_crc32_fold_usable()) {
+        Py_ssize_t folded = n & ~(Py_ssize_t)15;
+        crc = rq_crc32_fold(crc, p, folded);
+        p += folded;
+        n -= folded;
+    }
     while (n >= 8) {
         uint32_t one = load_le32(p) ^ crc;
         uint32_t two = load_le32(p + 4);

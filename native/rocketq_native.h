@@ -17,6 +17,10 @@
 /* crc32.c: zlib's CRC-32 (reflected polynomial 0xEDB88320), table-driven 8 bytes at a time. */
 void rq_crc32_init(void);
 uint32_t rq_crc32(const unsigned char *data, Py_ssize_t length);
+/* crc32fold.c: the same CRC by carry-less multiplication, where the CPU has it (usable: 1). The
+ * running (pre-inverted) value over ``length`` bytes: length >= 64 and a multiple of 16. */
+int rq_crc32_fold_usable(void);
+uint32_t rq_crc32_fold(uint32_t crc, const unsigned char *data, Py_ssize_t length);
 
 /* javahash.c: Java's String.hashCode over UTF-16 code units; -1 when the text holds a lone
  * surrogate (the pure code cannot encode it to UTF-16 and raises), else 0. ``units`` gets the
@@ -40,9 +44,15 @@ PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObjec
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_append_in_place(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_append_batch_in_place(PyObject *fallback, PyObject *context, PyObject *const *args,
+                                      Py_ssize_t nargs);
 PyObject *rq_py_index_add(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_index_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_plain_batch_messages(PyObject *fallback, PyObject *context, PyObject *const *args,
+                                     Py_ssize_t nargs);
+PyObject *rq_py_encode_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args,
+                                     Py_ssize_t nargs);
 
 /* records.c: stored-record encoders (types) and decoders (module functions). */
 extern PyTypeObject RqRecordEncoderType;

@@ -34,7 +34,7 @@ from typing import Final, Protocol
 from rocketq.broker import schedule, sendanswers, transactions
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
-from rocketq.protocol import codes, message
+from rocketq.protocol import batchbodies, codes, message
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import (
@@ -435,21 +435,41 @@ class SendHandlers:
 
     def _batch(self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int,
                born_host: tuple[str, int], reconsume_times: int) -> BatchPutRequest | RemotingCommand:
+        # the common batch (every message plain: canonical properties, no TRAN_MSG, DELAY or
+        # CLUSTER) in one native walk; any other through the checks below, message by message
+        plain = batchbodies.plain_batch_messages(request.body, self._cluster_entry)
+        if plain:
+            return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
+                                   reconsume_times, plain)
         entries = message.batch_entries(request.body)
         if not entries:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
-        messages = []
+        # once per message: the common case (no TRAN_MSG, no DELAY, canonical properties without
+        # CLUSTER) inline, anything else through the same checks and helpers as a single send
+        messages: list[results.BatchMessage] = []
+        append = messages.append
+        cluster_entry, is_canonical, tag_hash = self._cluster_entry, message.is_canonical, message.tag_hash
+        tran_msg, delay, cluster = message.TRAN_MSG, message.DELAY, message.CLUSTER
+        tags, uniq_key, keys = message.TAGS, message.UNIQ_KEY, message.KEYS
         for body, flag, props, text in entries:
-            refusal = self._property_refusal(request, props) or self._batch_delay_refusal(request, props)
-            if refusal is not None:
-                return refusal
+            if tran_msg in props or delay in props:
+                refusal = self._batch_refusal(request, props)
+                if refusal is not None:
+                    return refusal
             get = props.get
-            if get(message.TRAN_MSG) == "true":
-                return request.response(ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
-            messages.append((body, flag, self._stored_properties(props, text), message.tag_hash(get(message.TAGS)),
-                             get(message.UNIQ_KEY), get(message.KEYS)))
+            stored = (text + cluster_entry if cluster not in props and is_canonical(text, props)
+                      else self._stored_properties(props, text))
+            append((body, flag, stored, tag_hash(get(tags)), get(uniq_key), get(keys)))
         return BatchPutRequest(header.topic, queue_id, header.sys_flag, header.born_timestamp, born_host,
                                reconsume_times, messages)
+
+    def _batch_refusal(self, request: RemotingCommand, props: dict[str, str]) -> RemotingCommand | None:
+        """What refuses one message of a batch: a transactional one (always; first as a single
+        send's would be refused), or one with a delay level."""
+        refusal = self._property_refusal(request, props) or self._batch_delay_refusal(request, props)
+        if refusal is None and props.get(message.TRAN_MSG) == "true":
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
+        return refusal
 
     def _stored_properties(self, props: dict[str, str], text: str) -> str:
         """The properties to store: the producer's, plus CLUSTER unless it named one."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.protocol import nativecodecs
+from rocketq.protocol import javahash, messageproperties, nativecodecs
 from rocketq.protocol.messageerrors import MessageFormatError, PropertiesSizeExceededError
 from rocketq.protocol.messageproperties import MAX_PROPERTIES_LENGTH, decode_properties, encode_properties
 from rocketq.protocol.messagetypes import Message
@@ -71,14 +71,43 @@ def batch_entries(body: bytes | bytearray | memoryview) -> list[tuple[bytes, int
     return items
 
 
+PlainBatchMessage = tuple[bytes, int, str, int, str | None, str | None]
+"""(body, flag, stored properties text, TAGS hash code, UNIQ_KEY, KEYS): what the broker stores."""
+
+_NOT_PLAIN: Final = (messageproperties.TRAN_MSG, messageproperties.DELAY, messageproperties.CLUSTER)
+
+
+@nativecodecs.accelerated
+def plain_batch_messages(body: bytes | bytearray | memoryview, cluster_entry: str) -> list[PlainBatchMessage] | None:
+    """The broker's messages of a batch whose every item is plain: canonical properties text
+    (``is_canonical``) naming none of TRAN_MSG, DELAY, CLUSTER. Each is stored with its text as
+    it came plus ``cluster_entry`` (the broker's CLUSTER entry), with the TAGS code and index
+    keys read from it. None when any item is not plain (the broker's general loop checks and
+    converts it); MessageFormatError as ``batch_entries`` for a malformed body.
+
+    The reference for native/batchbodies.c, which scans each item's properties once without
+    building its dict."""
+    messages: list[PlainBatchMessage] = []
+    for item_body, flag, props, text in batch_entries(body):
+        if any(name in props for name in _NOT_PLAIN) or not messageproperties.is_canonical(text, props):
+            return None
+        get = props.get
+        messages.append((item_body, flag, text + cluster_entry, javahash.tag_hash(get(messageproperties.TAGS)),
+                         get(messageproperties.UNIQ_KEY), get(messageproperties.KEYS)))
+    return messages
+
+
 def encode_batch_body(messages: Iterable[Message]) -> bytes:
     """The body a producer sends with SEND_BATCH_MESSAGE (``MessageDecoder.encodeMessages``)."""
     return encode_batch_entries((m.body, m.flag, encode_properties(m.properties)) for m in messages)
 
 
+@nativecodecs.accelerated
 def encode_batch_entries(entries: Iterable[tuple[bytes, int, str]]) -> bytes:
     """``encode_batch_body`` from (body, flag, encoded properties): for a caller that already
-    encoded the properties (to validate them) and should not do it twice."""
+    encoded the properties (to validate them) and should not do it twice.
+
+    The reference for native/batchbodies.c, which encodes a list of such tuples in one call."""
     parts = []
     for body, flag, properties in entries:
         props = properties.encode()

@@ -164,6 +164,16 @@ class UniqIdGenerator:
         since = (now - self._month_start) & 0xFFFFFFFF
         return f"{self._prefix}{since:08X}{next(self._counter) & 0xFFFF:04X}"
 
+    def next_ids(self, count: int) -> list[str]:
+        """``count`` keys as ``next_id`` makes them one after another, with one clock reading
+        (a batch's keys, made within microseconds of each other)."""
+        now = self._clock_ms()
+        if now >= self._next_month_start:
+            self._month_start, self._next_month_start = month_bounds_ms(now)
+        head = f"{self._prefix}{(now - self._month_start) & 0xFFFFFFFF:08X}"
+        counter = self._counter
+        return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(count)]
+
 
 @dataclass(frozen=True, slots=True)
 class UniqId:

@@ -40,6 +40,7 @@ from rocketq.protocol import messageerrors, msgid, storedrecords
 from rocketq.protocol.messageerrors import MessageIllegalError, PropertiesSizeExceededError
 from rocketq.ratelimit import LogLimiter
 from rocketq.store import (
+    batchappend,
     checkpoint,
     committed,
     consumequeue,
@@ -419,6 +420,7 @@ class MessageStore:
         try:
             results = [p if isinstance(p, PutResult)
                        else self._append_one(p[0], now, touched) if len(p) == 1
+                       else self._append_batch(p, now, touched) if p.__class__ is putting.PreparedBatch
                        else self._append_prepared(p, now, touched) for p in prepared]
         finally:  # (each index add writes its file's header itself: nothing to commit here)
             self._note_hold_time(began)
@@ -463,6 +465,35 @@ class MessageStore:
         for key, (cq, _first) in touched.items():
             notify[key] = cq
         return PutResult(PutStatus.PUT_OK, now, tuple(offsets), tuple(sizes), tuple(queue_offsets), tuple(ids))
+
+    def _append_batch(self, prepared: putting.PreparedBatch, now: int,
+                      notify: dict[int, ConsumeQueue]) -> PutResult:
+        """``_append_prepared`` for one sender's batch to one queue (every SEND_BATCH_MESSAGE): the
+        same appends, rollback and result. The records and their units go in with one call
+        (``batchappend.append_batch_in_place``, in C) when nothing is to be rolled or reserved,
+        then the index entries; otherwise (or for delayed units) the general path does it all."""
+        cq = prepared.queue
+        try:
+            placed = None if prepared.scheduled else batchappend.append_batch_in_place(
+                self.commitlog, cq if prepared.unit else None, prepared, now, prepared.ts_pos, self._msg_id_prefix)
+        except OSError as exc:  # the C twin's write failed (I/O error): nothing was counted
+            return self._append_failed(exc)
+        if placed is None:
+            return self._append_prepared(prepared, now, notify)
+        offsets, sizes, queue_offsets, ids = placed
+        index = self.index
+        if index is not None:
+            topic = cq.topic
+            try:
+                for (_record, _ts, _cq, _unit, _tag, uniq, keys, _delay), phys in zip(prepared, offsets, strict=True):
+                    if uniq or keys:
+                        index.add(topic, uniq, keys, phys, now)
+            except (OSError, StoreFileError) as exc:  # a new index file on a full disk
+                self._roll_back(offsets[0], ((cq, queue_offsets[0]),) if prepared.unit else ())
+                return self._append_failed(exc)
+        if prepared.unit:
+            notify[id(cq)] = cq
+        return new_put_result(PutStatus.PUT_OK, now, offsets, sizes, queue_offsets, ids, "", 0)
 
     def _append_one(self, prepared: putting.PreparedMessage, now: int, notify: dict[int, ConsumeQueue]) -> PutResult:
         """``_append_prepared`` for a put of one message (every single send): the same appends,

@@ -27,6 +27,22 @@ PreparedMessage = tuple[bytes, int, ConsumeQueue, bool, int, str | None, str | N
 queue unit, tag code, UNIQ_KEY, KEYS, DELAY for SCHEDULE_TOPIC_XXXX)."""
 
 
+class PreparedBatch(list[PreparedMessage]):
+    """The prepared messages of one sender's batch (a ``BatchPutRequest``): every one goes to
+    ``queue`` (with a unit when ``unit``) and has its STORETIMESTAMP at ``ts_pos``; ``scheduled``
+    when the topic is SCHEDULE_TOPIC_XXXX (each unit's tag is then a delivery time). What lets
+    the store append the whole batch with one call (``batchappend``)."""
+
+    __slots__ = ("queue", "scheduled", "ts_pos", "unit")
+
+    def __init__(self, queue: ConsumeQueue, ts_pos: int, unit: bool, scheduled: bool) -> None:
+        super().__init__()
+        self.queue = queue
+        self.ts_pos = ts_pos
+        self.unit = unit
+        self.scheduled = scheduled
+
+
 @nativecodecs.accelerated
 def index_properties(encoded: str) -> tuple[str | None, str | None, str | None]:
     """TAGS, UNIQ_KEY and KEYS of encoded properties, each as ``property_value`` finds it.
@@ -87,7 +103,7 @@ class Preparer:
             prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
         return prepared
 
-    def _prepare_batch(self, batch: BatchPutRequest) -> list[PreparedMessage]:
+    def _prepare_batch(self, batch: BatchPutRequest) -> PreparedBatch:
         """``prepare`` for one sender's batch to one queue: the shared parts looked up once."""
         cq = self._queues.get_or_create(batch.topic, batch.queue_id)
         encode, ts_pos = self._encoder.for_sender(batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp,
@@ -95,13 +111,14 @@ class Preparer:
         unit = dispatch.builds_queue_unit(batch.sys_flag)
         schedule = batch.topic == SCHEDULE_TOPIC
         max_record = self._max_record
-        prepared = []
+        prepared = PreparedBatch(cq, ts_pos, unit, schedule)
+        append = prepared.append
         for body, flag, props, tag, uniq, keys in batch.messages:
             record = encode(body, flag, props)
             if len(record) > max_record:
                 raise self._too_large(record)
             delay = (messageproperties.property_value(props, messageproperties.DELAY) or "") if schedule else None
-            prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
+            append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
         return prepared
 
     def _too_large(self, record: bytes) -> MessageIllegalError:

@@ -131,3 +131,37 @@ def test_a_delayed_message_is_stored_in_the_schedule_topic(tmp_path: Path) -> No
 def test_a_batch_of_delayed_messages_is_illegal(tmp_path: Path) -> None:
     answer = _records(_handlers(tmp_path), None, batch_of=[messagetypes.Message("T", b"a", properties={"DELAY": "2"})])
     assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.MESSAGE_ILLEGAL
+
+
+@pytest.mark.parametrize("props, reject, code, remark", [
+    ({"TRAN_MSG": "true"}, False, ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched"),
+    ({"TRAN_MSG": "true"}, True, ResponseCode.NO_PERMISSION, "sending transaction message is forbidden"),
+    ({"TRAN_MSG": "true", "DELAY": "1"}, False, ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be sent"),
+    ({"DELAY": "3"}, False, ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be sent in a batch"),
+])
+def test_a_batch_refuses_transactional_and_delayed_messages(tmp_path: Path, props: dict[str, str], reject: bool,
+                                                             code: int, remark: str) -> None:
+    handlers = SendHandlers(None, TopicConfigManager(tmp_path / "topics.json"),  # type: ignore[arg-type]
+                            BrokerBehaviour(reject_transaction_message=reject),
+                            BrokerAddress(CLUSTER, "broker-a", "127.0.0.1", 10911, True), _nothing)
+    msgs = [messagetypes.Message("T", b"fine"), messagetypes.Message("T", b"refused", properties=props)]
+    answer = _records(handlers, None, batch_of=msgs)
+    assert isinstance(answer, RemotingCommand) and answer.code == code and remark in (answer.remark or "")
+
+
+def test_a_batch_accepts_delay_zero_and_false_transaction_flags(tmp_path: Path) -> None:
+    msgs = [messagetypes.Message("T", b"a", properties={"DELAY": "0", "TRAN_MSG": "false"})]
+    batch = _records(_handlers(tmp_path), None, batch_of=msgs)
+    assert isinstance(batch, BatchPutRequest)
+    assert batch.messages[0][2] == _expected("DELAY\x010\x02TRAN_MSG\x01false\x02")
+
+
+@given(st.lists(st.dictionaries(names, st.text(st.sampled_from("ab "), max_size=4), max_size=4), min_size=1,
+                max_size=4))
+def test_batch_items_store_what_encoding_the_decoded_map_gives(maps: list[dict[str, str]]) -> None:
+    batch = _records(_handlers(Path("/nonexistent")), None,
+                     batch_of=[messagetypes.Message("T", b"x", properties=m) for m in maps])
+    assert isinstance(batch, BatchPutRequest)
+    for (body, flag, props, tag, uniq, keys), original in zip(batch.messages, maps, strict=True):
+        assert props == _expected(messageproperties.encode_properties(original))
+        _check_hints(PutRequest("T", 3, body, flag, props, tags_code=tag, index_keys=(uniq, keys)))

@@ -28,6 +28,9 @@ class Keys:
     def next_id(self) -> str:
         return f"{next(self._n):032X}"
 
+    def next_ids(self, count: int) -> list[str]:
+        return [self.next_id() for _ in range(count)]
+
 
 def _reference(msgs: list[Message]) -> tuple[bytes, str]:
     """The batch as built before: check all, stamp all, encode_batch_body."""

@@ -6,6 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rocketq.store.commitlog import CommitLog
+from rocketq.store.consumequeue import ConsumeQueue
+from rocketq.store.mappedfile import MappedFile, file_name
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, StoreState
 from rocketq.store.settings import StoreSettings
 
@@ -30,6 +33,41 @@ async def put_many(store: MessageStore, count: int, *, keys: str | None = None, 
 
 
 STORE_HOST = ("127.0.0.1", 10911)
+
+
+def log_and_queue(root: Path, state: dict[str, int], segment: int, queue_file: int) -> tuple[CommitLog, ConsumeQueue]:
+    """A CommitLog with one segment and queue T/0 with one file, each at the write position,
+    reserved mark and start that ``state`` gives (log_wrote, log_reserved, log_start and the
+    unit_* twins): the in-place append tests' starting point."""
+    log = CommitLog(root / "commitlog", segment)
+    log.directory.mkdir(parents=True)
+    seg = MappedFile(log.directory / file_name(state["log_start"]), segment, create=True)
+    seg.wrote, seg.reserved = state["log_wrote"], state["log_reserved"]
+    log.segments.append(seg)
+    queue = ConsumeQueue(root / "cq", "T", 0, queue_file)
+    queue.directory.mkdir(parents=True)
+    unit_file = MappedFile(queue.directory / file_name(state["unit_start"]), queue_file, create=True)
+    unit_file.wrote, unit_file.reserved = state["unit_wrote"], state["unit_reserved"]
+    queue.files.append(unit_file)
+    return log, queue
+
+
+def maps_snapshot(log: CommitLog, queue: ConsumeQueue) -> tuple[Any, ...]:
+    """Everything an in-place append may change: the log's last stamp, counters, map bytes."""
+    files = [*log.segments, *queue.files]
+    return (log.last_store_timestamp, [(f.wrote, f.reserved) for f in files], [bytes(f.buf) for f in files])
+
+
+def store_files(root: Path) -> dict[str, bytes]:
+    """The bytes of a store's data files (CommitLog, ConsumeQueue, index), by relative path."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.parts[-2] != "config" and p.name not in ("lock", "abort", "checkpoint")}
+
+
+def put_summary(results: list[PutResult]) -> list[tuple[object, ...]]:
+    """What two append paths must agree on in their results."""
+    return [(r.status, r.store_timestamp, r.wrote_offsets, r.wrote_sizes, r.queue_offsets, r.offset_msg_ids)
+            for r in results]
 
 
 def small_settings(root: Path, **overrides: Any) -> StoreSettings:

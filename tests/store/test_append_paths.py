@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from store_helpers import STORE_HOST, small_settings
+from store_helpers import STORE_HOST, put_summary, small_settings, store_files
 
 from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -56,14 +56,8 @@ def _request(topic: str, queue_id: int, size: int, keys: str | None, uniq: str |
     return PutRequest(topic, queue_id, b"b" * size, properties=props, sys_flag=sys_flag, born_timestamp=7)
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.parts[-2] != "config" and p.name not in ("lock", "abort", "checkpoint")}
-
-
-def _summary(results: list[PutResult]) -> list[tuple[object, ...]]:
-    return [(r.status, r.store_timestamp, r.wrote_offsets, r.wrote_sizes, r.queue_offsets, r.offset_msg_ids)
-            for r in results]
+_files = store_files
+_summary = put_summary
 
 
 async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool, now: bool) -> list[PutResult]:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_helpers import log_and_queue, maps_snapshot
 
 from rocketq.protocol import nativecodecs
 from rocketq.store import inplace
@@ -43,22 +44,10 @@ _append = st.tuples(st.binary(min_size=64, max_size=1200), st.integers(0, 2**63 
 
 
 def _store(root: Path, state: dict[str, int]) -> tuple[CommitLog, ConsumeQueue]:
-    log = CommitLog(root / "commitlog", SEGMENT)
-    log.directory.mkdir(parents=True)
-    segment = MappedFile(log.directory / file_name(state["log_start"]), SEGMENT, create=True)
-    segment.wrote, segment.reserved = state["log_wrote"], state["log_reserved"]
-    log.segments.append(segment)
-    queue = ConsumeQueue(root / "cq", "T", 0, QUEUE_FILE)
-    queue.directory.mkdir(parents=True)
-    unit_file = MappedFile(queue.directory / file_name(state["unit_start"]), QUEUE_FILE, create=True)
-    unit_file.wrote, unit_file.reserved = state["unit_wrote"], state["unit_reserved"]
-    queue.files.append(unit_file)
-    return log, queue
+    return log_and_queue(root, state, SEGMENT, QUEUE_FILE)
 
 
-def _snapshot(log: CommitLog, queue: ConsumeQueue) -> tuple[Any, ...]:
-    files = [*log.segments, *queue.files]
-    return (log.last_store_timestamp, [(f.wrote, f.reserved) for f in files], [bytes(f.buf) for f in files])
+_snapshot = maps_snapshot
 
 
 def _run(append: Callable[..., Any], root: Path, state: dict[str, int],
