@@ -51,7 +51,7 @@ from rocketq.client.routes import TopicRoute
 from rocketq.client.selectors import QueueSelector, RoundRobin
 from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
-from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
+from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP, RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 MAX_CACHED_TOPICS = 10_000
 """Topics whose publish queues a producer remembers (emptied when full)."""
+
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 
 SendCallback = Callable[[SendResult | None, BaseException | None], object]
 """Called once per async send: ``(result, None)`` or ``(None, error)``."""
@@ -81,6 +83,8 @@ class Producer:
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Future[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
+        self._frames: dict[str, wire.SendFrames] = {}
+        """Per topic, the template its single-message sends are encoded from (``_send_now``)."""
         self._handlers: dict[int, Handler] = {}
         """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -144,7 +148,13 @@ class Producer:
         timeout = self._timeout(timeout_ms)
         if selector is not None:
             return await self._send_selected(instance, out, selector, timeout)
-        return await self._send_default(instance, out, 1 + self.settings.retry_times_when_send_failed, timeout)
+        attempts = 1 + self.settings.retry_times_when_send_failed
+        # the first attempt written at once and awaited as one future, as send_async's; the
+        # general path when that is not possible (no route or connection yet, a trace)
+        future = self._send_now(instance, out, attempts, timeout, None)
+        if future is not None:
+            return await future
+        return await self._send_default(instance, out, attempts, timeout)
 
     async def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
@@ -185,17 +195,36 @@ class Producer:
         addr = instance.master_addr(mq.broker_name)
         if addr is None:
             return None
-        request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
-                                       reply=out.reply)
         flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback)
+        remoting = instance.remoting
+        conn = remoting.ready_connection(addr)
         try:
-            conn = instance.remoting.request_now(addr, request, timeout, flight.answered)
+            if conn is not None and not out.reply and out.flag.__class__ is int:
+                opaque = conn.next_opaque()
+                frame = self._template(out.topic).frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
+                                                        out.flag, out.properties, out.body)
+                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight.answered)
+            else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
+                request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
+                                               reply=out.reply)
+                conn = remoting.request_now(addr, request, timeout, flight.answered)
+                if conn is None:
+                    return None
+                opaque = request.opaque
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
-        if conn is None:
-            return None
-        flight.sent(conn, request.opaque)
+        flight.sent(conn, opaque)
         return flight.result
+
+    def _template(self, topic: str) -> wire.SendFrames:
+        frames = self._frames.get(topic)
+        if frames is None:
+            if len(self._frames) >= MAX_CACHED_TOPICS:
+                self._frames.clear()
+            settings = self.settings
+            frames = self._frames[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
+                                                           settings.default_topic_queue_nums)
+        return frames
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -450,8 +479,12 @@ class _InFlight:
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
-        else:
-            self.result.set_result(result)
+            return
+        # settled here rather than by the done callback a loop turn later (one handle less per send)
+        future = self.result
+        future.remove_done_callback(self._settled)
+        future.set_result(result)
+        self._settled(future)
 
     def _retry(self, error: Exception | None) -> None:
         """The remaining attempts (or the final error, if none remain) in a task."""
