@@ -77,6 +77,8 @@ class Producer:
         self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC,
                                                credentials=self.settings.credentials())
                        if enable_msg_trace else None)
+        self._send_timeout = self._timeout(None)
+        """``sendMsgTimeout`` in seconds: a send's default timeout."""
         self._faults = LatencyFaultTolerance()
         self._round_robin = RoundRobin(self._faults)
         self._instance: ClientInstance | None = None
@@ -145,7 +147,7 @@ class Producer:
                    timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
         out = sending.prepare(msg, self.settings)
-        timeout = self._timeout(timeout_ms)
+        timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         if selector is not None:
             return await self._send_selected(instance, out, selector, timeout)
         attempts = 1 + self.settings.retry_times_when_send_failed
@@ -167,7 +169,7 @@ class Producer:
         """Start a send and return its future at once; invalid messages fail here, synchronously."""
         instance = self._running()
         out = sending.prepare(msg, self.settings)
-        timeout = self._timeout(timeout_ms)
+        timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
         future = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
         if future is not None:
@@ -484,7 +486,12 @@ class _InFlight:
         future = self.result
         future.remove_done_callback(self._settled)
         future.set_result(result)
-        self._settled(future)
+        producer._async_sends.discard(future)
+        if self._callback is not None:
+            try:
+                self._callback(result, None)
+            except Exception:
+                log.exception("send callback failed")
 
     def _retry(self, error: Exception | None) -> None:
         """The remaining attempts (or the final error, if none remain) in a task."""

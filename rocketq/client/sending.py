@@ -87,13 +87,17 @@ def _check_body(msg: Message, max_size: int) -> None:
 
 
 def _check_properties(msg: Message) -> str:
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
-        raise MessageError("message property names and values must be strings")
+    for name, value in msg.properties.items():
+        if name.__class__ is not str or value.__class__ is not str:  # exact str: the common case, decided fast
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
+                raise MessageError("message property names and values must be strings")
+            break
     try:
         encoded = messageproperties.encode_properties(msg.properties)
     except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
-    if len(encoded.encode()) > messageproperties.MAX_PROPERTIES_LENGTH:
+    limit = messageproperties.MAX_PROPERTIES_LENGTH
+    if len(encoded) > limit or (not encoded.isascii() and len(encoded.encode()) > limit):  # UTF-8 bytes
         raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
     return encoded
 
