@@ -189,7 +189,7 @@ class Producer:
     def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
                   callback: SendCallback | None) -> asyncio.Future[SendResult] | None:
         """Write the first attempt at once and return the send's future, or None when that
-        needs a wait or a trace (the caller then sends in a task)."""
+        needs a wait or a trace (the caller then takes the general path, ``_send_default``)."""
         known = self._publish_cache.get(out.topic)
         if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
             return None
@@ -417,10 +417,10 @@ class Producer:
 
 
 class _InFlight:
-    """One ``send_async`` whose first attempt was written at once (``Producer._send_now``).
+    """One ``send`` or ``send_async`` whose first attempt was written at once (``Producer._send_now``).
 
     The connection calls ``answered`` from the read that brings the broker's answer (or on
-    timeout or loss; no future in between, ``Connection.request_callback``), which does what
+    timeout or loss; no future in between, ``Connection.send_frame``), which does what
     ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
     either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
     in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
@@ -442,7 +442,8 @@ class _InFlight:
         self._current: asyncio.Task[SendResult] | None = None
         """The remaining attempts, once the first one failed."""
         self._callback = callback
-        """The caller's ``SendCallback``, run by ``_settled``: one done callback per send, not two."""
+        """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
+        ``_settled`` (the future's one done callback)."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
         self.result.add_done_callback(self._settled)
 
