@@ -24,6 +24,10 @@ case drives the real code with real bytes, in one process, without sockets:
   call (a listener that only counts) and the offset it then commits.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
+* ``producer-send``: a started ``Producer``'s ``send``, one at a time, awaited, through its real
+  client ``Connection`` whose transport answers each write in the next loop turn (the answers
+  encoded beforehand): the whole client side of a sync send (queue choice, request, the
+  coroutines, the loop turns, answer dispatch, result), less the kernel and the broker.
 * ``producer-pipelined``: a started ``Producer``'s ``send_async`` with a callback, 1 000 in
   flight, through its real client ``Connection`` (whose transport only collects the frames),
   the broker's answers fed back to that connection as one read per window: the whole client
@@ -377,6 +381,62 @@ def _seed_producer(producer: Producer) -> Connection:
     return conn
 
 
+class AnsweringTransport(CollectingTransport):
+    """A client connection's transport whose "broker" answers every request written, in the
+    next loop turn, with an answer encoded beforehand (``answers``: opaque -> frame)."""
+
+    def __init__(self, answers: dict[int, bytes]) -> None:
+        super().__init__()
+        self.answers = answers
+        self.conn: Connection | None = None
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        super().writelines(chunks)
+        asyncio.get_running_loop().call_soon(self._answer)
+
+    def _answer(self) -> None:
+        conn = self.conn
+        assert conn is not None
+        # a request the table lacks (a heartbeat of the producer's own timer) is answered too
+        read = b"".join(self.answers.get(opaque) or _answer_frames([opaque]) for opaque in conn._pending)
+        if read:
+            conn.data_received(read)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            asyncio.get_running_loop().call_soon(self.conn.connection_lost, None)
+
+
+async def producer_send(messages: int) -> float:
+    """``Producer.send`` awaited one at a time, answered in the next loop turn."""
+    producer = Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
+    await producer.start()
+    try:
+        conn = _seed_producer(producer)
+        first = next(conn._opaques)
+        answers = {opaque: _answer_frames([opaque]) for opaque in range(first + 1, first + messages + 2)}
+        transport = AnsweringTransport(answers)
+        transport.conn = conn
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        body = b"x" * BODY_SIZE
+        await producer.send(Message(TOPIC, body))  # warm-up
+        if PROFILER is not None:
+            PROFILER.enable()
+        started = time.process_time()
+        for _ in range(messages):
+            await producer.send(Message(TOPIC, body))
+        spent = time.process_time() - started
+        if PROFILER is not None:
+            PROFILER.disable()
+        assert producer._instance is not None
+        producer._instance.forget_route(TOPIC)
+        producer._instance.remoting._connections.pop(BROKER_ADDR, None)
+        conn.connection_lost(None)
+        return spent / messages * 1e6
+    finally:
+        await producer.close()
+
+
 async def producer_pipelined(messages: int) -> float:
     """``send_async`` with up to ``PIPELINE_WINDOW`` in flight; CPU of everything but the answers' encoding."""
     producer = Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
@@ -435,6 +495,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "consumer-path": lambda root, n: consumer_path(n),
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
+    "producer-send": lambda root, n: producer_send(n),
     "producer-pipelined": lambda root, n: producer_pipelined(n),
 }
 
@@ -473,7 +534,7 @@ def _count_calls(name: str, messages: int) -> str:
         stats = pstats.Stats(PROFILER).stats  # type: ignore[attr-defined]
     finally:
         PROFILER = None
-    if name.endswith(("-sync", "-single", "-flush")):
+    if name.endswith(("-sync", "-single", "-flush", "-send")):
         per_message = messages
     else:
         per_call = PIPELINE_WINDOW if name.endswith("-pipelined") else BATCH

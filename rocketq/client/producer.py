@@ -51,7 +51,7 @@ from rocketq.client.routes import TopicRoute
 from rocketq.client.selectors import QueueSelector, RoundRobin
 from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
-from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP
+from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP, RequestCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 MAX_CACHED_TOPICS = 10_000
 """Topics whose publish queues a producer remembers (emptied when full)."""
+
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 
 SendCallback = Callable[[SendResult | None, BaseException | None], object]
 """Called once per async send: ``(result, None)`` or ``(None, error)``."""
@@ -75,12 +77,16 @@ class Producer:
         self.tracer = (tracing.TraceDispatcher(self.settings.namesrv_addr, custom_trace_topic or DEFAULT_TRACE_TOPIC,
                                                credentials=self.settings.credentials())
                        if enable_msg_trace else None)
+        self._send_timeout = self._timeout(None)
+        """``sendMsgTimeout`` in seconds: a send's default timeout."""
         self._faults = LatencyFaultTolerance()
         self._round_robin = RoundRobin(self._faults)
         self._instance: ClientInstance | None = None
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Future[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
+        self._frames: dict[str, wire.SendFrames] = {}
+        """Per topic, the template its single-message sends are encoded from (``_send_now``)."""
         self._handlers: dict[int, Handler] = {}
         """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -141,10 +147,16 @@ class Producer:
                    timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
         out = sending.prepare(msg, self.settings)
-        timeout = self._timeout(timeout_ms)
+        timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         if selector is not None:
             return await self._send_selected(instance, out, selector, timeout)
-        return await self._send_default(instance, out, 1 + self.settings.retry_times_when_send_failed, timeout)
+        attempts = 1 + self.settings.retry_times_when_send_failed
+        # the first attempt written at once and awaited as one future, as send_async's; the
+        # general path when that is not possible (no route or connection yet, a trace)
+        future = self._send_now(instance, out, attempts, timeout, None)
+        if future is not None:
+            return await future
+        return await self._send_default(instance, out, attempts, timeout)
 
     async def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
@@ -157,7 +169,7 @@ class Producer:
         """Start a send and return its future at once; invalid messages fail here, synchronously."""
         instance = self._running()
         out = sending.prepare(msg, self.settings)
-        timeout = self._timeout(timeout_ms)
+        timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
         future = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
         if future is not None:
@@ -177,7 +189,7 @@ class Producer:
     def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
                   callback: SendCallback | None) -> asyncio.Future[SendResult] | None:
         """Write the first attempt at once and return the send's future, or None when that
-        needs a wait or a trace (the caller then sends in a task)."""
+        needs a wait or a trace (the caller then takes the general path, ``_send_default``)."""
         known = self._publish_cache.get(out.topic)
         if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
             return None
@@ -185,17 +197,36 @@ class Producer:
         addr = instance.master_addr(mq.broker_name)
         if addr is None:
             return None
-        request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
-                                       reply=out.reply)
         flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback)
+        remoting = instance.remoting
+        conn = remoting.ready_connection(addr)
         try:
-            conn = instance.remoting.request_now(addr, request, timeout, flight.answered)
+            if conn is not None and not out.reply and out.flag.__class__ is int:
+                opaque = conn.next_opaque()
+                frame = self._template(out.topic).frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
+                                                        out.flag, out.properties, out.body)
+                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight.answered)
+            else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
+                request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
+                                               reply=out.reply)
+                conn = remoting.request_now(addr, request, timeout, flight.answered)
+                if conn is None:
+                    return None
+                opaque = request.opaque
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
-        if conn is None:
-            return None
-        flight.sent(conn, request.opaque)
+        flight.sent(conn, opaque)
         return flight.result
+
+    def _template(self, topic: str) -> wire.SendFrames:
+        frames = self._frames.get(topic)
+        if frames is None:
+            if len(self._frames) >= MAX_CACHED_TOPICS:
+                self._frames.clear()
+            settings = self.settings
+            frames = self._frames[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
+                                                           settings.default_topic_queue_nums)
+        return frames
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -386,10 +417,10 @@ class Producer:
 
 
 class _InFlight:
-    """One ``send_async`` whose first attempt was written at once (``Producer._send_now``).
+    """One ``send`` or ``send_async`` whose first attempt was written at once (``Producer._send_now``).
 
     The connection calls ``answered`` from the read that brings the broker's answer (or on
-    timeout or loss; no future in between, ``Connection.request_callback``), which does what
+    timeout or loss; no future in between, ``Connection.send_frame``), which does what
     ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
     either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
     in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
@@ -411,7 +442,8 @@ class _InFlight:
         self._current: asyncio.Task[SendResult] | None = None
         """The remaining attempts, once the first one failed."""
         self._callback = callback
-        """The caller's ``SendCallback``, run by ``_settled``: one done callback per send, not two."""
+        """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
+        ``_settled`` (the future's one done callback)."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
         self.result.add_done_callback(self._settled)
 
@@ -450,8 +482,17 @@ class _InFlight:
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
-        else:
-            self.result.set_result(result)
+            return
+        # settled here rather than by the done callback a loop turn later (one handle less per send)
+        future = self.result
+        future.remove_done_callback(self._settled)
+        future.set_result(result)
+        producer._async_sends.discard(future)
+        if self._callback is not None:
+            try:
+                self._callback(result, None)
+            except Exception:
+                log.exception("send callback failed")
 
     def _retry(self, error: Exception | None) -> None:
         """The remaining attempts (or the final error, if none remain) in a task."""

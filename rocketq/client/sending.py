@@ -15,19 +15,20 @@ After a send, ``to_result`` maps the answer: SUCCESS is SEND_OK, the three durab
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from rocketq.client import messages, namechecks, replies
 from rocketq.client.errors import MessageError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.client.wire import SendReply
-from rocketq.protocol import batchbodies, messageerrors, messageproperties, msgid
+from rocketq.protocol import batchbodies, messageerrors, messageproperties, msgid, nativecodecs
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
 from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
@@ -53,9 +54,12 @@ _checked_topics: set[str] = set()
 and a producer sends to few topics (an exact ``str`` only; the check depends on nothing else)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outgoing:
-    """A message (or batch) ready to send: final body, sysFlag and encoded properties."""
+    """A message (or batch) ready to send: final body, sysFlag and encoded properties.
+
+    Not frozen: one is made per send, and a frozen dataclass's ``__init__`` sets each field
+    through ``object.__setattr__`` (four times the cost). Nothing changes one once made."""
 
     topic: str
     body: bytes
@@ -83,13 +87,17 @@ def _check_body(msg: Message, max_size: int) -> None:
 
 
 def _check_properties(msg: Message) -> str:
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
-        raise MessageError("message property names and values must be strings")
+    for name, value in msg.properties.items():
+        if name.__class__ is not str or value.__class__ is not str:  # exact str: the common case, decided fast
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
+                raise MessageError("message property names and values must be strings")
+            break
     try:
         encoded = messageproperties.encode_properties(msg.properties)
     except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
-    if len(encoded.encode()) > messageproperties.MAX_PROPERTIES_LENGTH:
+    limit = messageproperties.MAX_PROPERTIES_LENGTH
+    if len(encoded) > limit or (not encoded.isascii() and len(encoded.encode()) > limit):  # UTF-8 bytes
         raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
     return encoded
 
@@ -130,22 +138,48 @@ def check(msg: Message, settings: ProducerSettings) -> None:
 
 def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     """Validate, stamp the unique key, compress if large."""
-    _check_fields(msg, settings)
-    properties = _check_properties(msg)
-    had_key = bool(msg.properties.get(messageproperties.UNIQ_KEY))
-    msg_id = _stamp_uniq_key(msg)
-    if not had_key:
-        # Same text encode_properties would give: the new key is the dict's last entry.
-        properties += (f"{messageproperties.UNIQ_KEY}{messageproperties.NAME_VALUE_SEPARATOR}{msg_id}"
-                       f"{messageproperties.PROPERTY_SEPARATOR}")
-        if len(properties.encode()) > messageproperties.MAX_PROPERTIES_LENGTH:
-            del msg.properties[messageproperties.UNIQ_KEY]
-            raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
-    body, sys_flag = bytes(msg.body), 0
+    if (msg.__class__ is not Message or msg.topic.__class__ is not str or msg.topic not in _checked_topics
+            or msg.body.__class__ is not bytes or not 0 < len(msg.body) <= settings.max_message_size
+            or msg.flag.__class__ is not int or not -(1 << 31) <= msg.flag < (1 << 31)):
+        _check_fields(msg, settings)  # the plain case above is one the checks would pass
+    props = msg.properties
+    msg_id = props.get(messageproperties.UNIQ_KEY) if props.__class__ is dict else None
+    if msg_id:
+        properties = _check_properties(msg)
+    else:
+        properties = _stamped_properties(msg)
+        msg_id = props[messageproperties.UNIQ_KEY]
+    body, sys_flag = msg.body, 0
+    if body.__class__ is not bytes:
+        body = bytes(body)
     if len(body) >= settings.compress_msg_body_over_howmuch:
         body = zlib.compress(body, COMPRESS_LEVEL)
-        sys_flag |= MessageSysFlag.COMPRESSED
-    return Outgoing(msg.topic, body, sys_flag, msg.flag, properties, msg_id, reply=replies.is_reply(msg.properties))
+        sys_flag = _COMPRESSED
+    return Outgoing(msg.topic, body, sys_flag, msg.flag, properties, msg_id, False,
+                    props.get(messageproperties.MSG_TYPE) == replies.REPLY_MESSAGE_FLAG)
+
+
+_COMPRESSED: Final = int(MessageSysFlag.COMPRESSED)
+
+
+def _stamped_properties(msg: Message) -> str:
+    """The properties with a new unique key (in place of an empty one, or as the last entry),
+    encoded: ``encode_properties`` of the stamped map. Invalid properties raise MessageError
+    and leave the message as it was."""
+    props = msg.properties
+    if props.__class__ is not dict:
+        _check_properties(msg)  # what is not a plain dict is refused (or accepted) as before
+    had_entry = messageproperties.UNIQ_KEY in props
+    previous = props.get(messageproperties.UNIQ_KEY)
+    props[messageproperties.UNIQ_KEY] = _uniq_ids().next_id()
+    try:
+        return _check_properties(msg)
+    except MessageError:
+        if had_entry:
+            props[messageproperties.UNIQ_KEY] = previous  # type: ignore[assignment]
+        else:
+            del props[messageproperties.UNIQ_KEY]
+        raise
 
 
 def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoing:
@@ -281,8 +315,19 @@ def send_ext(out: Outgoing, group: str, mq: MessageQueue, settings: ProducerSett
     }
 
 
+def frozen_new(*values: Any) -> SendResult:
+    """``SendResult`` given all six fields positionally (the name is the C twin's: native/headers.c
+    fills the slots as the frozen dataclass's ``__init__`` does, without its ``object.__setattr__``
+    calls; one result is made per send)."""
+    return SendResult(*values)
+
+
+new_send_result: Callable[..., SendResult] = nativecodecs.accelerated_with(
+    SendResult, tuple(f.name for f in dataclasses.fields(SendResult)))(frozen_new)
+
+
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
     answer = reply.header
     queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
-    return SendResult(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
-                      reply.region_id)
+    return new_send_result(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
+                           reply.region_id)

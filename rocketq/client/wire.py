@@ -9,6 +9,7 @@ caches or chooses addresses; that is the caller's policy. Timeouts are in second
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, TypeVar
@@ -31,7 +32,7 @@ from rocketq.remoting.client import RemotingClient
 H = TypeVar("H", bound=Header)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SendReply:
     code: ResponseCode
     header: headers.SendMessageResponseHeader
@@ -109,6 +110,48 @@ def send_v2_request(ext: dict[str, str], body: bytes, *, reply: bool) -> Remotin
     (``sending.send_ext``): ``send_request`` without the header object."""
     code = RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
     return RemotingCommand(code=int(code), ext_fields=ext, body=body)
+
+
+_FRAME_PREFIX: Final = struct.Struct(">iI")
+"""A frame's length and, for a JSON header (serialize type 0), the header's length."""
+_SPLICED: Final = ((b'"opaque":0,', b'"opaque":%d,'), (b'"e":"0"', b'"e":"%d"'), (b'"f":"0"', b'"f":"%d"'),
+                   (b'"g":"0"', b'"g":"%d"'), (b'"h":"0"', b'"h":"%d"'), (b'"i":""', b'"i":%s'))
+"""The per-message fields of a SEND_MESSAGE_V2 header (opaque, queueId, sysFlag, bornTimestamp,
+flag, properties) as encoded with zeros, and as ``SendFrames``' format has them. A key-value pair
+occurs once in the header: inside a JSON string a quote is always escaped."""
+
+
+class SendFrames:
+    """The SEND_MESSAGE_V2 request frames of one producer group and topic, made from a template.
+
+    The header of a single-message send differs between messages only in six fields; the rest
+    (the frame's JSON keys, group, topic, the auto-create topic, its queue count, the constant
+    flags) is encoded once, by the frame encoder itself, with placeholders. ``frame`` splices
+    the six in with one ``bytes %`` format (the properties as orjson encodes a string) and puts
+    the length prefix before it: byte for byte what ``send_v2_request(ext, body,
+    reply=False)`` encodes with that opaque (tests/client/test_sendframes.py), for about a
+    quarter of the CPU. Integer fields must be exact ``int``s (``%d`` of a ``bool`` is not
+    ``str`` of it); the producer sends anything else the general way.
+    """
+
+    __slots__ = ("_header",)
+
+    def __init__(self, group: str, topic: str, create_topic_key: str, queue_nums: int) -> None:
+        ext = {"a": group, "b": topic, "c": create_topic_key, "d": str(queue_nums), "e": "0", "f": "0", "g": "0",
+               "h": "0", "i": "", "j": "0", "k": "false", "m": "false"}
+        _prefix, header = RemotingCommand(int(RequestCode.SEND_MESSAGE_V2), 0, 0, None, ext)._encode_head(0)
+        header = header.replace(b"%", b"%%")
+        for zero, spliced in _SPLICED:
+            if header.count(zero) != 1:
+                raise ValueError(f"no single {zero!r} in the SEND_MESSAGE_V2 header template")
+            header = header.replace(zero, spliced)
+        self._header = header
+
+    def frame(self, opaque: int, queue_id: int, sys_flag: int, born_timestamp: int, flag: int, properties: str,
+              body: bytes) -> bytes:
+        header = self._header % (opaque, queue_id, sys_flag, born_timestamp, flag, orjson.dumps(properties))
+        size = len(header)
+        return b"".join((_FRAME_PREFIX.pack(4 + size + len(body), size), header, body))
 
 
 def send_reply(response: RemotingCommand, addr: str) -> SendReply:

@@ -162,7 +162,8 @@ class UniqIdGenerator:
         if now >= self._next_month_start:
             self._month_start, self._next_month_start = month_bounds_ms(now)
         since = (now - self._month_start) & 0xFFFFFFFF
-        return f"{self._prefix}{since:08X}{next(self._counter) & 0xFFFF:04X}"
+        # 8 hex digits of ``since`` then 4 of the counter, as one 12-digit number: one format
+        return f"{self._prefix}{since << 16 | next(self._counter) & 0xFFFF:012X}"
 
     def next_ids(self, count: int) -> list[str]:
         """``count`` keys as ``next_id`` makes them one after another, with one clock reading

@@ -116,6 +116,15 @@ class RemotingClient:
         conn.request_callback(cmd, timeout, on_answer)
         return conn
 
+    def ready_connection(self, addr: str) -> Connection | None:
+        """The open connection to ``addr`` when a request encoded by the caller may be sent on it
+        now (``Connection.send_frame``): None when that needs a wait first (``request_now``'s
+        cases), or when an rpc hook must see each request as a command (then ``request_now``)."""
+        conn = self._connections.get(addr)
+        if conn is None or self._rpc_hook is not None or not conn.writable:
+            return None
+        return conn
+
     def invoke_async(
         self,
         addr: str,

@@ -143,3 +143,32 @@ async def test_connection_loss_ends_every_future(cluster: FakeCluster, producer:
     assert all(isinstance(f.exception(), RemotingError) for f in futures)
     assert len(outcomes) == 20
     assert not producer._async_sends and pending_requests(producer) == 0
+
+
+async def test_a_sync_send_retries_on_the_other_broker(cluster: FakeCluster, producer: Producer) -> None:
+    """``send`` takes the same path (its first attempt an ``_InFlight``): retries as before."""
+    cluster.brokers[0].fail_next[SEND] = [ResponseCode.SYSTEM_BUSY] * 100
+    results = [await producer.send(Message("TopicTest", b"x")) for _ in range(4)]
+    assert {r.message_queue.broker_name for r in results} == {"broker-b"}
+    assert pending_requests(producer) == 0 and not producer._async_sends
+
+
+async def test_a_cancelled_sync_send_forgets_its_request(cluster: FakeCluster, producer: Producer) -> None:
+    for broker in cluster.brokers:
+        broker.hang.add(SEND)
+    sends = [asyncio.ensure_future(producer.send(Message("TopicTest", b"x"))) for _ in range(4)]
+    await asyncio.sleep(0.05)
+    assert pending_requests(producer) == 4
+    for send in sends:
+        send.cancel()
+    await asyncio.gather(*sends, return_exceptions=True)
+    assert all(send.cancelled() for send in sends)
+    assert pending_requests(producer) == 0
+
+
+async def test_a_sync_send_times_out_within_its_timeout(cluster: FakeCluster, producer: Producer) -> None:
+    for broker in cluster.brokers:
+        broker.hang.add(SEND)
+    with pytest.raises(RemotingTimeoutError):
+        await producer.send(Message("TopicTest", b"x"), timeout_ms=300)
+    assert pending_requests(producer) == 0

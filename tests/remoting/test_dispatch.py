@@ -406,3 +406,38 @@ def test_a_port_taken_between_bind_and_listen_is_an_os_error_naming_it(
     """A broker's HA port could take its client port this way; uvloop used to leave the server
     half made (an AttributeError at start) instead of saying which port was taken."""
     _on(loop, _port_taken_before_listen, monkeypatch)
+
+
+async def test_a_lone_request_leaves_at_once_and_a_burst_in_one_write() -> None:
+    conn, transport = _open(Handlers())
+    writes: list[int] = []
+    written = transport.writelines
+
+    def counting(chunks: list[bytes]) -> None:
+        writes.append(len(chunks))
+        written(chunks)
+
+    transport.writelines = counting  # type: ignore[method-assign]
+    lone = conn.request(RemotingCommand(code=SYNC), 5)
+    assert writes == [1]  # nothing in flight: written before the loop turn ends
+    burst = [conn.request(RemotingCommand(code=SYNC), 5) for _ in range(3)]
+    assert writes == [1]  # one in flight: these wait for the turn's end, together
+    await _turns(1)
+    assert writes == [1, 3]
+    frames_sent = list(FrameDecoder().feed(bytes(transport.written)))
+    assert [f.opaque for f in frames_sent] == sorted(conn._pending)
+    for waiting in (lone, *burst):
+        waiting.cancel()
+
+
+async def test_a_request_sent_as_a_frame_is_answered_like_any_other() -> None:
+    conn, transport = _open(Handlers())
+    seen: list[tuple[RemotingCommand | None, BaseException | None]] = []
+    opaque = conn.next_opaque()
+    request = RemotingCommand(code=SYNC, opaque=opaque)
+    conn.send_frame(request.encode(), opaque, SYNC, 5, lambda r, e: seen.append((r, e)))
+    (sent,) = FrameDecoder().feed(bytes(transport.written))
+    assert sent.opaque == opaque
+    conn.data_received(sent.response(ResponseCode.SUCCESS, "answer").encode())
+    assert [(r.remark if r else None, e) for r, e in seen] == [("answer", None)]
+    assert conn._pending == {}
