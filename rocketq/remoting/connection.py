@@ -294,6 +294,24 @@ class Connection(asyncio.Protocol):
             self._transport.writelines(self._outbox)
         self._outbox = []
 
+    def _write_one(self, frame: bytes) -> None:
+        """``_write_group`` of one frame."""
+        transport = self._transport
+        if transport is None:
+            return
+        self.active = True
+        if self.reading_paused:
+            self._check_backlog()
+            transport = self._transport
+            if transport is None:  # the backlog check aborted it
+                return
+        if self._outbox:
+            self._outbox.append(frame)
+            transport.writelines(self._outbox)
+            self._outbox = []
+        else:
+            transport.write(frame)
+
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
         if self._transport is None:
@@ -463,6 +481,15 @@ class Connection(asyncio.Protocol):
             for request in requests:
                 self._refuse_busy(request)
             return
+        now = handler.now
+        if now is not None:  # the common case: answered by a plain call, no coroutine
+            try:
+                answers = now(self, requests)
+            except Exception as exc:
+                answers = self._group_failed(requests, exc)
+            if answers is not None:
+                self._send_answers(requests, answers)
+                return
         self._start(self._run_group(handler, requests), len(requests))
 
     def _in_flight(self) -> int:
@@ -497,9 +524,23 @@ class Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
-                          self.remote_addr)
-            answers = [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+            answers = self._group_failed(requests, exc)
+        self._send_answers(requests, answers)
+
+    def _group_failed(self, requests: list[RemotingCommand], exc: Exception) -> list[grouping.Answer]:
+        """A group handler raised: every request is answered SYSTEM_ERROR (as a single one's failure)."""
+        log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
+                      self.remote_addr, exc_info=exc)
+        return [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+
+    def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
+        """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
+        if len(requests) == 1:
+            answer = answers[0]
+            if type(answer) is bytes and not requests[0].flag & ONEWAY_FLAG:
+                # a lone sync send answered from a template: no list, one write
+                self._write_one(answer)
+                return
         frames_out: list[bytes | memoryview] = []
         for request, answer in zip(requests, answers, strict=True):
             if request.flag & ONEWAY_FLAG:
