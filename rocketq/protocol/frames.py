@@ -326,6 +326,19 @@ class FrameDecoder:
             if pos < end:
                 buf += view[pos:]
 
+    def whole(self, data: bytes) -> RemotingCommand | None:
+        """The frame ``data`` is, when nothing is buffered and ``data`` is exactly one whole frame
+        (a peer sending one request at a time delivers them so); else None, and nothing is
+        consumed: hand ``data`` to ``feed``. Raises FrameError as ``feed`` would for that frame.
+        It spares such a read ``feed``'s generator and its bookkeeping."""
+        if self._buffer or len(data) < 8:
+            return None
+        (length,) = _INT32.unpack_from(data, 0)
+        if length != len(data) - 4 or length > self._max:
+            return None
+        with memoryview(data) as view:
+            return _decode_view(view[4:])
+
     @property
     def buffered(self) -> int:
         return len(self._buffer)

@@ -179,6 +179,21 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.active = True
+        try:
+            lone = self._decoder.whole(data)
+        except FrameError as exc:
+            self._bad_frame(exc)
+            return
+        if lone is not None:  # one whole frame (a peer sending one request at a time)
+            if lone.flag & RESPONSE_FLAG:
+                self._complete(lone)
+                return
+            handler = self._handlers.get(lone.code)
+            if type(handler) is GroupedHandler:
+                self._dispatch_group(handler, [lone])
+            else:
+                self._dispatch(lone)
+            return
         feed = self._decoder.feed(data)
         handlers = self._handlers
         group: list[RemotingCommand] = []
@@ -211,13 +226,16 @@ class Connection(asyncio.Protocol):
         except FrameError as exc:
             if group:
                 self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-            self._stats.bad_frames += 1
-            _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
-                              self._name, self.remote_addr, exc)
-            self.abort()
+            self._bad_frame(exc)
             return
         if group:
             self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+
+    def _bad_frame(self, exc: FrameError) -> None:
+        self._stats.bad_frames += 1
+        _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
+                          self._name, self.remote_addr, exc)
+        self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
