@@ -365,12 +365,17 @@ class SendHandlers:
         refusal = self._refusal(request, header)
         if refusal is not None:
             return refusal
-        topic_config, refusal = self._topic_for(request, header)
-        if topic_config is None:
-            return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
-        queue_id = self._queue_id(conn, request, header, topic_config)
-        if isinstance(queue_id, RemotingCommand):
-            return queue_id
+        topic_config = self._topics.table.get(header.topic)
+        if topic_config is None or not topic_config.perm & _WRITE:  # the rest of _topic_for's cases
+            topic_config, refusal = self._topic_for(request, header)
+            if topic_config is None:
+                return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
+        queue_id = header.queue_id
+        if not 0 <= queue_id < topic_config.write_queue_nums:  # (a valid queue id as it is) the rest of _queue_id
+            chosen = self._queue_id(conn, request, header, topic_config)
+            if isinstance(chosen, RemotingCommand):
+                return chosen
+            queue_id = chosen
         records = self._encoded(request, header, queue_id, conn)
         if isinstance(records, RemotingCommand):
             return records

@@ -495,7 +495,8 @@ class Connection(asyncio.Protocol):
         self._start(self._run(handler, request), 1)
 
     def _dispatch_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
-        if self._in_flight() + len(requests) > MAX_REQUESTS_IN_FLIGHT:
+        # _in_flight(), inline: once per read of sends
+        if len(self._tasks) + len(self._deferred) + self._waiting_in_groups + len(requests) > MAX_REQUESTS_IN_FLIGHT:
             for request in requests:
                 self._refuse_busy(request)
             return
