@@ -5,7 +5,8 @@
  * (field checks, defaults, the RemotingCommand). A binary header, an unusual field type or an
  * out-of-range number goes to the pure decoder, which converts it or raises its FrameError.
  *
- * context: (RemotingCommand, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION)
+ * context: (command of all ten fields, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION); the
+ * first is frames._command_of (its C twin fills the slots as RemotingCommand's __init__ does)
  */
 #include "rocketq_native.h"
 
@@ -13,7 +14,7 @@
 #define HEADER_LENGTH_MASK 0xFFFFFF
 
 static PyObject *key_code, *key_opaque, *key_flag, *key_version, *key_language, *key_remark, *key_ext,
-    *default_language, *zero;
+    *default_language, *no_parts, *zero;
 
 /* The constants above, made on first use; all or none (a failure leaves them NULL, to retry). */
 static int intern_keys(void)
@@ -32,10 +33,12 @@ static int intern_keys(void)
             return -1;
         }
     }
-    zero = PyLong_FromLong(0);  /* set last: it says the rest is ready */
+    no_parts = PyTuple_New(0);
+    zero = no_parts == NULL ? NULL : PyLong_FromLong(0);  /* set last: it says the rest is ready */
     if (zero == NULL) {
         for (size_t j = 0; j < count; j++)
             Py_CLEAR(*slots[j]);
+        Py_CLEAR(no_parts);
         return -1;
     }
     return 0;
@@ -96,8 +99,10 @@ static PyObject *command(PyObject *context, PyObject *header, PyObject *body)
     ext = ext_fields(header);
     if (ext == NULL)
         return NULL;
-    PyObject *fields[9] = {code, opaque, flag, remark, ext, body, language, version, PyTuple_GET_ITEM(context, 1)};
-    cmd = PyObject_Vectorcall(PyTuple_GET_ITEM(context, 0), fields, 9, NULL);
+    /* every field in order, body_parts () last: context[0] may fill the slots directly */
+    PyObject *fields[10] = {code, opaque, flag, remark, ext, body, language, version, PyTuple_GET_ITEM(context, 1),
+                            no_parts};
+    cmd = PyObject_Vectorcall(PyTuple_GET_ITEM(context, 0), fields, 10, NULL);
     Py_DECREF(ext);
     return cmd;
 }

@@ -15,6 +15,7 @@
 #include "rocketq_native.h"
 
 enum { KIND_STR = 0, KIND_INT = 1, KIND_BOOL = 2, SPEC_ITEMS = 6 };
+#define MAX_LONG_LONG_DIGITS 18  /* any 18 decimal digits fit a long long */
 
 static PyObject *empty_args;
 
@@ -30,9 +31,15 @@ static PyObject *digits(PyObject *raw, Py_ssize_t safe)
     if (length == 0 || length > safe)
         return NULL;
     text = (const char *)PyUnicode_DATA(raw);
-    for (Py_ssize_t i = 0; i < length; i++)
+    long long value = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
         if (text[i] < '0' || text[i] > '9')
             return NULL;
+        if (length <= MAX_LONG_LONG_DIGITS)  /* (never overflows) */
+            value = value * 10 + (text[i] - '0');
+    }
+    if (length <= MAX_LONG_LONG_DIGITS)  /* every safe length (9 or 18): no text-to-int parse */
+        return PyLong_FromLongLong(value);
     return PyLong_FromString(text, NULL, 10);  /* safe digits fit: no error but MemoryError */
 }
 

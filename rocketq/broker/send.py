@@ -149,7 +149,7 @@ class SendHandlers:
         """Routes sends into %RETRY%group past the group's maximum to its DLQ (broker.sendback)."""
 
     def handlers(self) -> dict[int, Handler]:
-        grouped = GroupedHandler(self.send, self.send_group)
+        grouped = GroupedHandler(self.send, self.send_group, self.send_group_now)
         return {
             RequestCode.SEND_MESSAGE: grouped,
             RequestCode.SEND_MESSAGE_V2: grouped,
@@ -184,13 +184,9 @@ class SendHandlers:
                     await self._stored(conn, admitted, answers)
                     admitted = []
                 answers[i] = answer = await self._send(conn, request, header)
+                self._note_refusal(conn, header, answer)
             else:
-                checked = self._checked_records(conn, request, header)
-                if not isinstance(checked, RemotingCommand):
-                    admitted.append((i, request, header, checked[0], checked[1]))
-                    continue
-                answers[i] = answer = checked
-            self._note_refusal(conn, header, answer)
+                self._admit(conn, i, request, header, answers, admitted)
         if admitted:
             if self._replication is None and not self._store.puts_wait:
                 # nothing can wait (ASYNC_FLUSH, no slave to wait for): stored before any other
@@ -199,6 +195,68 @@ class SendHandlers:
             else:
                 await self._stored(conn, admitted, answers)
         return answers
+
+    def send_group_now(self, conn: Connection, requests: list[RemotingCommand]) -> list[Answer] | None:
+        """``send_group`` as a plain call, for the common case: nothing can wait (ASYNC_FLUSH, no
+        slave to wait for) and every send's topic exists and is not routed. The headers are read
+        first, so that None — some send needs ``send_group`` — means nothing was done (nor logged)."""
+        if self._replication is not None or self._store.puts_wait:
+            return None
+        table, routed = self._topics.table, self.retry_router is not None
+        if len(requests) == 1:  # a producer sending one at a time: no lists, one put
+            return self._lone_now(conn, requests[0], table, routed)
+        headers: list[SendMessageRequestHeader | HeaderError] = []
+        for request in requests:
+            try:
+                header = self._parse_header(request)
+            except HeaderError as exc:
+                headers.append(exc)
+                continue
+            topic = header.topic
+            if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
+                return None
+            headers.append(header)
+        answers: list[Answer] = [None] * len(requests)
+        admitted: list[_Admitted] = []
+        for i, (request, parsed) in enumerate(zip(requests, headers, strict=True)):
+            if isinstance(parsed, HeaderError):
+                self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, parsed)
+                answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(parsed))
+            else:
+                self._admit(conn, i, request, parsed, answers, admitted)
+        if admitted:
+            self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
+        return answers
+
+    def _lone_now(self, conn: Connection, request: RemotingCommand, table: dict[str, TopicConfig],
+                  routed: bool) -> list[Answer] | None:
+        """``send_group_now`` of a read holding one send."""
+        try:
+            header = self._parse_header(request)
+        except HeaderError as exc:
+            self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
+            return [request.response(ResponseCode.SYSTEM_ERROR, str(exc))]
+        topic = header.topic
+        if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
+            return None
+        checked = self._checked_records(conn, request, header)
+        if isinstance(checked, RemotingCommand):
+            self._note_refusal(conn, header, checked)
+            return [checked]
+        queue_id, records = checked
+        store = self._store
+        result = store.put_one_now(records[0]) if type(records) is list else store.put_group_now([records])[0]
+        return [self._answer_stored(conn, request, header, queue_id, result)]
+
+    def _admit(self, conn: Connection, i: int, request: RemotingCommand, header: SendMessageRequestHeader,
+               answers: list[Answer], admitted: list[_Admitted]) -> None:
+        """Check a send of a group whose topic exists: into ``admitted``, or its refusal into ``answers``."""
+        checked = self._checked_records(conn, request, header)
+        if isinstance(checked, RemotingCommand):
+            answers[i] = checked
+            self._note_refusal(conn, header, checked)
+        else:
+            admitted.append((i, request, header, checked[0], checked[1]))
 
     async def _stored(self, conn: Connection, admitted: list[_Admitted], answers: list[Answer]) -> None:
         """Store the admitted sends as one group and put each one's answer in ``answers``."""
@@ -215,12 +273,17 @@ class SendHandlers:
                       answers: list[Answer]) -> None:
         """Each stored send's answer into ``answers``: SUCCESS from the template, else in full."""
         for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
-            if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
-                answers[i] = sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
-                                                result.queue_offsets[0])
-            else:
-                answers[i] = answer = self._answer(request, queue_id, result)
-                self._note_refusal(conn, header, answer)
+            answers[i] = self._answer_stored(conn, request, header, queue_id, result)
+
+    def _answer_stored(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
+                       queue_id: int, result: PutResult) -> Answer:
+        """A stored send's answer: SUCCESS from the template, else in full (and noted if a refusal)."""
+        if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
+            return sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
+                                      result.queue_offsets[0])
+        answer = self._answer(request, queue_id, result)
+        self._note_refusal(conn, header, answer)
+        return answer
 
     async def _replicated_group(self, admitted: list[_Admitted], results: list[PutResult]) -> list[PutResult]:
         """``_replicated`` for every put of a group, all waiting at once: one after another, a
@@ -232,12 +295,16 @@ class SendHandlers:
 
     def _header(self, conn: Connection, request: RemotingCommand) -> SendMessageRequestHeader:
         try:
-            if request.code == RequestCode.SEND_MESSAGE:
-                return SendMessageRequestHeader.from_ext(request.ext_fields)
-            return send_header_from_v2(request.ext_fields)
+            return self._parse_header(request)
         except HeaderError as exc:
             self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
             raise
+
+    @staticmethod
+    def _parse_header(request: RemotingCommand) -> SendMessageRequestHeader:
+        if request.code == RequestCode.SEND_MESSAGE:
+            return SendMessageRequestHeader.from_ext(request.ext_fields)
+        return send_header_from_v2(request.ext_fields)
 
     def _note_refusal(self, conn: Connection, header: SendMessageRequestHeader, answer: Answer) -> None:
         if isinstance(answer, RemotingCommand) and answer.code and answer.code not in NOT_REFUSALS:
@@ -298,12 +365,17 @@ class SendHandlers:
         refusal = self._refusal(request, header)
         if refusal is not None:
             return refusal
-        topic_config, refusal = self._topic_for(request, header)
-        if topic_config is None:
-            return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
-        queue_id = self._queue_id(conn, request, header, topic_config)
-        if isinstance(queue_id, RemotingCommand):
-            return queue_id
+        topic_config = self._topics.table.get(header.topic)
+        if topic_config is None or not topic_config.perm & _WRITE:  # the rest of _topic_for's cases
+            topic_config, refusal = self._topic_for(request, header)
+            if topic_config is None:
+                return refusal or request.response(ResponseCode.SYSTEM_ERROR, "topic unavailable")
+        queue_id = header.queue_id
+        if not 0 <= queue_id < topic_config.write_queue_nums:  # (a valid queue id as it is) the rest of _queue_id
+            chosen = self._queue_id(conn, request, header, topic_config)
+            if isinstance(chosen, RemotingCommand):
+                return chosen
+            queue_id = chosen
         records = self._encoded(request, header, queue_id, conn)
         if isinstance(records, RemotingCommand):
             return records
@@ -388,7 +460,7 @@ class SendHandlers:
     def _topic_for(
         self, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> tuple[TopicConfig | None, RemotingCommand | None]:
-        config = self._topics.get(header.topic)
+        config = self._topics.table.get(header.topic)  # TopicConfigManager.get, without the call
         if config is None and header.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX):
             config = self._topics.ensure(header.topic, 1)
         if config is None and self._behaviour.auto_create_topic_enable:
@@ -411,15 +483,16 @@ class SendHandlers:
     def _records(
         self, request: RemotingCommand, header: SendMessageRequestHeader, queue_id: int, conn: Connection
     ) -> list[PutRequest] | BatchPutRequest | RemotingCommand:
-        born_host = self._born_host(conn.remote_addr)
+        born_host = self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr)
         reconsume_times = header.reconsume_times or 0
         if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
             return self._batch(request, header, queue_id, born_host, reconsume_times)
         text = header.properties or ""
         props = message.decode_properties(text)
-        refusal = self._property_refusal(request, props)
-        if refusal is not None:
-            return refusal
+        if message.TRAN_MSG in props:  # the only property a send can be refused for
+            refusal = self._property_refusal(request, props)
+            if refusal is not None:
+                return refusal
         topic = header.topic
         if message.DELAY in props:  # a delayed message waits in SCHEDULE_TOPIC_XXXX (broker.schedule)
             scheduled = schedule.to_schedule(topic, queue_id, props, header.sys_flag, self._max_delay_level)

@@ -179,6 +179,21 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.active = True
+        try:
+            lone = self._decoder.whole(data)
+        except FrameError as exc:
+            self._bad_frame(exc)
+            return
+        if lone is not None:  # one whole frame (a peer sending one request at a time)
+            if lone.flag & RESPONSE_FLAG:
+                self._complete(lone)
+                return
+            handler = self._handlers.get(lone.code)
+            if type(handler) is GroupedHandler:
+                self._dispatch_group(handler, [lone])
+            else:
+                self._dispatch(lone)
+            return
         feed = self._decoder.feed(data)
         handlers = self._handlers
         group: list[RemotingCommand] = []
@@ -211,13 +226,16 @@ class Connection(asyncio.Protocol):
         except FrameError as exc:
             if group:
                 self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-            self._stats.bad_frames += 1
-            _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
-                              self._name, self.remote_addr, exc)
-            self.abort()
+            self._bad_frame(exc)
             return
         if group:
             self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+
+    def _bad_frame(self, exc: FrameError) -> None:
+        self._stats.bad_frames += 1
+        _peer_log.warning(self.remote_host, "%s: closing connection %s: bad frame: %s",
+                          self._name, self.remote_addr, exc)
+        self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -293,6 +311,24 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:  # the backlog check may have aborted it
             self._transport.writelines(self._outbox)
         self._outbox = []
+
+    def _write_one(self, frame: bytes) -> None:
+        """``_write_group`` of one frame."""
+        transport = self._transport
+        if transport is None:
+            return
+        self.active = True
+        if self.reading_paused:
+            self._check_backlog()
+            transport = self._transport
+            if transport is None:  # the backlog check aborted it
+                return
+        if self._outbox:
+            self._outbox.append(frame)
+            transport.writelines(self._outbox)
+            self._outbox = []
+        else:
+            transport.write(frame)
 
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
@@ -481,10 +517,20 @@ class Connection(asyncio.Protocol):
         self._start(self._run(handler, request), 1)
 
     def _dispatch_group(self, handler: GroupedHandler, requests: list[RemotingCommand]) -> None:
-        if self._in_flight() + len(requests) > MAX_REQUESTS_IN_FLIGHT:
+        # _in_flight(), inline: once per read of sends
+        if len(self._tasks) + len(self._deferred) + self._waiting_in_groups + len(requests) > MAX_REQUESTS_IN_FLIGHT:
             for request in requests:
                 self._refuse_busy(request)
             return
+        now = handler.now
+        if now is not None:  # the common case: answered by a plain call, no coroutine
+            try:
+                answers = now(self, requests)
+            except Exception as exc:
+                answers = self._group_failed(requests, exc)
+            if answers is not None:
+                self._send_answers(requests, answers)
+                return
         self._start(self._run_group(handler, requests), len(requests))
 
     def _in_flight(self) -> int:
@@ -519,9 +565,23 @@ class Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
-                          self.remote_addr)
-            answers = [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+            answers = self._group_failed(requests, exc)
+        self._send_answers(requests, answers)
+
+    def _group_failed(self, requests: list[RemotingCommand], exc: Exception) -> list[grouping.Answer]:
+        """A group handler raised: every request is answered SYSTEM_ERROR (as a single one's failure)."""
+        log.exception("%s: group handler for %d requests from %s failed", self._name, len(requests),
+                      self.remote_addr, exc_info=exc)
+        return [r.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}") for r in requests]
+
+    def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
+        """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
+        if len(requests) == 1:
+            answer = answers[0]
+            if type(answer) is bytes and not requests[0].flag & ONEWAY_FLAG:
+                # a lone sync send answered from a template: no list, one write
+                self._write_one(answer)
+                return
         frames_out: list[bytes | memoryview] = []
         for request, answer in zip(requests, answers, strict=True):
             if request.flag & ONEWAY_FLAG:

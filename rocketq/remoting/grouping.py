@@ -19,6 +19,13 @@ What the connection guarantees (``Connection.data_received``):
   response frame (``bytes``, e.g. built from a template), or None for "answered later";
   oneway requests' answers are dropped. If ``group`` raises, every request is answered
   SYSTEM_ERROR, as a single handler's failure is.
+
+A handler may also offer ``now``: the same group answered by a plain function, for the common
+case where nothing can wait (the broker's ASYNC_FLUSH sends to existing topics without a
+slave). It returns the answers, or None — before anything took effect — when some request
+needs what only ``group`` can do (a wait); the connection then runs ``group``. A read of one
+sync send is answered this way without a coroutine, an eager step and the bookkeeping around
+them (docs/benchmarks.md, "Round 7 (broker send)").
 """
 
 from __future__ import annotations
@@ -39,16 +46,20 @@ Answer = RemotingCommand | bytes | None
 """A grouped request's answer: a response, an encoded frame, or None (answered later)."""
 GroupFunction = Callable[["Connection", list[RemotingCommand]], Awaitable[Sequence[Answer]]]
 SingleFunction = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
+NowFunction = Callable[["Connection", list[RemotingCommand]], "Sequence[Answer] | None"]
+"""``group`` without waiting: the answers, or None (nothing done: run ``group`` instead)."""
 
 
 class GroupedHandler:
-    """A handler for one request (``__call__``) that can also take a group (``group``)."""
+    """A handler for one request (``__call__``) that can also take a group (``group``), and
+    maybe answer it at once (``now``)."""
 
-    __slots__ = ("_single", "group")
+    __slots__ = ("_single", "group", "now")
 
-    def __init__(self, single: SingleFunction, group: GroupFunction) -> None:
+    def __init__(self, single: SingleFunction, group: GroupFunction, now: NowFunction | None = None) -> None:
         self._single = single
         self.group = group
+        self.now = now
 
     def __call__(self, conn: Connection, request: RemotingCommand) -> Awaitable[RemotingCommand | None]:
         return self._single(conn, request)

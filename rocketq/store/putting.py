@@ -100,7 +100,8 @@ class Preparer:
             if r.topic == SCHEDULE_TOPIC:
                 delay = (messageproperties.property_value(encoded, messageproperties.DELAY) or "")
             tag = r.tags_code if r.tags_code is not None else javahash.tag_hash(tags)
-            prepared.append((record, ts_pos, cq, dispatch.builds_queue_unit(r.sys_flag), tag, uniq, keys, delay))
+            unit = not r.sys_flag or dispatch.builds_queue_unit(r.sys_flag)  # flag 0: a plain message
+            prepared.append((record, ts_pos, cq, unit, tag, uniq, keys, delay))
         return prepared
 
     def _prepare_batch(self, batch: BatchPutRequest) -> PreparedBatch:

@@ -81,10 +81,10 @@ class Transport:
 
 class Broker:
     def __init__(self, root: Path, flush: FlushDiskType = FlushDiskType.ASYNC_FLUSH,
-                 replication: ReplicaWait | None = None) -> None:
+                 replication: ReplicaWait | None = None, **store: Any) -> None:
         self.fsyncs = 0
-        settings = StoreSettings(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 24,
-                                 flush_disk_type=flush)
+        settings = StoreSettings(store_path_root_dir=str(root), flush_disk_type=flush,
+                                 **{"mapped_file_size_commit_log": 1 << 24, **store})
         self.store = MessageStore(settings, ("127.0.0.1", 10911), fsync=self._fsync)
         self.topics = TopicConfigManager(root / "topics.json")
         self.topics.upsert(TopicConfig(TOPIC, 4, 4))

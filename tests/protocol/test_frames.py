@@ -106,3 +106,41 @@ def test_mutated_frames_never_raise_anything_but_frame_error(cmd: RemotingComman
         raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
     with contextlib.suppress(FrameError):
         list(FrameDecoder(max_frame_size=4096).feed(bytes(raw)))
+
+
+def _fed(decoder: FrameDecoder, data: bytes) -> list[RemotingCommand] | type[FrameError]:
+    try:
+        return list(decoder.feed(data))
+    except FrameError:
+        return FrameError
+
+
+@settings(max_examples=300)
+@given(commands, st.data())
+def test_a_whole_frame_is_what_feed_gives(cmd: RemotingCommand, data: st.DataObject) -> None:
+    """``whole`` (a read of exactly one frame) decodes what ``feed`` does, or declines (None)
+    and leaves the decoder as it was: on whole frames, mutated ones, several, partial ones."""
+    raw = bytearray(cmd.encode())
+    for _ in range(data.draw(st.integers(0, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    raw = raw[:data.draw(st.integers(0, len(raw)))] if data.draw(st.booleans()) else raw
+    raw += cmd.encode() if data.draw(st.booleans()) else b""
+    expected = _fed(FrameDecoder(max_frame_size=4096), bytes(raw))
+    decoder = FrameDecoder(max_frame_size=4096)
+    try:
+        lone = decoder.whole(bytes(raw))
+    except FrameError:
+        assert expected is FrameError
+        return
+    if lone is None:  # declined: feed then does it all, as on a fresh decoder
+        assert _fed(decoder, bytes(raw)) == expected
+    else:
+        assert [lone] == expected
+
+
+def test_whole_declines_while_a_frame_is_buffered() -> None:
+    data = RemotingCommand(code=1, opaque=2).encode()
+    decoder = FrameDecoder()
+    assert decoder.whole(data) is not None
+    assert list(decoder.feed(data[:5])) == []
+    assert decoder.whole(data) is None  # the buffered part comes first: feed's job

@@ -5,7 +5,8 @@ leave byte-identical CommitLog, ConsumeQueue and IndexFile files and give the sa
 including across segment rolls, hidden transaction halves, delay levels and index keys.
 ``put_group_now`` (the broker's path under ASYNC_FLUSH) must store exactly what ``put_group``
 stores, and so must the one-message path with the pure-Python ``inplace.append_in_place`` in
-place of its C twin (the runs "one" and "now" use the C one when the native codecs are built).
+place of its C twin (the runs "one" and "now" use the C one when the native codecs are built),
+and ``put_one_now`` (a lone send's put), with the same statistics.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ _files = store_files
 _summary = put_summary
 
 
-async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool, now: bool) -> list[PutResult]:
+async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool, now: bool,
+                     alone: str = "") -> tuple[list[PutResult], tuple[int, ...]]:
     store = MessageStore(small_settings(root), STORE_HOST, clock=lambda: _CLOCK_S, fsync=lambda fd: None)
     if general:  # every put through the batch path
         store._append_one = lambda p, when, notify: store._append_prepared([p], when, notify)  # type: ignore[method-assign]
@@ -68,11 +70,16 @@ async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool,
     await store.start()
     try:
         results: list[PutResult] = []
-        for group in (puts[i:i + 3] for i in range(0, len(puts), 3)):
+        for put in puts if alone else ():  # each put alone ("lone": one message through put_one_now)
+            lone = alone == "lone" and len(put) == 1
+            results.append(store.put_one_now(put[0]) if lone else store.put_group_now([put])[0])
+        for group in () if alone else (puts[i:i + 3] for i in range(0, len(puts), 3)):
             results += store.put_group_now(group) if now else await store.put_group(group)
     finally:
         await store.close()
-    return results
+    stats = store.stats
+    return results, (stats.put_requests, stats.put_message_times, stats.put_message_bytes, stats.put_failures,
+                     sum(stats.put_latency))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -86,17 +93,19 @@ async def test_one_message_puts_leave_the_same_bytes_as_the_general_path(
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, general, now in (("general", True, False), ("one", False, False), ("now", False, True),
-                                   ("pure", False, True)):
+                                   ("pure", False, True), ("alone", False, True), ("lone", False, True)):
             ticks = itertools.count(1_700_000_000_000, 700)
             monkeypatch.setattr(messagestore, "_now_ms", lambda ticks=ticks: next(ticks))
             if name == "pure":
                 monkeypatch.setattr(inplace, "append_in_place", nativecodecs.pure(inplace.append_in_place))
             root = Path(tmp) / name
-            results = await _store_all(root, puts, general=general, now=now)
-            runs[name] = (_summary(results), _files(root))
+            alone = name if name in ("alone", "lone") else ""
+            results, stats = await _store_all(root, puts, general=general, now=now, alone=alone)
+            runs[name] = (_summary(results), _files(root), stats)
     assert runs["one"] == runs["general"]
     assert runs["now"] == runs["general"]
     assert runs["pure"] == runs["general"]
+    assert runs["lone"] == runs["alone"]
     assert any(name.startswith("commitlog/") for name in runs["one"][1])
     if any(spec[3] or spec[4] for put in plan for spec in put):
         assert any(name.startswith("index/") for name in runs["one"][1])
