@@ -30,6 +30,8 @@
 #define MESSAGE_EXT_FIELDS 18
 #define HOST_CACHE_SLOTS 64   /* decoded hosts kept: a consumer sees few producers and brokers */
 #define MAX_RECORDS_PER_RUN 1024 /* decode_records hands back this many at most per call */
+#define TEXT_CACHE_SLOTS 64   /* property names (each with its last value) kept across records */
+#define MAX_CACHED_TEXT 40    /* longer names or values are made anew each time */
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -553,6 +555,138 @@ static PyObject *magic_int(int32_t magic)
     return Py_NewRef(*slot);
 }
 
+/* ---- properties of ASCII text, with the repeated parts shared ---------------------------- */
+
+/* A pull answer's records carry the same few property names (UNIQ_KEY, WAIT, TAGS, ...) and
+ * often the same value under a name (WAIT=true, a TAGS): a str is immutable, so the one made
+ * for the last record can be handed out again instead of making and hashing an equal one. */
+typedef struct {
+    char name[MAX_CACHED_TEXT];
+    Py_ssize_t name_len;
+    PyObject *name_text;
+    char value[MAX_CACHED_TEXT];
+    Py_ssize_t value_len;
+    PyObject *value_text;   /* the last value seen under this name, or NULL */
+} TextSlot;
+
+static TextSlot text_cache[TEXT_CACHE_SLOTS];
+
+static PyObject *ascii_text(const char *raw, Py_ssize_t len)
+{
+    PyObject *out = PyUnicode_New(len, 127);
+    if (out != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(out), raw, (size_t)len);
+    return out;
+}
+
+/* The slot of a name (filled on a miss), or NULL when the name is too long to keep. */
+static TextSlot *name_slot(const char *raw, Py_ssize_t len)
+{
+    uint32_t h = 2166136261u;
+    TextSlot *slot;
+    PyObject *text;
+    if (len > MAX_CACHED_TEXT)
+        return NULL;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)raw[i]) * 16777619u;
+    slot = &text_cache[h % TEXT_CACHE_SLOTS];
+    if (slot->name_text != NULL && slot->name_len == len && memcmp(slot->name, raw, (size_t)len) == 0)
+        return slot;
+    if ((text = ascii_text(raw, len)) == NULL)
+        return NULL;
+    Py_XSETREF(slot->name_text, text);
+    Py_CLEAR(slot->value_text);
+    memcpy(slot->name, raw, (size_t)len);
+    slot->name_len = len;
+    return slot;
+}
+
+/* One name=value entry into ``out``; -1 on an error. */
+static int put_ascii_entry(PyObject *out, const char *name, Py_ssize_t name_len, const char *value,
+                           Py_ssize_t value_len)
+{
+    TextSlot *slot = name_slot(name, name_len);
+    PyObject *key, *val;
+    int failed;
+    if (slot == NULL && PyErr_Occurred())
+        return -1;
+    /* both held before anything below allocates: a collection's finalizers may decode too */
+    key = slot != NULL ? Py_NewRef(slot->name_text) : ascii_text(name, name_len);
+    if (key == NULL)
+        return -1;
+    if (slot != NULL && slot->value_text != NULL && slot->value_len == value_len
+            && memcmp(slot->value, value, (size_t)value_len) == 0) {
+        val = Py_NewRef(slot->value_text);
+    } else {
+        val = ascii_text(value, value_len);
+        if (val != NULL && slot != NULL && slot->name_text != NULL && value_len <= MAX_CACHED_TEXT
+                && PyUnicode_GET_LENGTH(slot->name_text) == name_len
+                && memcmp(PyUnicode_1BYTE_DATA(slot->name_text), name, (size_t)name_len) == 0) {
+            Py_XSETREF(slot->value_text, Py_NewRef(val));
+            memcpy(slot->value, value, (size_t)value_len);
+            slot->value_len = value_len;
+        }
+    }
+    failed = val == NULL || PyDict_SetItem(out, key, val) < 0;
+    Py_DECREF(key);
+    Py_XDECREF(val);
+    return failed ? -1 : 0;
+}
+
+/* The properties of a record as rq_decode_properties_utf8 makes them, without the whole text
+ * as a str first, when they are ASCII (any other text goes that way). NULL without an
+ * exception when malformed, as there. */
+static PyObject *decode_record_properties(const char *raw, Py_ssize_t n)
+{
+    PyObject *out;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((unsigned char)raw[i] >= 0x80)
+            return rq_decode_properties_utf8(raw, n, NULL);
+    if ((out = PyDict_New()) == NULL)
+        return NULL;
+    while (start < n) {
+        const char *entry = raw + start, *stop = memchr(entry, 0x02, (size_t)(n - start)), *sep;
+        Py_ssize_t end = stop == NULL ? n : stop - raw;
+        if (end == start) {
+            start = end + 1;
+            continue;
+        }
+        sep = memchr(entry, 0x01, (size_t)(end - start));
+        if (sep == NULL || sep == entry) {  /* no separator, or an empty name: malformed */
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (put_ascii_entry(out, entry, sep - entry, sep + 1, raw + end - (sep + 1)) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+/* The int made for a field of the last record, kept: a run of records mostly shares its size
+ * and, when stored by one batch, its timestamps. */
+typedef struct {
+    long long value;
+    PyObject *obj;
+} SharedInt;
+
+static SharedInt shared_size, shared_born, shared_stored;
+
+static PyObject *shared_int(SharedInt *last, long long value)
+{
+    PyObject *obj;
+    if (last->obj != NULL && last->value == value)
+        return Py_NewRef(last->obj);
+    if ((obj = PyLong_FromLongLong(value)) != NULL) {
+        Py_XSETREF(last->obj, Py_NewRef(obj));
+        last->value = value;
+    }
+    return obj;
+}
+
 /* Decode the record at ``pos``: a MessageExt and its end in *end, or NULL without an exception
  * when the pure decoder must handle it (malformed, compressed, a legacy layout). ``stamps``
  * (a dict, or NULL) is merged into the properties, as assignments after decoding would be. */
@@ -631,11 +765,11 @@ PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t po
         if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
             PyErr_Clear();
     } else {
-        fields[16] = rq_decode_properties_utf8((const char *)p + total - props_len, props_len, NULL);
+        fields[16] = decode_record_properties((const char *)p + total - props_len, props_len);
         if (fields[16] != NULL && stamps != NULL && PyDict_Update(fields[16], stamps) < 0)
             Py_CLEAR(fields[16]);
     }
-    fields[0] = PyLong_FromLong(total);
+    fields[0] = shared_int(&shared_size, total);
     fields[1] = magic_int(magic);
     fields[2] = PyLong_FromLong(crc);
     fields[3] = PyLong_FromLong(rq_get_i32(p + 12));
@@ -643,8 +777,8 @@ PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t po
     fields[5] = PyLong_FromLongLong(rq_get_i64(p + 20));
     fields[6] = PyLong_FromLongLong(rq_get_i64(p + 28));
     fields[7] = PyLong_FromLong(sys_flag);
-    fields[8] = PyLong_FromLongLong(rq_get_i64(p + 40));
-    fields[10] = PyLong_FromLongLong(rq_get_i64(p + HEAD_SIZE + born_len));
+    fields[8] = shared_int(&shared_born, rq_get_i64(p + 40));
+    fields[10] = shared_int(&shared_stored, rq_get_i64(p + HEAD_SIZE + born_len));
     fields[12] = PyLong_FromLong(rq_get_i32(p + HEAD_SIZE + born_len + 8 + store_len));
     fields[13] = PyLong_FromLongLong(rq_get_i64(p + HEAD_SIZE + born_len + 8 + store_len + 4));
     made = 1;

@@ -11,6 +11,11 @@ the broker filters by tag *hash code*, a different tag with the same hash can ar
 whose tag is not in the subscription are dropped here, and ``next_begin_offset`` still moves
 past them. A body that does not decode is a ``ProtocolError``, never a silent skip.
 
+A push consumer pulls one queue again and again with the same group, queue, batch size and
+subscription: ``PullRequests`` keeps that request's extFields and fills in only what changes
+between pulls (offset, sysFlag, commit offset), the same fields in the same order as
+``request_header(...).to_ext()``, without building the header object per pull.
+
 With the native codecs, a FOUND body is decoded and stamped with the queue's bounds in one C
 call (``_native.decode_pulled``); anything it does not take (a compressed or malformed record)
 goes the pure way, which is the reference.
@@ -28,8 +33,8 @@ from rocketq.protocol.pullsysflag import build as sys_flag
 from rocketq.protocol.requests import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from rocketq.protocol.subscription import SubscriptionData
 
-__all__ = ["PullResult", "PullStatus", "decode_messages", "request_header", "stamped_messages", "sys_flag",
-           "to_result"]
+__all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "request_header", "stamped_messages",
+           "sys_flag", "to_result"]
 
 
 def request_header(
@@ -39,6 +44,25 @@ def request_header(
     return requests.pull_header(
         group, mq, offset, max_nums, sys_flag=flag, subscription=sub.sub_string, sub_version=sub.sub_version,
         expression_type=sub.expression_type, commit_offset=commit_offset, suspend_timeout_ms=suspend_timeout_ms)
+
+
+class PullRequests:
+    """The extFields of one queue's pulls, for a subscription and batch size (see the module)."""
+
+    def __init__(self, group: str, mq: MessageQueue, max_nums: int, sub: SubscriptionData,
+                 suspend_timeout_ms: int) -> None:
+        self.key = (sub, max_nums, suspend_timeout_ms)
+        """What the kept fields were made from: a change of any of it needs a new instance."""
+        self._fields = request_header(group, mq, 0, max_nums, sub, flag=0,
+                                      suspend_timeout_ms=suspend_timeout_ms).to_ext()
+
+    def ext_fields(self, offset: int, flag: int, commit_offset: int) -> dict[str, str]:
+        """A new dict: the kept fields with these (their places in the order are kept)."""
+        ext = self._fields.copy()
+        ext["queueOffset"] = str(offset)
+        ext["sysFlag"] = str(flag)
+        ext["commitOffset"] = str(commit_offset)
+        return ext
 
 
 def decode_messages(body: bytes) -> list[MessageExt]:

@@ -59,6 +59,8 @@ ERROR_DELAY: Final = 3.0
 NO_SUBSCRIPTION_DELAY: Final = 3.0
 UNLOCKED_DELAY: Final = 3.0
 """Seconds an orderly queue whose lock this client does not hold waits before pulling."""
+_WITH_COMMIT: Final = pulling.sys_flag(commit_offset=True, suspend=True, subscription=True)
+_WITHOUT_COMMIT: Final = pulling.sys_flag(commit_offset=False, suspend=True, subscription=True)
 
 
 class ConsumeService(Protocol):
@@ -88,6 +90,7 @@ class PullTask:
         self._flow_controlled = 0
         self._orderly = orderly
         self._needs_lock = orderly and settings.message_model is MessageModel.CLUSTERING
+        self._requests: pulling.PullRequests | None = None
         self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
@@ -156,15 +159,20 @@ class PullTask:
         commit = None
         if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
             commit = self._offsets.read_memory(self.mq)
-        flag = pulling.sys_flag(commit_offset=bool(commit and commit > 0), suspend=True, subscription=True)
-        header = pulling.request_header(
-            self._group, self.mq, self.next_offset, self._settings.pull_batch_size, sub, flag=flag,
-            commit_offset=commit or 0, suspend_timeout_ms=self._settings.broker_suspend_max_time_millis)
+        flag = _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT
+        header = self._requests_for(sub).ext_fields(self.next_offset, flag, commit or 0)
         timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
         reply = await wire.pull(self._instance.remoting, addr, header, timeout)
         result = pulling.to_result(reply, sub)
         self._suggested_broker = result.suggest_which_broker_id
         return result
+
+    def _requests_for(self, sub: SubscriptionData) -> pulling.PullRequests:
+        s, requests = self._settings, self._requests
+        if requests is None or requests.key != (sub, s.pull_batch_size, s.broker_suspend_max_time_millis):
+            requests = self._requests = pulling.PullRequests(self._group, self.mq, s.pull_batch_size, sub,
+                                                             s.broker_suspend_max_time_millis)
+        return requests
 
     async def _handle(self, result: pulling.PullResult) -> float:
         previous, self.next_offset = self.next_offset, result.next_begin_offset

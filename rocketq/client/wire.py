@@ -10,7 +10,7 @@ caches or chooses addresses; that is the caller's policy. Timeouts are in second
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -198,8 +198,10 @@ async def end_transaction_oneway(rc: RemotingClient, addr: str, header: headers.
 # --- pulling and offsets ----------------------------------------------------------------------
 
 
-async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequestHeader, timeout: float) -> PullReply:
-    """PULL_MESSAGE; the raw answer for the four pull outcomes, BrokerError for anything else."""
+async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequestHeader | Mapping[str, str],
+               timeout: float) -> PullReply:
+    """PULL_MESSAGE (a header, or its extFields); the raw answer for the four pull outcomes,
+    BrokerError for anything else."""
     response = await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout)
     if response.code not in PULL_CODES:
         raise _fail(response, addr)

@@ -55,13 +55,22 @@ def test_commit_point_never_passes_an_unconsumed_message(offsets: list[int], rnd
         assert point == (min(remaining) if remaining else max(offsets) + 1)
 
 
-@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 60), max_size=8)), max_size=30))
+_OFFSETS = st.lists(st.integers(0, 60), max_size=8)
+_RUNS = st.builds(lambda start, n: list(range(start, start + n)), st.integers(0, 60), st.integers(1, 8))
+"""Ascending runs as a pull answers them (the put's fast path), beside arbitrary lists."""
+
+
+def _body(offset: int) -> bytes:
+    return b"x" * (offset % 7)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.one_of(_OFFSETS, _OFFSETS.map(sorted), _RUNS)), max_size=30))
 def test_cache_agrees_with_a_sorted_model_under_any_puts_and_removes(steps: list[tuple[bool, list[int]]]) -> None:
-    """Puts in or out of order, duplicates, removes of cached or unknown offsets: the count,
-    span, oldest-first order and commit point are those of a plain sorted model."""
+    """Puts in or out of order, runs, duplicates, removes of cached or unknown offsets: the
+    count, size, span, oldest-first order and commit point are those of a plain sorted model."""
     pq, model, top = ProcessQueue(), set[int](), -1
     for is_put, offsets in steps:
-        msgs = [ext(o) for o in offsets]
+        msgs = [ext(o, _body(o)) for o in offsets]
         if is_put:
             assert pq.put(msgs) == len(set(offsets) - model)
             model |= set(offsets)
@@ -72,6 +81,6 @@ def test_cache_agrees_with_a_sorted_model_under_any_puts_and_removes(steps: list
             expected = (min(model) if model else top + 1) if had else -1
             assert pq.remove(msgs) == expected
         ordered = sorted(model)
-        assert pq.msg_count == len(model) and pq.msg_size == 2 * len(model)
+        assert pq.msg_count == len(model) and pq.msg_size == sum(len(_body(o)) for o in model)
         assert pq.max_span() == (ordered[-1] - ordered[0] if ordered else 0)
         assert [m.queue_offset for m in pq.first(5)] == ordered[:5]

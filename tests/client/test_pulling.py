@@ -83,3 +83,27 @@ def test_corrupt_or_trailing_bytes_are_protocol_errors() -> None:
 def test_random_bodies_decode_or_raise_protocol_error(body: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         pulling.decode_messages(body)
+
+
+_names = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+_subscriptions = st.one_of(
+    st.just(subscription.build("T", "*")),
+    st.builds(lambda tags, version: subscription.build("T", " || ".join(tags), sub_version=version),
+              st.lists(st.text(alphabet="abcXYZ_", min_size=1, max_size=5), min_size=1, max_size=3),
+              st.integers(0, 2**63 - 1)),
+    st.builds(lambda expr: subscription.build("T", expr, "SQL92"), _names))
+
+
+@given(_names, st.integers(0, 2**31 - 1), st.integers(1, 1024), _subscriptions, st.integers(0, 2**31 - 1),
+       st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**31 - 1),
+                          st.integers(-(2**63), 2**63 - 1)), min_size=1, max_size=4))
+def test_kept_pull_fields_are_those_of_the_header(group: str, queue_id: int, max_nums: int,
+                                                  sub: subscription.SubscriptionData, suspend_ms: int,
+                                                  pulls: list[tuple[int, int, int]]) -> None:
+    """Every pull of a PullRequests: the header's extFields, same names, values and order."""
+    mq = MessageQueue("T", "broker-a", queue_id)
+    requests = pulling.PullRequests(group, mq, max_nums, sub, suspend_ms)
+    for offset, flag, commit in pulls:
+        expected = pulling.request_header(group, mq, offset, max_nums, sub, flag=flag, commit_offset=commit,
+                                          suspend_timeout_ms=suspend_ms).to_ext()
+        assert list(requests.ext_fields(offset, flag, commit).items()) == list(expected.items())

@@ -374,6 +374,37 @@ def test_pull_body_decode_matches_with_stamps(data: bytes, min_offset: int, max_
     stamped_both_ways(data, min_offset, max_offset)
 
 
+ascii_names = st.sampled_from(["UNIQ_KEY", "WAIT", "TAGS", "KEYS", "A", "N" * 40, "N" * 41, "é"])
+ascii_values = st.sampled_from(["", "true", "x", "7F000001" * 4, "v" * 40, "v" * 41, "a\x01b", "ü"])
+ascii_entries = st.one_of(st.tuples(ascii_names, ascii_values).map("\x01".join),
+                          st.sampled_from(["", "noseparator", "\x01emptyname"]))
+
+
+@st.composite
+def shared_field_runs(draw: st.DrawFn) -> bytes:
+    """Records as one batch stores them: one size and timestamp, the same few property names
+    and values in raw text (empty entries, a missing last separator, repeated and long names,
+    malformed entries), so the decoder's kept names, values and ints are hit and missed."""
+    stamp, body = draw(int64s), draw(st.binary(max_size=8))
+    parts = []
+    for offset in range(draw(st.integers(1, 6))):
+        text = "\x02".join(draw(st.lists(ascii_entries, max_size=5))) + draw(st.sampled_from(["", "\x02"]))
+        parts.append(storedrecords.encode_stored_record(
+            topic="T", queue_id=0, body=body, properties=text, born_timestamp=draw(st.sampled_from([stamp, 1])),
+            store_timestamp=stamp, queue_offset=offset))
+    return b"".join(parts)
+
+
+@needs_native
+@FUZZ
+@given(shared_field_runs())
+def test_pull_body_decode_matches_on_shared_names_values_and_ints(data: bytes) -> None:
+    exercise_decoders(data)
+    stamped = stamped_both_ways(data, 0, 9)
+    if stamped[0] == "ok":  # a value under a name is the same whichever record made it first
+        assert all(m.store_timestamp == stamped[1][0].store_timestamp for m in stamped[1])
+
+
 @needs_native
 def test_pull_body_decode_runs_in_c_and_keeps_a_stored_stamp_in_place() -> None:
     """One C call for a plain body; a record that already has MIN_OFFSET keeps that key where it
