@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 _WRITE: Final = int(codes.Perm.WRITE)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every send."""
+_SEND_MESSAGE: Final = int(RequestCode.SEND_MESSAGE)
+"""The one send code whose header has the long names (V2 and batches have the short ones)."""
 MAX_CACHED_NAMES: Final = 10_000
 """Validated topic names and parsed peer addresses kept; the caches are emptied when full."""
 
@@ -206,9 +208,11 @@ class SendHandlers:
         if len(requests) == 1:  # a producer sending one at a time: no lists, one put
             return self._lone_now(conn, requests[0], table, routed)
         headers: list[SendMessageRequestHeader | HeaderError] = []
+        v2 = send_header_from_v2
         for request in requests:
             try:
-                header = self._parse_header(request)
+                header = (v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header, inline
+                          else SendMessageRequestHeader.from_ext(request.ext_fields))
             except HeaderError as exc:
                 headers.append(exc)
                 continue
@@ -233,7 +237,8 @@ class SendHandlers:
                   routed: bool) -> list[Answer] | None:
         """``send_group_now`` of a read holding one send."""
         try:
-            header = self._parse_header(request)
+            header = (send_header_from_v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header
+                      else SendMessageRequestHeader.from_ext(request.ext_fields))
         except HeaderError as exc:
             self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
             return [request.response(ResponseCode.SYSTEM_ERROR, str(exc))]
@@ -309,7 +314,7 @@ class SendHandlers:
 
     @staticmethod
     def _parse_header(request: RemotingCommand) -> SendMessageRequestHeader:
-        if request.code == RequestCode.SEND_MESSAGE:
+        if request.code == _SEND_MESSAGE:  # (inline in send_group_now and _lone_now: keep them alike)
             return SendMessageRequestHeader.from_ext(request.ext_fields)
         return send_header_from_v2(request.ext_fields)
 
