@@ -528,8 +528,10 @@ class SendHandlers:
                 topic, queue_id, props = scheduled
                 text = message.encode_properties(props)
         get = props.get
+        stored = (text + self._cluster_entry if message.CLUSTER not in props and message.is_canonical(text, props)
+                  else self._stored_properties(props, text))  # (the common case of it inline)
         return [results.new_put_request(
-            topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
+            topic, queue_id, request.body, header.flag, stored, header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),
         )]
