@@ -14,10 +14,29 @@
  */
 #include "rocketq_native.h"
 
+#include <structmember.h>
+
 enum { KIND_STR = 0, KIND_INT = 1, KIND_BOOL = 2, SPEC_ITEMS = 6 };
 #define MAX_LONG_LONG_DIGITS 18  /* any 18 decimal digits fit a long long */
 
 static PyObject *empty_args;
+
+/* object.__setattr__(self, name, value) on a slots instance: a plain slot (an object member of
+ * a class self is an instance of) is written directly, which is what the member descriptor's
+ * setter does once its checks pass; anything else the generic way. */
+static int set_field(PyObject *self, PyObject *name, PyObject *value)
+{
+    PyObject *descr = _PyType_Lookup(Py_TYPE(self), name);  /* borrowed; the type's lookup cache */
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            && PyObject_TypeCheck(self, ((PyMemberDescrObject *)descr)->d_common.d_type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            Py_XSETREF(*(PyObject **)((char *)self + member->offset), Py_NewRef(value));
+            return 0;
+        }
+    }
+    return PyObject_GenericSetAttr(self, name, value);
+}
 
 /* raw as an int if it is an exact str of 1..safe ASCII digits (``raw.isdecimal() and len(raw)
  * <= safe`` on the text clients send), else NULL without an exception. */
@@ -97,7 +116,7 @@ static PyObject *from_table(PyObject *fallback, PyObject *context, PyObject *con
         value = field_value(args[0], spec, &found);
         if (value == NULL)
             goto pure;
-        failed = PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(spec, 0), value);  /* object.__setattr__ */
+        failed = set_field(self, PyTuple_GET_ITEM(spec, 0), value);  /* object.__setattr__ */
         Py_DECREF(value);
         if (failed < 0)
             goto pure;
@@ -148,7 +167,7 @@ PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *cons
     if (self == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
+        if (set_field(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
             Py_DECREF(self);
             return NULL;  /* a slot that cannot be set is an error of the table, not of the input */
         }
