@@ -14,10 +14,29 @@
  */
 #include "rocketq_native.h"
 
+#include <structmember.h>
+
 enum { KIND_STR = 0, KIND_INT = 1, KIND_BOOL = 2, SPEC_ITEMS = 6 };
 #define MAX_LONG_LONG_DIGITS 18  /* any 18 decimal digits fit a long long */
 
 static PyObject *empty_args;
+
+/* object.__setattr__(self, name, value) on a slots instance: a plain slot (an object member of
+ * a class self is an instance of) is written directly, which is what the member descriptor's
+ * setter does once its checks pass; anything else the generic way. */
+static int set_field(PyObject *self, PyObject *name, PyObject *value)
+{
+    PyObject *descr = _PyType_Lookup(Py_TYPE(self), name);  /* borrowed; the type's lookup cache */
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            && PyObject_TypeCheck(self, ((PyMemberDescrObject *)descr)->d_common.d_type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            Py_XSETREF(*(PyObject **)((char *)self + member->offset), Py_NewRef(value));
+            return 0;
+        }
+    }
+    return PyObject_GenericSetAttr(self, name, value);
+}
 
 /* raw as an int if it is an exact str of 1..safe ASCII digits (``raw.isdecimal() and len(raw)
  * <= safe`` on the text clients send), else NULL without an exception. */
@@ -43,14 +62,16 @@ static PyObject *digits(PyObject *raw, Py_ssize_t safe)
     return PyLong_FromString(text, NULL, 10);  /* safe digits fit: no error but MemoryError */
 }
 
-/* The field's value as a new reference; NULL without an exception: the pure parser decides. */
-static PyObject *field_value(PyObject *ext, PyObject *spec)
+/* The field's value as a new reference; NULL without an exception: the pure parser decides.
+ * ``*found`` counts the fields whose key is in ext. */
+static PyObject *field_value(PyObject *ext, PyObject *spec, Py_ssize_t *found)
 {
     PyObject *raw = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(spec, 1));
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
     int missing = raw == NULL || raw == Py_None;
     if (raw == NULL && PyErr_Occurred())
         return NULL;
+    *found += raw != NULL;
     if (!missing && kind == KIND_INT && PyUnicode_CheckExact(raw) && PyUnicode_GET_LENGTH(raw) == 0)
         missing = 1;
     if (missing)
@@ -69,10 +90,13 @@ static PyObject *field_value(PyObject *ext, PyObject *spec)
     return digits(raw, PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 5)));
 }
 
-/* from_ext(ext) -> header */
-PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+/* from_ext(ext) -> header; ``whole``: only when every key of ext is a field's (else the pure
+ * function decides what the other keys mean) */
+static PyObject *from_table(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs,
+                            int whole)
 {
     PyObject *cls, *fields, *self;
+    Py_ssize_t found = 0;
     if (nargs != 1 || PyTuple_GET_SIZE(context) != 2 || !PyDict_CheckExact(args[0]))
         return rq_fallback(fallback, args, nargs);
     cls = PyTuple_GET_ITEM(context, 0);
@@ -89,20 +113,36 @@ PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject 
         int failed;
         if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_ITEMS)
             goto pure;
-        value = field_value(args[0], spec);
+        value = field_value(args[0], spec, &found);
         if (value == NULL)
             goto pure;
-        failed = PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(spec, 0), value);  /* object.__setattr__ */
+        failed = set_field(self, PyTuple_GET_ITEM(spec, 0), value);  /* object.__setattr__ */
         Py_DECREF(value);
         if (failed < 0)
             goto pure;
     }
+    if (whole && found != PyDict_GET_SIZE(args[0]))  /* (field keys are distinct) a key no field reads */
+        goto pure;
     return self;
 pure:
     Py_DECREF(self);
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
         PyErr_Clear();  /* e.g. an unhashable key: the pure parser raises what it raises */
     return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
+}
+
+PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    return from_table(fallback, context, args, nargs, 0);
+}
+
+/* send_header_from_v2(ext) -> SendMessageRequestHeader: from_ext of the short names, for an
+ * ext holding nothing else (what every Java client sends); the pure function takes the rest
+ * (an ACL client's signature fields, long names, unknown keys). */
+PyObject *rq_py_header_from_ext_whole(PyObject *fallback, PyObject *context, PyObject *const *args,
+                                      Py_ssize_t nargs)
+{
+    return from_table(fallback, context, args, nargs, 1);
 }
 
 /* A frozen slots dataclass from all its fields, in order (rocketq.store.results: the values
@@ -127,7 +167,7 @@ PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *cons
     if (self == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
+        if (set_field(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
             Py_DECREF(self);
             return NULL;  /* a slot that cannot be set is an error of the table, not of the input */
         }

@@ -27,6 +27,7 @@ static const struct {
     {"plain_batch_messages", rq_py_plain_batch_messages},
     {"_decode_view", rq_py_decode_frame_view},
     {"from_ext", rq_py_header_from_ext},
+    {"send_header_from_v2", rq_py_header_from_ext_whole},
     {"frozen_new", rq_py_frozen_new},
     {"append_in_place", rq_py_append_in_place},
     {"append_batch_in_place", rq_py_append_batch_in_place},

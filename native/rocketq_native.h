@@ -43,6 +43,8 @@ PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *co
 PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_header_from_ext_whole(PyObject *fallback, PyObject *context, PyObject *const *args,
+                                      Py_ssize_t nargs);
 PyObject *rq_py_append_in_place(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_append_batch_in_place(PyObject *fallback, PyObject *context, PyObject *const *args,
                                       Py_ssize_t nargs);

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 _WRITE: Final = int(codes.Perm.WRITE)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every send."""
+_SEND_MESSAGE: Final = int(RequestCode.SEND_MESSAGE)
+"""The one send code whose header has the long names (V2 and batches have the short ones)."""
 MAX_CACHED_NAMES: Final = 10_000
 """Validated topic names and parsed peer addresses kept; the caches are emptied when full."""
 
@@ -206,9 +208,11 @@ class SendHandlers:
         if len(requests) == 1:  # a producer sending one at a time: no lists, one put
             return self._lone_now(conn, requests[0], table, routed)
         headers: list[SendMessageRequestHeader | HeaderError] = []
+        v2 = send_header_from_v2
         for request in requests:
             try:
-                header = self._parse_header(request)
+                header = (v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header, inline
+                          else SendMessageRequestHeader.from_ext(request.ext_fields))
             except HeaderError as exc:
                 headers.append(exc)
                 continue
@@ -218,12 +222,13 @@ class SendHandlers:
             headers.append(header)
         answers: list[Answer] = [None] * len(requests)
         admitted: list[_Admitted] = []
+        accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
         for i, (request, parsed) in enumerate(zip(requests, headers, strict=True)):
             if isinstance(parsed, HeaderError):
                 self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, parsed)
                 answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(parsed))
-            else:
-                self._admit(conn, i, request, parsed, answers, admitted)
+                continue
+            self._admit(conn, i, request, parsed, answers, admitted, accepted)
         if admitted:
             self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
         return answers
@@ -232,14 +237,15 @@ class SendHandlers:
                   routed: bool) -> list[Answer] | None:
         """``send_group_now`` of a read holding one send."""
         try:
-            header = self._parse_header(request)
+            header = (send_header_from_v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header
+                      else SendMessageRequestHeader.from_ext(request.ext_fields))
         except HeaderError as exc:
             self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
             return [request.response(ResponseCode.SYSTEM_ERROR, str(exc))]
         topic = header.topic
         if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
             return None
-        checked = self._checked_records(conn, request, header)
+        checked = self._checked_records(conn, request, header, False)
         if isinstance(checked, RemotingCommand):
             self._note_refusal(conn, header, checked)
             return [checked]
@@ -249,9 +255,10 @@ class SendHandlers:
         return [self._answer_stored(conn, request, header, queue_id, result)]
 
     def _admit(self, conn: Connection, i: int, request: RemotingCommand, header: SendMessageRequestHeader,
-               answers: list[Answer], admitted: list[_Admitted]) -> None:
-        """Check a send of a group whose topic exists: into ``admitted``, or its refusal into ``answers``."""
-        checked = self._checked_records(conn, request, header)
+               answers: list[Answer], admitted: list[_Admitted], accepted: bool = False) -> None:
+        """Check a send of a group whose topic exists: into ``admitted``, or its refusal into
+        ``answers`` (``accepted``: as ``_checked_records``)."""
+        checked = self._checked_records(conn, request, header, accepted)
         if isinstance(checked, RemotingCommand):
             answers[i] = checked
             self._note_refusal(conn, header, checked)
@@ -272,8 +279,13 @@ class SendHandlers:
     def _answer_group(self, conn: Connection, admitted: list[_Admitted], results: list[PutResult],
                       answers: list[Answer]) -> None:
         """Each stored send's answer into ``answers``: SUCCESS from the template, else in full."""
+        ok, json, template = PutStatus.PUT_OK, SerializeType.JSON, sendanswers.stored
         for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
-            answers[i] = self._answer_stored(conn, request, header, queue_id, result)
+            if result.status is ok and request.serialize_type is json:  # _answer_stored's first case, inline
+                answers[i] = template(request.opaque, ",".join(result.offset_msg_ids), queue_id,
+                                      result.queue_offsets[0])
+            else:
+                answers[i] = self._answer_stored(conn, request, header, queue_id, result)
 
     def _answer_stored(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
                        queue_id: int, result: PutResult) -> Answer:
@@ -302,7 +314,7 @@ class SendHandlers:
 
     @staticmethod
     def _parse_header(request: RemotingCommand) -> SendMessageRequestHeader:
-        if request.code == RequestCode.SEND_MESSAGE:
+        if request.code == _SEND_MESSAGE:  # (inline in send_group_now and _lone_now: keep them alike)
             return SendMessageRequestHeader.from_ext(request.ext_fields)
         return send_header_from_v2(request.ext_fields)
 
@@ -358,13 +370,18 @@ class SendHandlers:
             self._in_flight -= 1
         return self._answer(request, queue_id, result)
 
-    def _checked_records(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader
-                         ) -> tuple[int, list[PutRequest] | BatchPutRequest] | RemotingCommand:
+    def _checked_records(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
+                         accepted: bool) -> tuple[int, list[PutRequest] | BatchPutRequest] | RemotingCommand:
         """``_send`` up to the store for a send that need not wait (its topic exists and it is
-        not routed): (queue id, records), or the refusal."""
-        refusal = self._refusal(request, header)
-        if refusal is not None:
-            return refusal
+        not routed): (queue id, records), or the refusal. ``accepted``: ``_broker_accepts()``
+        said so for this send's group, so ``_refusal`` runs only when the send itself may be
+        refused (a topic name not yet validated, a system topic, a large body)."""
+        topic = header.topic
+        if not (accepted and topic in self._valid_topics and topic not in SYSTEM_TOPICS_NOT_FOR_SEND
+                and (len(request.body) <= self._behaviour.max_message_size or header.batch)):
+            refusal = self._refusal(request, header)
+            if refusal is not None:
+                return refusal
         topic_config = self._topics.table.get(header.topic)
         if topic_config is None or not topic_config.perm & _WRITE:  # the rest of _topic_for's cases
             topic_config, refusal = self._topic_for(request, header)
@@ -414,6 +431,17 @@ class SendHandlers:
         if self._replication is None:
             return result
         return await self._replication.wait_for_slave(records, result)
+
+    def _broker_accepts(self) -> bool:
+        """None of ``_refusal``'s broker-wide refusals applies now (accepting sends, DLedger's
+        gate, permission, sends in flight, page cache): what a group of sends answered in one
+        plain call (``send_group_now``) asks once instead of once per send."""
+        accept_from = self._behaviour.start_accept_send_request_time_stamp
+        return not ((accept_from and time.time() * 1000 < accept_from)
+                    or (self._write_gate is not None and self._write_gate() is not None)
+                    or not self.broker_permission & _WRITE or not self._identity.writable
+                    or self._in_flight >= self._behaviour.max_sends_in_flight
+                    or self._store.is_os_page_cache_busy())
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         accept_from = self._behaviour.start_accept_send_request_time_stamp
@@ -500,8 +528,10 @@ class SendHandlers:
                 topic, queue_id, props = scheduled
                 text = message.encode_properties(props)
         get = props.get
+        stored = (text + self._cluster_entry if message.CLUSTER not in props and message.is_canonical(text, props)
+                  else self._stored_properties(props, text))  # (the common case of it inline)
         return [results.new_put_request(
-            topic, queue_id, request.body, header.flag, self._stored_properties(props, text), header.sys_flag,
+            topic, queue_id, request.body, header.flag, stored, header.sys_flag,
             header.born_timestamp, born_host, reconsume_times, 0, message.tag_hash(get(message.TAGS)),
             (get(message.UNIQ_KEY), get(message.KEYS)),
         )]

@@ -181,11 +181,18 @@ def _compile_from_ext(cls: type[HeaderT], keys: Mapping[str, str]) -> Callable[[
     lines.append("    return self")
     exec("\n".join(lines), env)  # the source is built above from the dataclass's own fields
     # the C twin (native/headers.c) reads the same table; what it does not take goes to the above
-    table = tuple((name, keys[name], _NATIVE_KINDS[kind], required, defaults[name],
-                   _SAFE_DIGITS[wire_name in JAVA_INT_FIELDS] if kind is int else 0)
-                  for name, wire_name, kind, required in _field_specs(cls))
-    parse: Callable[[Mapping[str, str]], HeaderT] = nativecodecs.accelerated_with(cls, table)(env["from_ext"])
+    parse: Callable[[Mapping[str, str]], HeaderT] = nativecodecs.accelerated_with(
+        cls, _native_table(cls, keys))(env["from_ext"])
     return parse
+
+
+def _native_table(cls: type, keys: Mapping[str, str]) -> tuple[tuple[Any, ...], ...]:
+    """``cls``'s fields as native/headers.c reads them: (slot, key, kind, required, default,
+    safe digits) each."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return tuple((name, keys[name], _NATIVE_KINDS[kind], required, defaults[name],
+                  _SAFE_DIGITS[wire_name in JAVA_INT_FIELDS] if kind is int else 0)
+                 for name, wire_name, kind, required in _field_specs(cls))
 
 
 _NATIVE_KINDS: Final = {str: 0, int: 1, bool: 2}
@@ -283,9 +290,13 @@ _send_v2_from_ext = _compile_from_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)
 _send_v2_to_ext = _compile_to_ext(SendMessageRequestHeader, _SEND_V2_FIELDS)
 
 
+@nativecodecs.accelerated_with(SendMessageRequestHeader, _native_table(SendMessageRequestHeader, _SEND_V2_FIELDS))
 def send_header_from_v2(ext: Mapping[str, str]) -> SendMessageRequestHeader:
     """SEND_MESSAGE_V2's header: the short names ``a``..``n``; a long name given as well wins
-    when it comes later, so such (non-Java) input takes the general path."""
+    when it comes later, so such (non-Java) input takes the general path.
+
+    Its C twin (native/headers.c) parses an ext of short names alone (every Java client's)
+    itself, sparing the key test and a call; anything else comes here."""
     if _SEND_V2_SHORT_KEYS.issuperset(ext):
         return _send_v2_from_ext(ext)
     return _generic_from_ext(SendMessageRequestHeader, {SEND_V2_ALIASES.get(k, k): v for k, v in ext.items()})

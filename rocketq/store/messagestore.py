@@ -433,12 +433,29 @@ class MessageStore:
         except MessageIllegalError as exc:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, error=str(exc))
 
+    def _prepared_singles(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]
+                          ) -> list[list[putting.PreparedMessage]] | None:
+        """``_prepare`` of every put, when each is a list of one message (a read of single
+        sends, the broker's common group), in one ``Preparer.prepare`` call; None when some put
+        is not, or one of them cannot be stored: then each is prepared alone, so that only that
+        one fails (``prepare`` changes no state but the queues it looks up)."""
+        requests: list[PutRequest] = []
+        for put in puts:
+            if put.__class__ is not list or len(put) != 1:
+                return None
+            requests.append(put[0])
+        try:
+            return [[message] for message in self._preparer.prepare(requests)]
+        except MessageIllegalError:  # (and PropertiesSizeExceededError) each alone, as _prepare
+            return None
+
     def _append_many(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
         """Append each put whole or not at all; one result per put, in order."""
         refusal = self._refusal()
         if refusal is not None:
             return [refusal] * len(puts)
-        prepared = [self._prepare(requests) for requests in puts]
+        prepared: Sequence[list[putting.PreparedMessage] | PutResult] = (
+            self._prepared_singles(puts) or [self._prepare(requests) for requests in puts])
         pending = self._pending
         if pending is not None:  # committed-only dispatch (DLedger): units and index entries come at the commit
             return [p if isinstance(p, PutResult) else self._append_undispatched(p, pending) for p in prepared]

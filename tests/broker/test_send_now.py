@@ -12,22 +12,26 @@ TBW102: that group must fall back whole, having done nothing).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
+import time
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_send_groups import Broker, other_frame, send_frame
 
-from rocketq.protocol import frames
+from rocketq.protocol import codes, frames
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting.grouping import GroupedHandler
 from rocketq.store import messagestore
 
-KINDS = ("ok", "ok", "ok", "new", "bad_header", "too_large", "bad_queue", "oneway", "other")
+KINDS = ("ok", "ok", "ok", "new", "bad_header", "too_large", "bad_queue", "oneway", "other", "system")
+STATES = ("open", "open", "read_only", "page_cache_busy", "in_flight_full", "not_yet", "gated")
+"""The broker-wide states a send can be refused for (``send_group_now`` asks once per group)."""
 STORE_DIRS = ("commitlog", "consumequeue", "index")
 NOW_MS = 1_764_000_000_000
 SMALL_FILES = {"mapped_file_size_commit_log": 1 << 16, "mapped_file_size_consume_queue": 20 * 300,
@@ -51,6 +55,10 @@ def _frame(kind: str, opaque: int) -> tuple[bytes, bool]:
         return send_frame(opaque, body, oneway=True), False
     if kind == "other":
         return other_frame(opaque), True
+    if kind == "system":  # a topic in the table that no producer may send to
+        request = frames.decode_frame(send_frame(opaque, body)[4:])  # (the producer refuses to send it)
+        request.ext_fields["b"] = codes.AUTO_CREATE_TOPIC_KEY  # SEND_MESSAGE_V2's short name of topic
+        return request.encode(), True
     return send_frame(opaque, body, queue_id=opaque % 4), True
 
 
@@ -63,7 +71,23 @@ def _without_now(broker: Broker) -> None:
         handlers[code] = grouped
 
 
-async def _run(root: Path, reads: list[list[tuple[bytes, bool]]], now: bool) -> tuple[bytes, dict[str, bytes]]:
+def _enter(broker: Broker, state: str) -> None:
+    """Put the broker in one of ``STATES``."""
+    send = broker.send
+    if state == "read_only":
+        send.broker_permission = int(codes.Perm.READ)
+    elif state == "page_cache_busy":
+        broker.store._busy_until = time.monotonic() + 3600
+    elif state == "in_flight_full":
+        send._in_flight = send._behaviour.max_sends_in_flight
+    elif state == "not_yet":
+        send._behaviour = dataclasses.replace(send._behaviour, start_accept_send_request_time_stamp=NOW_MS * 2)
+    elif state == "gated":
+        send._write_gate = lambda: "not the leader now"
+
+
+async def _run(root: Path, reads: list[list[tuple[bytes, bool]]], now: bool,
+               state: str = "open") -> tuple[bytes, dict[str, bytes]]:
     broker = Broker(root, **SMALL_FILES)
     if not now:
         _without_now(broker)
@@ -71,7 +95,9 @@ async def _run(root: Path, reads: list[list[tuple[bytes, bool]]], now: bool) -> 
     await broker.store.start()
     try:
         answered = 0
-        for read in reads:
+        for i, read in enumerate(reads):
+            if i == 1:  # after a read, when the topics' names are known good
+                _enter(broker, state)
             broker.conn.data_received(b"".join(frame for frame, _ in read))
             answered += sum(answers for _, answers in read)
             await broker.answered(answered)  # each read's answers before the next read
@@ -89,15 +115,18 @@ def _files(root: Path) -> dict[str, bytes]:
     return files
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(shape=st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=6), min_size=1, max_size=6))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=6), min_size=1, max_size=6),
+       state=st.sampled_from(STATES))
+@example(shape=[["ok", "system"], ["ok", "system", "ok"]], state="open")
+@example(shape=[["ok", "ok"], ["ok", "ok", "ok"]], state="page_cache_busy")
 def test_now_answers_and_stores_as_the_coroutine_path(tmp_path_factory: pytest.TempPathFactory,
-                                                      shape: list[list[str]]) -> None:
+                                                      shape: list[list[str]], state: str) -> None:
     opaques = iter(range(1, 1000))
     reads = [[_frame(kind, next(opaques)) for kind in read] for read in shape]
     with mock.patch.object(messagestore, "_now_ms", lambda: NOW_MS):
-        now = asyncio.run(_run(tmp_path_factory.mktemp("now"), reads, now=True))
-        general = asyncio.run(_run(tmp_path_factory.mktemp("general"), reads, now=False))
+        now = asyncio.run(_run(tmp_path_factory.mktemp("now"), reads, True, state))
+        general = asyncio.run(_run(tmp_path_factory.mktemp("general"), reads, False, state))
     assert now[0] == general[0]
     assert now[1] == general[1]
 

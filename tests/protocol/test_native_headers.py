@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -69,11 +69,16 @@ def test_native_and_pure_parse_alike(case: tuple[type, dict[str, Any]]) -> None:
     assert _outcome(native, ext) == _outcome(pure, ext)
 
 
+REAL_SEND_V2: Final = {
+    "a": "please_rename_unique_group_name", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "3", "f": "0",
+    "g": "1700000000123", "h": "0", "i": "TAGS\x01TagA\x02KEYS\x01k1\x02WAIT\x01true\x02", "j": "0",
+    "k": "false", "m": "false"}
+"""A Java producer's SEND_MESSAGE_V2 extFields."""
+
+
 @needs_native
 def test_a_real_send_v2_header_takes_the_native_path_and_matches() -> None:
-    ext = {"a": "please_rename_unique_group_name", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "3", "f": "0",
-           "g": "1700000000123", "h": "0", "i": "TAGS\x01TagA\x02KEYS\x01k1\x02WAIT\x01true\x02", "j": "0",
-           "k": "false", "m": "false"}
+    ext = REAL_SEND_V2
     native, pure = headers._send_v2_from_ext, nativecodecs.pure(headers._send_v2_from_ext)
     assert native is not pure
     assert _outcome(native, ext) == _outcome(pure, ext)
@@ -87,4 +92,28 @@ def test_a_non_dict_mapping_goes_to_the_pure_parser() -> None:
 
     native, pure = _parsers(headers.QueryConsumerOffsetRequestHeader)
     ext = Ext(consumerGroup="g", topic="t", queueId="1")
+    assert _outcome(native, ext) == _outcome(pure, ext)
+
+
+@st.composite
+def send_v2_ext(draw: st.DrawFn) -> dict[str, Any]:
+    """SEND_MESSAGE_V2 extFields: short names, sometimes with an ACL client's signature fields,
+    a long name for the same field or a key no field reads (those the C twin leaves alone)."""
+    short = list(headers.SEND_V2_ALIASES)
+    ext = {**REAL_SEND_V2} if draw(st.booleans()) else {}  # mostly a whole header, some fields changed
+    ext.update({key: draw(values) for key in draw(st.lists(st.sampled_from(short), unique=True, max_size=3))})
+    for key in draw(st.lists(st.sampled_from(short), unique=True, max_size=2)):
+        ext.pop(key, None)
+    extra = draw(st.sampled_from(["", "AccessKey", "Signature", "topic", "queueId", "x"]))
+    if extra:
+        ext[extra] = draw(values)
+    return ext
+
+
+@needs_native
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ext=send_v2_ext())
+def test_send_v2_native_and_pure_parse_alike(ext: dict[str, Any]) -> None:
+    native, pure = headers.send_header_from_v2, nativecodecs.pure(headers.send_header_from_v2)
+    assert native is not pure, "the native parser is not in use"
     assert _outcome(native, ext) == _outcome(pure, ext)

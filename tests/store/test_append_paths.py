@@ -24,9 +24,11 @@ from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.messagetypes import MessageSysFlag
 from rocketq.store import inplace, messagestore
-from rocketq.store.messagestore import MessageStore, PutRequest, PutResult
+from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 
 _CLOCK_S = 1_700_000_000.0
+TOO_LARGE = 70_000
+"""A body no 64 KiB CommitLog segment holds: that put fails alone, MESSAGE_ILLEGAL."""
 
 _puts = st.lists(
     st.lists(
@@ -35,7 +37,7 @@ _puts = st.lists(
                                                                         delay),
             st.sampled_from(["T", "U", SCHEDULE_TOPIC]),
             st.integers(0, 2),
-            st.integers(0, 9000),
+            st.one_of(st.integers(0, 9000), st.just(TOO_LARGE)),
             st.sampled_from([None, "k1", "k1 k2", " k3 "]),
             st.sampled_from([None, "UNIQ1", "UNIQ2"]),
             st.sampled_from([0, MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE]),
@@ -86,15 +88,20 @@ async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool,
 @given(plan=_puts)
 @example(plan=[[("T", 0, 10, "k1 k2", "UNIQ1", 0, "")], [(SCHEDULE_TOPIC, 1, 9000, "k1", None, 0, "3")] * 3,
                [("U", 2, 5, None, "UNIQ2", MessageSysFlag.TRANSACTION_PREPARED_TYPE, "")]] * 4)
+@example(plan=[[("T", 0, 10, "k1", None, 0, "")], [("U", 1, TOO_LARGE, None, "UNIQ1", 0, "")],
+               [("T", 2, 20, None, None, 0, "")]] * 2)  # groups of single puts, one of them illegal
 async def test_one_message_puts_leave_the_same_bytes_as_the_general_path(
         plan: list[list[tuple[str, int, int, str | None, str | None, int, str]]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     puts = [[_request(*spec) for spec in put] for put in plan]
+    illegal = any(spec[2] == TOO_LARGE for put in plan for spec in put)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, general, now in (("general", True, False), ("one", False, False), ("now", False, True),
                                    ("pure", False, True), ("alone", False, True), ("lone", False, True)):
             ticks = itertools.count(1_700_000_000_000, 700)
+            if name in ("alone", "lone") and illegal:  # a refused put_one_now reads no clock, put_group_now
+                ticks = itertools.repeat(1_700_000_000_000)  # does: the same time for every put
             monkeypatch.setattr(messagestore, "_now_ms", lambda ticks=ticks: next(ticks))
             if name == "pure":
                 monkeypatch.setattr(inplace, "append_in_place", nativecodecs.pure(inplace.append_in_place))
@@ -106,7 +113,12 @@ async def test_one_message_puts_leave_the_same_bytes_as_the_general_path(
     assert runs["now"] == runs["general"]
     assert runs["pure"] == runs["general"]
     assert runs["lone"] == runs["alone"]
+    # a put fails in a group exactly when it fails alone (an illegal one fails no other put)
+    assert [row[0] for row in runs["now"][0]] == [row[0] for row in runs["alone"][0]]
+    stored = [put for put, row in zip(plan, runs["one"][0], strict=True) if row[0] is PutStatus.PUT_OK]
+    if not stored:  # every put was illegal
+        return
     assert any(name.startswith("commitlog/") for name in runs["one"][1])
-    if any(spec[3] or spec[4] for put in plan for spec in put):
+    if any(spec[3] or spec[4] for put in stored for spec in put):
         assert any(name.startswith("index/") for name in runs["one"][1])
 

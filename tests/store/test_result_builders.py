@@ -47,3 +47,50 @@ def test_native_builder_makes_what_the_class_makes(which: tuple[Callable[..., An
         assert build(*values) == cls(*values)
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(build(*values), dataclasses.fields(cls)[0].name, "changed")
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithDict:  # no slots: the fields live in the instance's __dict__
+    a: Any
+    b: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Slots:
+    a: Any
+    b: Any
+
+
+class _Borrowed:
+    """A slot descriptor of another class: object.__setattr__ refuses it (its layout is not this one's)."""
+
+    __slots__ = ()
+    a = _Slots.__dict__["a"]
+    b = _Slots.__dict__["b"]
+
+
+@needs_native
+@pytest.mark.parametrize("cls", [_WithDict, _Slots, _Borrowed])
+def test_frozen_new_fills_fields_as_object_setattr_does(cls: type) -> None:
+    """The C twin writes a plain slot directly and leaves every other kind of field to
+    ``object.__setattr__``: the same object, or the same error (never a write into memory
+    that is not the slot)."""
+    assert nativecodecs.native is not None
+
+    def pure(*values: Any) -> Any:
+        made = object.__new__(cls)
+        for name, value in zip(("a", "b"), values, strict=True):
+            object.__setattr__(made, name, value)
+        return made
+
+    native = nativecodecs.native.accelerate("frozen_new", pure, cls, ("a", "b"))
+    values = [object(), "x"]
+
+    def outcome(build: Callable[..., Any]) -> tuple[Any, ...]:
+        try:
+            made = build(*values)
+        except Exception as exc:
+            return ("error", type(exc), str(exc))
+        return ("ok", type(made), made.a is values[0], made.b is values[1])
+
+    assert outcome(native) == outcome(pure)
