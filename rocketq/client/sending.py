@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -87,18 +87,23 @@ def _check_body(msg: Message, max_size: int) -> None:
 
 
 def _check_properties(msg: Message) -> str:
-    for name, value in msg.properties.items():
+    return _properties_text(msg.properties)
+
+
+def _properties_text(props: Mapping[str, str], limit: int = messageproperties.MAX_PROPERTIES_LENGTH) -> str:
+    """The encoded properties; MessageError unless every name and value is a ``str`` the
+    framing can carry, and the text fits ``limit`` UTF-8 bytes."""
+    for name, value in props.items():
         if name.__class__ is not str or value.__class__ is not str:  # exact str: the common case, decided fast
-            if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in props.items()):
                 raise MessageError("message property names and values must be strings")
             break
     try:
-        encoded = messageproperties.encode_properties(msg.properties)
+        encoded = messageproperties.encode_properties(props)
     except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
-    limit = messageproperties.MAX_PROPERTIES_LENGTH
     if len(encoded) > limit or (not encoded.isascii() and len(encoded.encode()) > limit):  # UTF-8 bytes
-        raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
+        raise MessageError(f"the message properties exceed {limit} bytes")
     return encoded
 
 
@@ -169,11 +174,21 @@ def _stamped_properties(msg: Message) -> str:
     props = msg.properties
     if props.__class__ is not dict:
         _check_properties(msg)  # what is not a plain dict is refused (or accepted) as before
+    return stamp_unique_key(props, _uniq_ids().next_id(), messageproperties.MAX_PROPERTIES_LENGTH)
+
+
+@nativecodecs.accelerated
+def stamp_unique_key(props: dict[str, str], key: str, limit: int) -> str:
+    """``props[UNIQ_KEY] = key`` (where the entry was, else as the last one) and the stamped
+    map's properties text, checked as ``_properties_text`` checks it against ``limit`` UTF-8
+    bytes; MessageError, the map as it was, for invalid properties. Its C twin
+    (native/clientsend.c) does both in one call, byte for byte the same
+    (tests/client/test_stamp_unique_key.py)."""
     had_entry = messageproperties.UNIQ_KEY in props
     previous = props.get(messageproperties.UNIQ_KEY)
-    props[messageproperties.UNIQ_KEY] = _uniq_ids().next_id()
+    props[messageproperties.UNIQ_KEY] = key
     try:
-        return _check_properties(msg)
+        return _properties_text(props, limit)
     except MessageError:
         if had_entry:
             props[messageproperties.UNIQ_KEY] = previous  # type: ignore[assignment]
