@@ -67,3 +67,104 @@ PyObject *rq_py_stamp_unique_key(PyObject *fallback, PyObject *context, PyObject
         return NULL;
     return rq_fallback(fallback, args, nargs);
 }
+
+/* ``answer_result(ext, status, msg_id, mq)``: the SendResult of a stored send's answer, read
+ * straight from the answer's extFields (msgId, queueId, queueOffset, MSG_REGION) without the
+ * SendMessageResponseHeader in between. The fast case is the answer every broker sends: msgId
+ * present, queueId the queue the request named (plain digits), queueOffset plain digits;
+ * anything else (another queue, a sign, an empty or missing field, ...) goes to the pure
+ * function, which parses the header as ``from_ext`` does and raises its HeaderError.
+ *
+ * context: (SendResult, its field names in order)
+ */
+enum { INT_DIGITS = 9, LONG_DIGITS = 18, RESULT_FIELDS = 6 };
+
+static PyObject *msg_id_key, *queue_id_key, *queue_offset_key, *region_key, *queue_id_attr, *empty_tuple;
+
+/* raw's value if it is an exact str of 1..max_digits ASCII digits, else -1. */
+static long long plain_digits(PyObject *raw, Py_ssize_t max_digits)
+{
+    Py_ssize_t length;
+    const char *text;
+    long long value = 0;
+    if (raw == NULL || !PyUnicode_CheckExact(raw) || !PyUnicode_IS_ASCII(raw))
+        return -1;
+    length = PyUnicode_GET_LENGTH(raw);
+    if (length == 0 || length > max_digits)
+        return -1;
+    text = (const char *)PyUnicode_DATA(raw);
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        value = value * 10 + (text[i] - '0');
+    }
+    return value;
+}
+
+static int intern_answer_names(void)
+{
+    if (msg_id_key != NULL)
+        return 0;
+    msg_id_key = PyUnicode_InternFromString("msgId");
+    queue_id_key = PyUnicode_InternFromString("queueId");
+    queue_offset_key = PyUnicode_InternFromString("queueOffset");
+    region_key = PyUnicode_InternFromString("MSG_REGION");
+    queue_id_attr = PyUnicode_InternFromString("queue_id");
+    empty_tuple = PyTuple_New(0);
+    return msg_id_key && queue_id_key && queue_offset_key && region_key && queue_id_attr && empty_tuple ? 0 : -1;
+}
+
+/* A dict lookup by an interned str key: a borrowed value, or NULL (absent, or an error set). */
+static PyObject *lookup(PyObject *ext, PyObject *key)
+{
+    return PyDict_GetItemWithError(ext, key);
+}
+
+PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *ext, *offset_msg_id, *region, *mq_queue, *names, *values[RESULT_FIELDS], *self;
+    long long queue_id, queue_offset, mq_queue_id;
+    if (nargs != 4 || PyTuple_GET_SIZE(context) != 2 || !PyDict_CheckExact(args[0]))
+        return rq_fallback(fallback, args, nargs);
+    names = PyTuple_GET_ITEM(context, 1);
+    if (!PyType_Check(PyTuple_GET_ITEM(context, 0)) || !PyTuple_CheckExact(names)
+            || PyTuple_GET_SIZE(names) != RESULT_FIELDS)
+        return rq_fallback(fallback, args, nargs);
+    if (intern_answer_names() < 0)
+        return NULL;
+    ext = args[0];
+    offset_msg_id = lookup(ext, msg_id_key);
+    if (offset_msg_id == NULL || offset_msg_id == Py_None)
+        return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
+    queue_id = plain_digits(lookup(ext, queue_id_key), INT_DIGITS);
+    queue_offset = plain_digits(lookup(ext, queue_offset_key), LONG_DIGITS);
+    region = lookup(ext, region_key);
+    if (PyErr_Occurred())
+        return NULL;
+    if (queue_id < 0 || queue_offset < 0)
+        return rq_fallback(fallback, args, nargs);
+    mq_queue = PyObject_GetAttr(args[3], queue_id_attr);
+    if (mq_queue == NULL)
+        return NULL;
+    mq_queue_id = PyLong_CheckExact(mq_queue) ? PyLong_AsLongLong(mq_queue) : -1;
+    Py_DECREF(mq_queue);
+    if (mq_queue_id == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    if (mq_queue_id != queue_id)  /* the broker chose another queue: the pure function builds it */
+        return rq_fallback(fallback, args, nargs);
+    values[0] = args[1];
+    values[1] = args[2];
+    values[2] = offset_msg_id;
+    values[3] = args[3];
+    values[4] = PyLong_FromLongLong(queue_offset);
+    values[5] = region != NULL ? region : Py_None;
+    if (values[4] == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
+    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
+    }
+    Py_DECREF(values[4]);
+    return self;
+}

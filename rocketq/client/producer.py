@@ -465,7 +465,7 @@ class _InFlight:
             return
         assert response is not None
         try:
-            reply = wire.send_reply(response, self._addr)
+            result = sending.send_answer(response, self._addr, self._out, mq)
         except BrokerError as exc:
             producer._record(mq.broker_name, self._started, isolation=False)
             if exc.code not in sending.RETRY_CODES:
@@ -478,7 +478,6 @@ class _InFlight:
             self._retry(exc)
             return
         producer._record(mq.broker_name, self._started, isolation=False)
-        result = sending.to_result(reply, self._out, mq)
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from rocketq.client import messages, namechecks, replies
-from rocketq.client.errors import MessageError
+from rocketq.client.errors import BrokerError, MessageError, ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.client.wire import SendReply
 from rocketq.protocol import batchbodies, messageerrors, messageproperties, msgid, nativecodecs
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import HeaderError, SendMessageRequestHeader, SendMessageResponseHeader
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
 from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
 
@@ -346,3 +347,31 @@ def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
     queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
     return new_send_result(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
                            reply.region_id)
+
+
+@nativecodecs.accelerated_with(SendResult, tuple(f.name for f in dataclasses.fields(SendResult)))
+def answer_result(ext: Mapping[str, str], status: SendStatus, msg_id: str, mq: MessageQueue) -> SendResult:
+    """``to_result`` of a stored send's answer from its extFields, without the ``SendReply``
+    and header in between: HeaderError for a header ``from_ext`` refuses. Its C twin
+    (native/clientsend.c) reads msgId, queueId, queueOffset and MSG_REGION straight into the
+    result for the answer brokers send (tests/client/test_answer_result.py)."""
+    answer = SendMessageResponseHeader.from_ext(ext)
+    queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
+    return new_send_result(status, msg_id, answer.msg_id, queue, answer.queue_offset, ext.get("MSG_REGION"))
+
+
+_SEND_STATUS: Final = {int(code): status for code, status in SEND_STATUS_BY_CODE.items()}
+"""The answers that mean stored, by plain int, and their status."""
+
+
+def send_answer(response: RemotingCommand, addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
+    """``to_result(wire.send_reply(response, addr), out, mq)`` in one step (the pipelined and
+    sync sends' answer): BrokerError unless the broker stored the message, ProtocolError for
+    a bad answer header."""
+    status = _SEND_STATUS.get(response.code)
+    if status is None:
+        raise BrokerError(response.code, response.remark, addr)
+    try:
+        return answer_result(response.ext_fields, status, out.msg_id, mq)
+    except HeaderError as exc:
+        raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None
