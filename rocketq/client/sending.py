@@ -152,6 +152,9 @@ def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     msg_id = props.get(messageproperties.UNIQ_KEY) if props.__class__ is dict else None
     if msg_id:
         properties = _check_properties(msg)
+    elif props.__class__ is dict:  # _stamped_properties inline: the common case, one call less
+        msg_id = _uniq_ids().next_id()
+        properties = stamp_unique_key(props, msg_id, messageproperties.MAX_PROPERTIES_LENGTH)
     else:
         properties = _stamped_properties(msg)
         msg_id = props[messageproperties.UNIQ_KEY]
