@@ -33,6 +33,9 @@ static const struct {
     {"append_batch_in_place", rq_py_append_batch_in_place},
     {"index_add", rq_py_index_add},
     {"index_properties", rq_py_index_properties},
+    {"stamp_unique_key", rq_py_stamp_unique_key},
+    {"answer_result", rq_py_answer_result},
+    {"send_frame_of", rq_py_send_frame_of},
     {NULL, NULL},
 };
 

@@ -79,6 +79,7 @@ class Producer:
                        if enable_msg_trace else None)
         self._send_timeout = self._timeout(None)
         """``sendMsgTimeout`` in seconds: a send's default timeout."""
+        self._latency_enabled = self.settings.send_latency_fault_enable
         self._faults = LatencyFaultTolerance()
         self._round_robin = RoundRobin(self._faults)
         self._instance: ClientInstance | None = None
@@ -203,19 +204,20 @@ class Producer:
         try:
             if conn is not None and not out.reply and out.flag.__class__ is int:
                 opaque = conn.next_opaque()
-                frame = self._template(out.topic).frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
+                frames = self._frames.get(out.topic) or self._template(out.topic)
+                frame = frames.frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
                                                         out.flag, out.properties, out.body)
-                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight.answered)
+                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
             else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
                 request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
                                                reply=out.reply)
-                conn = remoting.request_now(addr, request, timeout, flight.answered)
+                conn = remoting.request_now(addr, request, timeout, flight)
                 if conn is None:
                     return None
                 opaque = request.opaque
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
-        flight.sent(conn, opaque)
+        flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
         return flight.result
 
     def _template(self, topic: str) -> wire.SendFrames:
@@ -300,7 +302,7 @@ class Producer:
         return mq
 
     def _record(self, broker_name: str, started: float, *, isolation: bool) -> None:
-        if self.settings.send_latency_fault_enable:
+        if self._latency_enabled:
             elapsed_ms = int(((self._loop or asyncio.get_running_loop()).time() - started) * 1000)
             self._faults.update(broker_name, elapsed_ms, isolation=isolation)
 
@@ -447,10 +449,6 @@ class _InFlight:
         self.result: asyncio.Future[SendResult] = loop.create_future()
         self.result.add_done_callback(self._settled)
 
-    def sent(self, conn: Connection, opaque: int) -> None:
-        """The first attempt is on its way on ``conn`` as request ``opaque``."""
-        self._conn, self._opaque = conn, opaque
-
     def answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
         self._conn = None
         if self.result.done():
@@ -465,7 +463,7 @@ class _InFlight:
             return
         assert response is not None
         try:
-            reply = wire.send_reply(response, self._addr)
+            result = sending.send_answer(response, self._addr, self._out, mq)
         except BrokerError as exc:
             producer._record(mq.broker_name, self._started, isolation=False)
             if exc.code not in sending.RETRY_CODES:
@@ -477,8 +475,10 @@ class _InFlight:
             producer._record_failure(self._instance, mq, self._addr, self._started)
             self._retry(exc)
             return
-        producer._record(mq.broker_name, self._started, isolation=False)
-        result = sending.to_result(reply, self._out, mq)
+        if producer._latency_enabled:  # ``_record`` of a success, inline
+            assert producer._loop is not None
+            producer._faults.update(mq.broker_name, int((producer._loop.time() - self._started) * 1000),
+                                    isolation=False)
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
@@ -493,6 +493,10 @@ class _InFlight:
                 self._callback(result, None)
             except Exception:
                 log.exception("send callback failed")
+
+    __call__ = answered
+    """The connection is given the flight itself as its answer callback: a bound method would
+    be one more object per send."""
 
     def _retry(self, error: Exception | None) -> None:
         """The remaining attempts (or the final error, if none remain) in a task."""

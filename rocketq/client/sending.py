@@ -19,18 +19,19 @@ import dataclasses
 import functools
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from rocketq.client import messages, namechecks, replies
-from rocketq.client.errors import MessageError
+from rocketq.client.errors import BrokerError, MessageError, ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import ProducerSettings
 from rocketq.client.wire import SendReply
 from rocketq.protocol import batchbodies, messageerrors, messageproperties, msgid, nativecodecs
 from rocketq.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, ResponseCode
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import HeaderError, SendMessageRequestHeader, SendMessageResponseHeader
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
 from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
 
@@ -87,18 +88,23 @@ def _check_body(msg: Message, max_size: int) -> None:
 
 
 def _check_properties(msg: Message) -> str:
-    for name, value in msg.properties.items():
+    return _properties_text(msg.properties)
+
+
+def _properties_text(props: Mapping[str, str], limit: int = messageproperties.MAX_PROPERTIES_LENGTH) -> str:
+    """The encoded properties; MessageError unless every name and value is a ``str`` the
+    framing can carry, and the text fits ``limit`` UTF-8 bytes."""
+    for name, value in props.items():
         if name.__class__ is not str or value.__class__ is not str:  # exact str: the common case, decided fast
-            if not all(isinstance(k, str) and isinstance(v, str) for k, v in msg.properties.items()):
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in props.items()):
                 raise MessageError("message property names and values must be strings")
             break
     try:
-        encoded = messageproperties.encode_properties(msg.properties)
+        encoded = messageproperties.encode_properties(props)
     except messageerrors.MessageIllegalError as exc:
         raise MessageError(str(exc)) from None
-    limit = messageproperties.MAX_PROPERTIES_LENGTH
     if len(encoded) > limit or (not encoded.isascii() and len(encoded.encode()) > limit):  # UTF-8 bytes
-        raise MessageError(f"the message properties exceed {messageproperties.MAX_PROPERTIES_LENGTH} bytes")
+        raise MessageError(f"the message properties exceed {limit} bytes")
     return encoded
 
 
@@ -146,6 +152,9 @@ def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     msg_id = props.get(messageproperties.UNIQ_KEY) if props.__class__ is dict else None
     if msg_id:
         properties = _check_properties(msg)
+    elif props.__class__ is dict:  # _stamped_properties inline: the common case, one call less
+        msg_id = _uniq_ids().next_id()
+        properties = stamp_unique_key(props, msg_id, messageproperties.MAX_PROPERTIES_LENGTH)
     else:
         properties = _stamped_properties(msg)
         msg_id = props[messageproperties.UNIQ_KEY]
@@ -169,11 +178,21 @@ def _stamped_properties(msg: Message) -> str:
     props = msg.properties
     if props.__class__ is not dict:
         _check_properties(msg)  # what is not a plain dict is refused (or accepted) as before
+    return stamp_unique_key(props, _uniq_ids().next_id(), messageproperties.MAX_PROPERTIES_LENGTH)
+
+
+@nativecodecs.accelerated
+def stamp_unique_key(props: dict[str, str], key: str, limit: int) -> str:
+    """``props[UNIQ_KEY] = key`` (where the entry was, else as the last one) and the stamped
+    map's properties text, checked as ``_properties_text`` checks it against ``limit`` UTF-8
+    bytes; MessageError, the map as it was, for invalid properties. Its C twin
+    (native/clientsend.c) does both in one call, byte for byte the same
+    (tests/client/test_stamp_unique_key.py)."""
     had_entry = messageproperties.UNIQ_KEY in props
     previous = props.get(messageproperties.UNIQ_KEY)
-    props[messageproperties.UNIQ_KEY] = _uniq_ids().next_id()
+    props[messageproperties.UNIQ_KEY] = key
     try:
-        return _check_properties(msg)
+        return _properties_text(props, limit)
     except MessageError:
         if had_entry:
             props[messageproperties.UNIQ_KEY] = previous  # type: ignore[assignment]
@@ -331,3 +350,31 @@ def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
     queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
     return new_send_result(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
                            reply.region_id)
+
+
+@nativecodecs.accelerated_with(SendResult, tuple(f.name for f in dataclasses.fields(SendResult)))
+def answer_result(ext: Mapping[str, str], status: SendStatus, msg_id: str, mq: MessageQueue) -> SendResult:
+    """``to_result`` of a stored send's answer from its extFields, without the ``SendReply``
+    and header in between: HeaderError for a header ``from_ext`` refuses. Its C twin
+    (native/clientsend.c) reads msgId, queueId, queueOffset and MSG_REGION straight into the
+    result for the answer brokers send (tests/client/test_answer_result.py)."""
+    answer = SendMessageResponseHeader.from_ext(ext)
+    queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
+    return new_send_result(status, msg_id, answer.msg_id, queue, answer.queue_offset, ext.get("MSG_REGION"))
+
+
+_SEND_STATUS: Final = {int(code): status for code, status in SEND_STATUS_BY_CODE.items()}
+"""The answers that mean stored, by plain int, and their status."""
+
+
+def send_answer(response: RemotingCommand, addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
+    """``to_result(wire.send_reply(response, addr), out, mq)`` in one step (the pipelined and
+    sync sends' answer): BrokerError unless the broker stored the message, ProtocolError for
+    a bad answer header."""
+    status = _SEND_STATUS.get(response.code)
+    if status is None:
+        raise BrokerError(response.code, response.remark, addr)
+    try:
+        return answer_result(response.ext_fields, status, out.msg_id, mq)
+    except HeaderError as exc:
+        raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None

@@ -149,16 +149,20 @@ class UniqIdGenerator:
         pid_raw = ((os.getpid() if pid is None else pid) & 0xFFFF).to_bytes(2, "big")
         seed_raw = ((secrets.randbits(32) if seed is None else seed) & 0xFFFFFFFF).to_bytes(4, "big")
         self._prefix = (ip_raw + pid_raw + seed_raw).hex().upper()
-        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._clock_ms = clock_ms
+        """A clock for tests; None: the wall clock, read inline (a lambda was a call per key)."""
         self._counter = itertools.count()
-        self._month_start, self._next_month_start = month_bounds_ms(self._clock_ms())
+        self._month_start, self._next_month_start = month_bounds_ms(self._now_ms())
 
     @property
     def prefix(self) -> str:
         return self._prefix
 
+    def _now_ms(self) -> int:
+        return time.time_ns() // 1_000_000 if self._clock_ms is None else self._clock_ms()
+
     def next_id(self) -> str:
-        now = self._clock_ms()
+        now = time.time_ns() // 1_000_000 if self._clock_ms is None else self._clock_ms()
         if now >= self._next_month_start:
             self._month_start, self._next_month_start = month_bounds_ms(now)
         since = (now - self._month_start) & 0xFFFFFFFF
@@ -168,7 +172,7 @@ class UniqIdGenerator:
     def next_ids(self, count: int) -> list[str]:
         """``count`` keys as ``next_id`` makes them one after another, with one clock reading
         (a batch's keys, made within microseconds of each other)."""
-        now = self._clock_ms()
+        now = self._now_ms()
         if now >= self._next_month_start:
             self._month_start, self._next_month_start = month_bounds_ms(now)
         head = f"{self._prefix}{(now - self._month_start) & 0xFFFFFFFF:08X}"

@@ -1,0 +1,283 @@
+/* The producer's per-send work in C: the unique key stamped into a message's properties and
+ * the properties text made in one call (rocketq/client/sending.py, ``stamp_unique_key``).
+ *
+ * ``stamp_unique_key(props, key, limit)`` sets ``props["UNIQ_KEY"] = key`` (an existing entry
+ * keeps its place in the dict, a new one is the last) and returns ``encode_properties`` of the
+ * stamped map. Anything unusual (not an exact dict of exact strs, an empty name, a separator
+ * in a name or value, text that may be over ``limit`` UTF-8 bytes) puts the map back as it was
+ * and goes to the pure function, which refuses (or accepts) it as it always did.
+ */
+#include "rocketq_native.h"
+
+static PyObject *uniq_key_name;  /* "UNIQ_KEY", interned once */
+
+/* props[UNIQ_KEY] as it was: ``previous`` (a new reference) or, when NULL, no entry. */
+static int restore(PyObject *props, PyObject *previous)
+{
+    int status;
+    if (previous != NULL) {
+        status = PyDict_SetItem(props, uniq_key_name, previous);
+        Py_DECREF(previous);
+        return status;
+    }
+    return PyDict_DelItem(props, uniq_key_name);
+}
+
+/* True when the text's UTF-8 form is surely within ``limit`` bytes (4 bytes per character at
+ * most); an ASCII text is measured exactly. */
+static int surely_within(PyObject *text, Py_ssize_t limit)
+{
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    return PyUnicode_IS_ASCII(text) ? length <= limit : length <= limit / 4;
+}
+
+PyObject *rq_py_stamp_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *props, *previous, *text;
+    Py_ssize_t limit;
+    if (nargs != 3 || !PyDict_CheckExact(args[0]) || !PyUnicode_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return rq_fallback(fallback, args, nargs);
+    limit = PyLong_AsSsize_t(args[2]);
+    if (limit < 0) {
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    if (uniq_key_name == NULL && (uniq_key_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL)
+        return NULL;
+    props = args[0];
+    previous = PyDict_GetItemWithError(props, uniq_key_name);  /* exact str keys: no Python code runs */
+    if (previous == NULL && PyErr_Occurred())
+        return NULL;
+    Py_XINCREF(previous);
+    if (PyDict_SetItem(props, uniq_key_name, args[1]) < 0) {
+        Py_XDECREF(previous);
+        return NULL;
+    }
+    text = rq_encode_properties(props);
+    if (text != NULL && surely_within(text, limit)) {
+        Py_XDECREF(previous);
+        return text;
+    }
+    if (text == NULL && PyErr_Occurred()) {
+        Py_XDECREF(previous);
+        return NULL;
+    }
+    Py_XDECREF(text);
+    if (restore(props, previous) < 0)
+        return NULL;
+    return rq_fallback(fallback, args, nargs);
+}
+
+/* ``answer_result(ext, status, msg_id, mq)``: the SendResult of a stored send's answer, read
+ * straight from the answer's extFields (msgId, queueId, queueOffset, MSG_REGION) without the
+ * SendMessageResponseHeader in between. The fast case is the answer every broker sends: msgId
+ * present, queueId the queue the request named (plain digits), queueOffset plain digits;
+ * anything else (another queue, a sign, an empty or missing field, ...) goes to the pure
+ * function, which parses the header as ``from_ext`` does and raises its HeaderError.
+ *
+ * context: (SendResult, its field names in order)
+ */
+enum { INT_DIGITS = 9, LONG_DIGITS = 18, RESULT_FIELDS = 6 };
+
+static PyObject *msg_id_key, *queue_id_key, *queue_offset_key, *region_key, *queue_id_attr, *empty_tuple;
+
+/* raw's value if it is an exact str of 1..max_digits ASCII digits, else -1. */
+static long long plain_digits(PyObject *raw, Py_ssize_t max_digits)
+{
+    Py_ssize_t length;
+    const char *text;
+    long long value = 0;
+    if (raw == NULL || !PyUnicode_CheckExact(raw) || !PyUnicode_IS_ASCII(raw))
+        return -1;
+    length = PyUnicode_GET_LENGTH(raw);
+    if (length == 0 || length > max_digits)
+        return -1;
+    text = (const char *)PyUnicode_DATA(raw);
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        value = value * 10 + (text[i] - '0');
+    }
+    return value;
+}
+
+static int intern_answer_names(void)
+{
+    if (msg_id_key != NULL)
+        return 0;
+    msg_id_key = PyUnicode_InternFromString("msgId");
+    queue_id_key = PyUnicode_InternFromString("queueId");
+    queue_offset_key = PyUnicode_InternFromString("queueOffset");
+    region_key = PyUnicode_InternFromString("MSG_REGION");
+    queue_id_attr = PyUnicode_InternFromString("queue_id");
+    empty_tuple = PyTuple_New(0);
+    return msg_id_key && queue_id_key && queue_offset_key && region_key && queue_id_attr && empty_tuple ? 0 : -1;
+}
+
+/* A dict lookup by an interned str key: a borrowed value, or NULL (absent, or an error set). */
+static PyObject *lookup(PyObject *ext, PyObject *key)
+{
+    return PyDict_GetItemWithError(ext, key);
+}
+
+PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *ext, *offset_msg_id, *region, *mq_queue, *names, *values[RESULT_FIELDS], *self;
+    long long queue_id, queue_offset, mq_queue_id;
+    if (nargs != 4 || PyTuple_GET_SIZE(context) != 2 || !PyDict_CheckExact(args[0]))
+        return rq_fallback(fallback, args, nargs);
+    names = PyTuple_GET_ITEM(context, 1);
+    if (!PyType_Check(PyTuple_GET_ITEM(context, 0)) || !PyTuple_CheckExact(names)
+            || PyTuple_GET_SIZE(names) != RESULT_FIELDS)
+        return rq_fallback(fallback, args, nargs);
+    if (intern_answer_names() < 0)
+        return NULL;
+    ext = args[0];
+    offset_msg_id = lookup(ext, msg_id_key);
+    if (offset_msg_id == NULL || offset_msg_id == Py_None)
+        return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
+    queue_id = plain_digits(lookup(ext, queue_id_key), INT_DIGITS);
+    queue_offset = plain_digits(lookup(ext, queue_offset_key), LONG_DIGITS);
+    region = lookup(ext, region_key);
+    if (PyErr_Occurred())
+        return NULL;
+    if (queue_id < 0 || queue_offset < 0)
+        return rq_fallback(fallback, args, nargs);
+    mq_queue = PyObject_GetAttr(args[3], queue_id_attr);
+    if (mq_queue == NULL)
+        return NULL;
+    mq_queue_id = PyLong_CheckExact(mq_queue) ? PyLong_AsLongLong(mq_queue) : -1;
+    Py_DECREF(mq_queue);
+    if (mq_queue_id == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    if (mq_queue_id != queue_id)  /* the broker chose another queue: the pure function builds it */
+        return rq_fallback(fallback, args, nargs);
+    values[0] = args[1];
+    values[1] = args[2];
+    values[2] = offset_msg_id;
+    values[3] = args[3];
+    values[4] = PyLong_FromLongLong(queue_offset);
+    values[5] = region != NULL ? region : Py_None;
+    if (values[4] == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
+    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
+    }
+    Py_DECREF(values[4]);
+    return self;
+}
+
+/* ``send_frame_of(pieces, opaque, queue_id, sys_flag, born_timestamp, flag, properties, body)``:
+ * a SEND_MESSAGE_V2 frame from its template (rocketq/client/wire.py, ``SendFrames``): the
+ * length prefix, then the header's seven literal pieces with the five integers in decimal and
+ * the properties as a JSON string between them, then the body; one allocation. The fast case:
+ * exact ints that fit a long long, ASCII properties (escaped as orjson escapes them), an exact
+ * bytes body; anything else goes to the pure function.
+ */
+enum { FRAME_PIECES = 7, FRAME_INTS = 5, MAX_DECIMAL = 24 };
+
+/* Bytes of ``text`` (ASCII) as a JSON string's content, as orjson writes it. */
+static Py_ssize_t json_escaped_length(const unsigned char *text, Py_ssize_t length)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        unsigned char ch = text[i];
+        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\t' || ch == '\n' || ch == '\f' || ch == '\r')
+            size += 2;
+        else if (ch < 0x20)
+            size += 6;  /* \u00XX */
+        else
+            size += 1;
+    }
+    return size;
+}
+
+static char *json_escape(char *at, const unsigned char *text, Py_ssize_t length)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (Py_ssize_t i = 0; i < length; i++) {
+        unsigned char ch = text[i];
+        char shorthand = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\t' ? 't'
+                       : ch == '\n' ? 'n' : ch == '\f' ? 'f' : ch == '\r' ? 'r' : 0;
+        if (shorthand) {
+            *at++ = '\\';
+            *at++ = shorthand;
+        } else if (ch < 0x20) {
+            memcpy(at, "\\u00", 4);
+            at[4] = hex[ch >> 4];
+            at[5] = hex[ch & 0xF];
+            at += 6;
+        } else {
+            *at++ = (char)ch;
+        }
+    }
+    return at;
+}
+
+PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *pieces, *properties, *body, *out;
+    char decimals[FRAME_INTS][MAX_DECIMAL];
+    int decimal_lengths[FRAME_INTS];
+    Py_ssize_t header_size, total, escaped, text_length;
+    const unsigned char *text;
+    char *at;
+    if (nargs != 8 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != FRAME_PIECES
+            || !PyUnicode_CheckExact(args[6]) || !PyUnicode_IS_ASCII(args[6]) || !PyBytes_CheckExact(args[7]))
+        return rq_fallback(fallback, args, nargs);
+    pieces = args[0];
+    properties = args[6];
+    body = args[7];
+    header_size = 0;
+    for (int i = 0; i < FRAME_PIECES; i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(pieces, i)))
+            return rq_fallback(fallback, args, nargs);
+        header_size += PyBytes_GET_SIZE(PyTuple_GET_ITEM(pieces, i));
+    }
+    for (int i = 0; i < FRAME_INTS; i++) {
+        int overflow = 0;
+        long long value;
+        if (!PyLong_CheckExact(args[1 + i]))
+            return rq_fallback(fallback, args, nargs);
+        value = PyLong_AsLongLongAndOverflow(args[1 + i], &overflow);
+        if (overflow || (value == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return rq_fallback(fallback, args, nargs);
+        }
+        decimal_lengths[i] = snprintf(decimals[i], MAX_DECIMAL, "%lld", value);
+        header_size += decimal_lengths[i];
+    }
+    text = (const unsigned char *)PyUnicode_DATA(properties);
+    text_length = PyUnicode_GET_LENGTH(properties);
+    escaped = json_escaped_length(text, text_length);
+    header_size += escaped + 2;
+    total = 4 + header_size + PyBytes_GET_SIZE(body);
+    if (total > INT32_MAX || header_size > INT32_MAX)
+        return rq_fallback(fallback, args, nargs);  /* the pure function's struct.error */
+    out = PyBytes_FromStringAndSize(NULL, 4 + total);
+    if (out == NULL)
+        return NULL;
+    at = PyBytes_AS_STRING(out);
+    for (int shift = 24, i = 0; i < 4; i++, shift -= 8) {
+        at[i] = (char)((total >> shift) & 0xFF);
+        at[4 + i] = (char)((header_size >> shift) & 0xFF);
+    }
+    at += 8;
+    for (int i = 0; i < FRAME_PIECES; i++) {
+        PyObject *piece = PyTuple_GET_ITEM(pieces, i);
+        memcpy(at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece));
+        at += PyBytes_GET_SIZE(piece);
+        if (i < FRAME_INTS) {
+            memcpy(at, decimals[i], decimal_lengths[i]);
+            at += decimal_lengths[i];
+        } else if (i == FRAME_INTS) {
+            *at++ = '"';
+            at = json_escape(at, text, text_length);
+            *at++ = '"';
+        }
+    }
+    memcpy(at, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body));
+    return out;
+}
