@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +97,33 @@ async def crash(store: MessageStore) -> None:
     store._close_files()
     store._unlock()
     store.state = StoreState.CLOSED  # the fixture's close() must not tidy up after the "crash"
+
+
+def appends_seen(log: CommitLog, queue: ConsumeQueue, appends: Iterable[Callable[[], Any]]) -> list[Any]:
+    """Each in-place append run in turn: (what it returned, the maps after it). One that declines
+    (returns None) must leave every map and counter as it was. Closes the log and the queue."""
+    seen: list[Any] = []
+    try:
+        for append in appends:
+            before = maps_snapshot(log, queue)
+            placed = append()
+            after = maps_snapshot(log, queue)
+            if placed is None:
+                assert after == before  # declined: nothing written, nothing moved
+            seen.append((placed, after))
+    finally:
+        log.close()
+        queue.close()
+    return seen
+
+
+def put_properties(topic: str, keys: str | None, uniq: str | None, delay: str, schedule_topic: str) -> dict[str, str]:
+    """A put's properties: TAGS, then KEYS and UNIQ_KEY when given, DELAY for the schedule topic."""
+    props = {"TAGS": "t"}
+    if keys is not None:
+        props["KEYS"] = keys
+    if uniq is not None:
+        props["UNIQ_KEY"] = uniq
+    if topic == schedule_topic:
+        props["DELAY"] = delay
+    return props

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from store_helpers import STORE_HOST, put_summary, small_settings, store_files
+from store_helpers import STORE_HOST, put_properties, put_summary, small_settings, store_files
 
 from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -49,13 +49,7 @@ _puts = st.lists(
 
 def _request(topic: str, queue_id: int, size: int, keys: str | None, uniq: str | None, sys_flag: int,
              delay: str) -> PutRequest:
-    props = {"TAGS": "t"}
-    if keys is not None:
-        props["KEYS"] = keys
-    if uniq is not None:
-        props["UNIQ_KEY"] = uniq
-    if topic == SCHEDULE_TOPIC:
-        props["DELAY"] = delay
+    props = put_properties(topic, keys, uniq, delay, SCHEDULE_TOPIC)
     return PutRequest(topic, queue_id, b"b" * size, properties=props, sys_flag=sys_flag, born_timestamp=7)
 
 

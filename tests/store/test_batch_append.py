@@ -14,6 +14,7 @@ Two checks, both byte for byte:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import tempfile
@@ -24,7 +25,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from store_helpers import STORE_HOST, log_and_queue, maps_snapshot, put_summary, small_settings, store_files
+from store_helpers import (
+    STORE_HOST,
+    appends_seen,
+    log_and_queue,
+    put_properties,
+    put_summary,
+    small_settings,
+    store_files,
+)
 
 from rocketq.protocol import javahash, messageproperties, nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -67,20 +76,9 @@ def _prepared(records: list[tuple[bytes, int]], queue: ConsumeQueue) -> list[Any
 def _run(append: Callable[..., Any], root: Path, state: dict[str, int],
          batches: list[tuple[list[tuple[bytes, int]], int, bool]]) -> list[Any]:
     log, queue = _files_at(root, state)
-    seen: list[Any] = []
-    try:
-        for records, stamp, with_units in batches:
-            before = maps_snapshot(log, queue)
-            placed = append(log, queue if with_units else None, _prepared(records, queue), stamp, _RECORD_TS_POS,
-                            _PREFIX)
-            after = maps_snapshot(log, queue)
-            if placed is None:
-                assert after == before  # declined: nothing written, nothing moved
-            seen.append((placed, after))
-    finally:
-        log.close()
-        queue.close()
-    return seen
+    return appends_seen(log, queue, (functools.partial(append, log, queue if with_units else None,
+                                                       _prepared(records, queue), stamp, _RECORD_TS_POS, _PREFIX)
+                                     for records, stamp, with_units in batches))
 
 
 @needs_native
@@ -151,13 +149,7 @@ def _batch_request(topic: str, queue_id: int, sys_flag: int,
                    messages: list[tuple[int, str | None, str | None, str]]) -> BatchPutRequest:
     out: list[BatchMessage] = []
     for size, keys, uniq, delay in messages:
-        props = {"TAGS": "t"}
-        if keys is not None:
-            props["KEYS"] = keys
-        if uniq is not None:
-            props["UNIQ_KEY"] = uniq
-        if topic == SCHEDULE_TOPIC:
-            props["DELAY"] = delay
+        props = put_properties(topic, keys, uniq, delay, SCHEDULE_TOPIC)
         out.append((b"b" * size, 0, messageproperties.encode_properties(props), javahash.tag_hash("t"), uniq, keys))
     return BatchPutRequest(topic, queue_id, sys_flag, 7, ("10.0.0.9", 4321), 0, out)
 

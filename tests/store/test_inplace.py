@@ -9,6 +9,7 @@ value, every counter and every byte of every map must agree, and an append that 
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_helpers import log_and_queue, maps_snapshot
+from store_helpers import appends_seen, log_and_queue, maps_snapshot
 
 from rocketq.protocol import nativecodecs
 from rocketq.store import inplace
@@ -53,19 +54,9 @@ _snapshot = maps_snapshot
 def _run(append: Callable[..., Any], root: Path, state: dict[str, int],
          appends: list[tuple[bytes, int, bool, int]]) -> list[Any]:
     log, queue = _store(root, state)
-    seen: list[Any] = []
-    try:
-        for record, stamp, with_unit, tag in appends:
-            before = _snapshot(log, queue)
-            placed = append(log, queue if with_unit else None, record, stamp, _RECORD_TS_POS, tag)
-            after = _snapshot(log, queue)
-            if placed is None:
-                assert after == before  # declined: nothing written, nothing moved
-            seen.append((placed, after))
-    finally:
-        log.close()
-        queue.close()
-    return seen
+    return appends_seen(log, queue, (functools.partial(append, log, queue if with_unit else None, record, stamp,
+                                                       _RECORD_TS_POS, tag)
+                                     for record, stamp, with_unit, tag in appends))
 
 
 @needs_native
