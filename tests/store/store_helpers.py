@@ -6,8 +6,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from rocketq.store.commitlog import CommitLog
-from rocketq.store.consumequeue import ConsumeQueue
+from rocketq.store.consumequeue import UNIT_SIZE, ConsumeQueue
 from rocketq.store.mappedfile import MappedFile, file_name
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, StoreState
 from rocketq.store.settings import StoreSettings
@@ -50,6 +52,19 @@ def log_and_queue(root: Path, state: dict[str, int], segment: int, queue_file: i
     unit_file.wrote, unit_file.reserved = state["unit_wrote"], state["unit_reserved"]
     queue.files.append(unit_file)
     return log, queue
+
+
+def map_states(segment: int, queue_file: int) -> st.SearchStrategy[dict[str, int]]:
+    """``log_and_queue`` states: write positions and reserved marks anywhere in one segment and
+    one queue file (units whole), each file at the start of its directory or further on."""
+    return st.fixed_dictionaries({
+        "log_wrote": st.integers(0, segment),
+        "log_reserved": st.integers(0, segment),
+        "log_start": st.sampled_from([0, segment * 7]),
+        "unit_wrote": st.integers(0, queue_file // UNIT_SIZE).map(lambda n: n * UNIT_SIZE),
+        "unit_reserved": st.integers(0, queue_file),
+        "unit_start": st.sampled_from([0, queue_file * 3]),
+    })
 
 
 def maps_snapshot(log: CommitLog, queue: ConsumeQueue) -> tuple[Any, ...]:

@@ -29,6 +29,7 @@ from store_helpers import (
     STORE_HOST,
     appends_seen,
     log_and_queue,
+    map_states,
     put_properties,
     put_summary,
     small_settings,
@@ -52,14 +53,7 @@ _RECORD_TS_POS = 56  # where an IPv4 record's STORETIMESTAMP lies (any position 
 _PREFIX = "7F00000100002A9F"
 _CLOCK_S = 1_700_000_000.0
 
-_state = st.fixed_dictionaries({
-    "log_wrote": st.integers(0, SEGMENT),
-    "log_reserved": st.integers(0, SEGMENT),
-    "log_start": st.sampled_from([0, SEGMENT * 7]),
-    "unit_wrote": st.integers(0, QUEUE_FILE // UNIT_SIZE).map(lambda n: n * UNIT_SIZE),
-    "unit_reserved": st.integers(0, QUEUE_FILE),
-    "unit_start": st.sampled_from([0, QUEUE_FILE * 3]),
-})
+_state = map_states(SEGMENT, QUEUE_FILE)
 _batch = st.tuples(st.lists(st.tuples(st.binary(min_size=64, max_size=900), st.integers(-2**63, 2**63 - 1)),
                             min_size=0, max_size=6),
                    st.integers(0, 2**63 - 1), st.booleans())

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_helpers import appends_seen, log_and_queue, maps_snapshot
+from store_helpers import appends_seen, log_and_queue, map_states, maps_snapshot
 
 from rocketq.protocol import nativecodecs
 from rocketq.store import inplace
@@ -32,14 +32,7 @@ SEGMENT = 4096
 QUEUE_FILE = 20 * UNIT_SIZE
 _RECORD_TS_POS = 56  # where an IPv4 record's STORETIMESTAMP lies (any position inside works)
 
-_state = st.fixed_dictionaries({
-    "log_wrote": st.integers(0, SEGMENT),
-    "log_reserved": st.integers(0, SEGMENT),
-    "log_start": st.sampled_from([0, SEGMENT * 7]),
-    "unit_wrote": st.integers(0, QUEUE_FILE // UNIT_SIZE).map(lambda n: n * UNIT_SIZE),
-    "unit_reserved": st.integers(0, QUEUE_FILE),
-    "unit_start": st.sampled_from([0, QUEUE_FILE * 3]),
-})
+_state = map_states(SEGMENT, QUEUE_FILE)
 _append = st.tuples(st.binary(min_size=64, max_size=1200), st.integers(0, 2**63 - 1), st.booleans(),
                     st.integers(-2**63, 2**63 - 1))
 
