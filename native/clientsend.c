@@ -6,8 +6,14 @@
  * stamped map. Anything unusual (not an exact dict of exact strs, an empty name, a separator
  * in a name or value, text that may be over ``limit`` UTF-8 bytes) puts the map back as it was
  * and goes to the pure function, which refuses (or accepts) it as it always did.
+ *
+ * ``next_unique_key(ids)`` (rocketq/protocol/msgid.py) is a generator's ``next_id`` in one call;
+ * it is at the end of this file.
  */
 #include "rocketq_native.h"
+
+#include <string.h>
+#include <time.h>
 
 static PyObject *uniq_key_name;  /* "UNIQ_KEY", interned once */
 
@@ -280,4 +286,121 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
     }
     memcpy(at, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body));
     return out;
+}
+
+/* ``next_unique_key(ids)``: ``ids.next_id()`` of a msgid.UniqIdGenerator, in one C call: the
+ * wall clock (CLOCK_REALTIME, as ``time.time_ns``) in milliseconds, the month's offset and the
+ * counter's next value written as 12 upper-case hex digits after the generator's prefix. A
+ * generator with a test clock, a clock at or past the next month's start (the boundaries are
+ * recomputed in Python), or any attribute not of the expected type goes to the pure function,
+ * which calls ``next_id``; the counter is advanced only on the C path's success.
+ */
+enum { KEY_TAIL_DIGITS = 12 };
+
+static PyObject *name_prefix, *name_counter, *name_month_start, *name_next_month_start, *name_clock_ms;
+
+static int intern_key_names(void)
+{
+    if (name_clock_ms != NULL)
+        return 0;
+    name_prefix = PyUnicode_InternFromString("_prefix");
+    name_counter = PyUnicode_InternFromString("_counter");
+    name_month_start = PyUnicode_InternFromString("_month_start");
+    name_next_month_start = PyUnicode_InternFromString("_next_month_start");
+    if (name_prefix == NULL || name_counter == NULL || name_month_start == NULL || name_next_month_start == NULL)
+        return -1;
+    name_clock_ms = PyUnicode_InternFromString("_clock_ms");
+    return name_clock_ms == NULL ? -1 : 0;
+}
+
+/* An attribute as a C long long: 0 and *ok = 0 when it is missing or not an int in range. */
+static long long long_attr(PyObject *obj, PyObject *name, int *ok)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    long long result;
+    if (value == NULL || !PyLong_CheckExact(value)) {
+        Py_XDECREF(value);
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    result = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    if (result == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        *ok = 0;
+    }
+    return result;
+}
+
+static int wall_clock_ms(long long *now)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return -1;
+    *now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return 0;
+}
+
+PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char HEX[] = "0123456789ABCDEF";
+    PyObject *ids, *clock, *prefix, *counter, *next, *key;
+    long long month_start, next_month_start, now, count;
+    unsigned long long tail;
+    Py_ssize_t length;
+    Py_UCS1 *out;
+    int ok = 1;
+    if (nargs != 1 || intern_key_names() < 0)
+        return nargs != 1 ? rq_fallback(fallback, args, nargs) : NULL;
+    ids = args[0];
+    clock = PyObject_GetAttr(ids, name_clock_ms);
+    if (clock == NULL || clock != Py_None) {
+        Py_XDECREF(clock);
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    Py_DECREF(clock);
+    month_start = long_attr(ids, name_month_start, &ok);
+    next_month_start = long_attr(ids, name_next_month_start, &ok);
+    if (!ok || wall_clock_ms(&now) < 0 || now >= next_month_start)
+        return rq_fallback(fallback, args, nargs);
+    prefix = PyObject_GetAttr(ids, name_prefix);
+    counter = prefix != NULL && PyUnicode_CheckExact(prefix) && PyUnicode_IS_ASCII(prefix)
+        ? PyObject_GetAttr(ids, name_counter) : NULL;
+    if (counter == NULL || !PyIter_Check(counter)) {
+        Py_XDECREF(prefix);
+        Py_XDECREF(counter);
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    next = PyIter_Next(counter);
+    Py_DECREF(counter);
+    if (next == NULL || !PyLong_Check(next)) {
+        Py_DECREF(prefix);
+        if (next == NULL && !PyErr_Occurred())
+            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
+        Py_XDECREF(next);
+        return NULL;
+    }
+    /* & 0xFFFF of any int, as Python's: the low 16 bits of its two's complement */
+    count = (long long)PyLong_AsUnsignedLongLongMask(next);
+    Py_DECREF(next);
+    if (count == -1 && PyErr_Occurred()) {
+        Py_DECREF(prefix);
+        return NULL;
+    }
+    tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | ((unsigned long long)count & 0xFFFFULL);
+    length = PyUnicode_GET_LENGTH(prefix);
+    key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
+    if (key == NULL) {
+        Py_DECREF(prefix);
+        return NULL;
+    }
+    out = PyUnicode_1BYTE_DATA(key);
+    memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+    Py_DECREF(prefix);
+    for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
+        out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+    return key;
 }
