@@ -404,3 +404,237 @@ PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject 
         out[length + i] = (Py_UCS1)HEX[tail & 0xF];
     return key;
 }
+
+/* ``stored_answer_at(data, pos, max_frame)`` (rocketq/remoting/storedanswers.py): the SUCCESS
+ * answer without a body whose frame starts at ``data[pos]``, as ``(opaque, extFields, end)``,
+ * read from the JSON header in place: only the extFields dict and its strings are built. The
+ * header is read as the JSON a broker writes (no white space, strings of printable ASCII
+ * without escapes, integers, true / false / null, extFields an object of strings); anything
+ * else is the pure function's (which decodes the header as the general path does). Another
+ * code, a request, a body, an incomplete frame: None at once.
+ */
+enum { HEADER_INT_DIGITS = 10 };
+
+typedef struct {
+    const char *at, *end;
+} Cursor;
+
+/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
+static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
+{
+    const char *p;
+    if (c->at >= c->end || *c->at != '"')
+        return -1;
+    p = ++c->at;
+    while (p < c->end && *p != '"') {
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7E || *p == '\\')
+            return -1;
+        p++;
+    }
+    if (p >= c->end)
+        return -1;
+    *start = c->at;
+    *length = p - c->at;
+    c->at = p + 1;
+    return 0;
+}
+
+/* A JSON integer (``-?(0|[1-9][0-9]*)``, at most 10 digits) within int32; -1 if not one. */
+static int scan_int32(Cursor *c, long long *value)
+{
+    int negative = 0, digits = 0;
+    long long result = 0;
+    if (c->at < c->end && *c->at == '-') {
+        negative = 1;
+        c->at++;
+    }
+    while (c->at < c->end && *c->at >= '0' && *c->at <= '9') {
+        if (++digits > HEADER_INT_DIGITS || (digits == 2 && result == 0))
+            return -1;  /* too long, or a leading zero (not JSON) */
+        result = result * 10 + (*c->at++ - '0');
+    }
+    if (digits == 0)
+        return -1;
+    result = negative ? -result : result;
+    if (result < INT32_MIN || result > INT32_MAX)
+        return -1;
+    *value = result;
+    return 0;
+}
+
+static int scan_literal(Cursor *c, const char *word, Py_ssize_t length)
+{
+    if (c->end - c->at < length || memcmp(c->at, word, (size_t)length) != 0)
+        return -1;
+    c->at += length;
+    return 0;
+}
+
+/* A value whose content does not matter here: a string, an integer, true, false or null. */
+static int skip_value(Cursor *c)
+{
+    const char *start;
+    Py_ssize_t length;
+    long long ignored;
+    if (c->at >= c->end)
+        return -1;
+    switch (*c->at) {
+    case '"': return scan_string(c, &start, &length);
+    case 't': return scan_literal(c, "true", 4);
+    case 'f': return scan_literal(c, "false", 5);
+    case 'n': return scan_literal(c, "null", 4);
+    default: return scan_int32(c, &ignored);
+    }
+}
+
+static PyObject *ascii_text(const char *start, Py_ssize_t length)
+{
+    PyObject *text = PyUnicode_New(length, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(text), start, (size_t)length);
+    return text;
+}
+
+/* extFields: an object of string values into a new dict; 0 with *ext NULL if not that shape. */
+static int scan_ext(Cursor *c, PyObject **ext)
+{
+    const char *key, *value;
+    Py_ssize_t key_length, value_length;
+    PyObject *dict, *k, *v;
+    *ext = NULL;
+    if (c->at >= c->end || *c->at != '{')
+        return 0;
+    c->at++;
+    if ((dict = PyDict_New()) == NULL)
+        return -1;
+    if (c->at < c->end && *c->at == '}') {
+        c->at++;
+        *ext = dict;
+        return 0;
+    }
+    for (;;) {
+        int status;
+        if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0
+                || scan_string(c, &value, &value_length) < 0)
+            break;
+        k = ascii_text(key, key_length);
+        v = k != NULL ? ascii_text(value, value_length) : NULL;
+        status = v != NULL ? PyDict_SetItem(dict, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (status < 0) {
+            Py_DECREF(dict);
+            return -1;
+        }
+        if (c->at < c->end && *c->at == ',') {
+            c->at++;
+            continue;
+        }
+        if (c->at < c->end && *c->at == '}') {
+            c->at++;
+            *ext = dict;
+            return 0;
+        }
+        break;
+    }
+    Py_DECREF(dict);
+    return 0;
+}
+
+#define KEY_IS(word) (key_length == (Py_ssize_t)sizeof(word) - 1 && memcmp(key, word, sizeof(word) - 1) == 0)
+
+/* The header's fields: 1 when it is a SUCCESS answer (*ext set), 0 when it is surely not one,
+ * 2 when this reading cannot tell (the pure function decides), -1 on error. */
+static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext)
+{
+    long long code = -1, flag = 0, ignored;
+    const char *key;
+    Py_ssize_t key_length;
+    int has_code = 0;
+    *opaque = 0;
+    *ext = NULL;
+    if (scan_literal(c, "{", 1) < 0)
+        return 2;
+    for (;;) {
+        int bad;
+        if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0)
+            goto decline;
+        if (KEY_IS("code")) {
+            bad = scan_int32(c, &code);
+            has_code = 1;
+        } else if (KEY_IS("flag")) {
+            bad = scan_int32(c, &flag);
+        } else if (KEY_IS("opaque")) {
+            bad = scan_int32(c, opaque);
+        } else if (KEY_IS("version")) {
+            bad = scan_int32(c, &ignored);
+        } else if (KEY_IS("extFields")) {
+            if (*ext != NULL)
+                goto decline;  /* twice: the pure function decides */
+            if (scan_ext(c, ext) < 0)
+                return -1;
+            bad = *ext == NULL;
+        } else {
+            bad = skip_value(c);
+        }
+        if (bad)
+            goto decline;
+        if (c->at < c->end && *c->at == ',') {
+            c->at++;
+            continue;
+        }
+        if (scan_literal(c, "}", 1) < 0 || c->at != c->end)
+            goto decline;
+        break;
+    }
+    if (has_code && (code != 0 || !(flag & 1))) {
+        Py_CLEAR(*ext);
+        return 0;  /* a whole header, not a SUCCESS answer */
+    }
+    if (!has_code || *ext == NULL)
+        goto decline;
+    return 1;
+decline:
+    Py_CLEAR(*ext);
+    return 2;
+}
+
+#undef KEY_IS
+
+PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    const unsigned char *data;
+    Py_ssize_t size, pos, max_frame, header_length;
+    long long length, opaque;
+    PyObject *ext, *answer;
+    Cursor cursor;
+    int found;
+    if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return rq_fallback(fallback, args, nargs);
+    pos = PyLong_AsSsize_t(args[1]);
+    max_frame = PyLong_AsSsize_t(args[2]);
+    size = PyBytes_GET_SIZE(args[0]);
+    if (pos < 0 || max_frame < 0 || pos > size) {
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    data = (const unsigned char *)PyBytes_AS_STRING(args[0]) + pos;
+    if (size - pos < 8)
+        Py_RETURN_NONE;
+    length = (long long)((uint32_t)data[0] << 24 | (uint32_t)data[1] << 16 | (uint32_t)data[2] << 8 | data[3]);
+    header_length = (Py_ssize_t)data[5] << 16 | (Py_ssize_t)data[6] << 8 | data[7];
+    if (data[0] & 0x80 || length < 4 || length > max_frame || size - pos - 4 < length
+            || data[4] != 0 || 4 + header_length != length)
+        Py_RETURN_NONE;  /* incomplete, too long, the binary header or a body: the general path */
+    cursor.at = (const char *)data + 8;
+    cursor.end = (const char *)data + 4 + length;
+    found = scan_answer_header(&cursor, &opaque, &ext);
+    if (found < 0)
+        return NULL;
+    if (found == 0)
+        Py_RETURN_NONE;
+    if (found == 2)
+        return rq_fallback(fallback, args, nargs);
+    answer = Py_BuildValue("(LNn)", opaque, ext, pos + 4 + (Py_ssize_t)length);
+    return answer;
+}

@@ -59,6 +59,7 @@ from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
+from rocketq.remoting.storedanswers import stored_answer_at
 
 log = logging.getLogger(__name__)
 _peer_log = ratelimit.LogLimiter(log)
@@ -129,6 +130,7 @@ class Connection(asyncio.Protocol):
         self._handlers = handlers
         self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
+        self._max_frame_size = max_frame_size
         self._name = name
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, _Waiting] = {}
@@ -646,6 +648,43 @@ class Connection(asyncio.Protocol):
     async def wait_closed(self) -> None:
         """Wait until the connection is gone, whichever side closed it."""
         await asyncio.shield(self._closed_future)
+
+
+class ClientConnection(Connection):
+    """A client's connection (``RemotingClient``'s): SUCCESS answers read without a command.
+
+    A request whose waiter has a ``stored`` method (the producer's send in flight) is told a
+    SUCCESS answer without a body as ``waiter.stored(extFields)``: the read finds such answers
+    with ``storedanswers.stored_answer_at`` (in C: only the extFields dict is built, no
+    ``orjson`` dict of the whole header and no ``RemotingCommand``). The first frame of a read
+    that is anything else, or answers another waiter, or an unknown opaque, goes with the rest
+    of the read to the general path, in order. A server's connections never come here."""
+
+    def data_received(self, data: bytes) -> None:
+        if self._decoder.buffered or self.reading_paused:
+            super().data_received(data)
+            return
+        pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
+        while pos < end:
+            answer = stored_answer_at(data, pos, largest)
+            if answer is None:
+                break
+            waiting = pending.get(answer[0])
+            stored = getattr(waiting[0], "stored", None) if waiting is not None else None
+            if stored is None:
+                break
+            del pending[answer[0]]
+            pos = answer[2]
+            try:
+                stored(answer[1])
+            except Exception:
+                log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+        if pos == 0:
+            super().data_received(data)
+        elif pos < end:
+            super().data_received(data[pos:])
+        else:
+            self.active = True
 
 
 class _Resumed:
