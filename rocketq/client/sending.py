@@ -374,15 +374,16 @@ def send_answer(response: RemotingCommand, addr: str, out: Outgoing, mq: Message
     status = _SEND_STATUS.get(response.code)
     if status is None:
         raise BrokerError(response.code, response.remark, addr)
-    return stored_result(response.ext_fields, addr, out, mq, status, response.code)
-
-
-def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQueue,
-                  status: SendStatus = SendStatus.SEND_OK, code: int = ResponseCode.SUCCESS) -> SendResult:
-    """The result of an answer that says stored (SUCCESS unless told), from its extFields
-    (a client connection hands a SUCCESS answer's straight to the send: ``ClientConnection``);
-    ProtocolError for a bad answer header."""
     try:
-        return answer_result(ext, status, out.msg_id, mq)
+        return answer_result(response.ext_fields, status, out.msg_id, mq)
     except HeaderError as exc:
-        raise ProtocolError(f"{addr} answered code {code} with a bad header: {exc}") from None
+        raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None
+
+
+def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
+    """``send_answer`` of a SUCCESS answer, given its extFields (a client connection hands
+    those straight to the send: ``ClientConnection``): ProtocolError for a bad answer header."""
+    try:
+        return answer_result(ext, SendStatus.SEND_OK, out.msg_id, mq)
+    except HeaderError as exc:
+        raise ProtocolError(f"{addr} answered code {ResponseCode.SUCCESS} with a bad header: {exc}") from None
