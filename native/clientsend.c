@@ -419,6 +419,15 @@ typedef struct {
     const char *at, *end;
 } Cursor;
 
+/* Bytes a string read here may hold: printable ASCII but the quote and the backslash. */
+static unsigned char plain_byte[256];
+
+static void fill_plain_bytes(void)
+{
+    for (int b = 0x20; b <= 0x7E; b++)
+        plain_byte[b] = b != '"' && b != '\\';
+}
+
 /* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
 static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
 {
@@ -426,12 +435,9 @@ static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
     if (c->at >= c->end || *c->at != '"')
         return -1;
     p = ++c->at;
-    while (p < c->end && *p != '"') {
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7E || *p == '\\')
-            return -1;
+    while (p < c->end && plain_byte[(unsigned char)*p])
         p++;
-    }
-    if (p >= c->end)
+    if (p >= c->end || *p != '"')
         return -1;
     *start = c->at;
     *length = p - c->at;
@@ -487,6 +493,36 @@ static int skip_value(Cursor *c)
     }
 }
 
+/* The extFields names brokers send, interned once: no string to make and no hash per answer. */
+static const char *const KNOWN_NAMES[] = {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON",
+                                          "transactionId", NULL};
+enum { KNOWN_NAME_COUNT = 6 };
+static PyObject *known_names[KNOWN_NAME_COUNT];
+
+static int intern_known_names(void)
+{
+    if (known_names[KNOWN_NAME_COUNT - 1] != NULL)
+        return 0;
+    fill_plain_bytes();
+    for (int i = 0; i < KNOWN_NAME_COUNT; i++)
+        if (known_names[i] == NULL && (known_names[i] = PyUnicode_InternFromString(KNOWN_NAMES[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+static PyObject *ascii_text(const char *start, Py_ssize_t length);
+
+/* A name of extFields: the interned one when it is a known name, else a new string. */
+static PyObject *ext_name(const char *start, Py_ssize_t length)
+{
+    for (int i = 0; i < KNOWN_NAME_COUNT; i++) {
+        const char *known = KNOWN_NAMES[i];
+        if ((Py_ssize_t)strlen(known) == length && memcmp(known, start, (size_t)length) == 0)
+            return Py_NewRef(known_names[i]);
+    }
+    return ascii_text(start, length);
+}
+
 static PyObject *ascii_text(const char *start, Py_ssize_t length)
 {
     PyObject *text = PyUnicode_New(length, 127);
@@ -517,7 +553,7 @@ static int scan_ext(Cursor *c, PyObject **ext)
         if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0
                 || scan_string(c, &value, &value_length) < 0)
             break;
-        k = ascii_text(key, key_length);
+        k = ext_name(key, key_length);
         v = k != NULL ? ascii_text(value, value_length) : NULL;
         status = v != NULL ? PyDict_SetItem(dict, k, v) : -1;
         Py_XDECREF(k);
@@ -611,6 +647,8 @@ PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject
     int found;
     if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
         return rq_fallback(fallback, args, nargs);
+    if (intern_known_names() < 0)
+        return NULL;
     pos = PyLong_AsSsize_t(args[1]);
     max_frame = PyLong_AsSsize_t(args[2]);
     size = PyBytes_GET_SIZE(args[0]);

@@ -47,6 +47,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import struct
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -62,6 +63,8 @@ from rocketq.remoting.stats import RemotingStats
 from rocketq.remoting.storedanswers import stored_answer_at
 
 log = logging.getLogger(__name__)
+_FRAME_LENGTH = struct.Struct(">i")
+"""A frame's length field (a ``ClientConnection``'s read steps over frames it does not decode)."""
 _peer_log = ratelimit.LogLimiter(log)
 """Lines a peer can cause (bad frames, a backlog it does not read): one per peer host per 10 s."""
 
@@ -657,8 +660,10 @@ class ClientConnection(Connection):
     SUCCESS answer without a body as ``waiter.stored(extFields)``: the read finds such answers
     with ``storedanswers.stored_answer_at`` (in C: only the extFields dict is built, no
     ``orjson`` dict of the whole header and no ``RemotingCommand``). The first frame of a read
-    that is anything else, or answers another waiter, or an unknown opaque, goes with the rest
-    of the read to the general path, in order. A server's connections never come here."""
+    that is anything else (another code, another waiter's answer, an unknown opaque, a request)
+    goes alone to the general path when it is whole, and the reading goes on; an incomplete
+    frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
+    order. A server's connections never come here."""
 
     def data_received(self, data: bytes) -> None:
         if self._decoder.buffered or self.reading_paused:
@@ -667,18 +672,27 @@ class ClientConnection(Connection):
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
             answer = stored_answer_at(data, pos, largest)
-            if answer is None:
+            if answer is not None:
+                waiting = pending.get(answer[0])
+                stored = getattr(waiting[0], "stored", None) if waiting is not None else None
+                if stored is not None:
+                    del pending[answer[0]]
+                    pos = answer[2]
+                    try:
+                        stored(answer[1])
+                    except Exception:
+                        log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+                    continue
+            # another frame (a heartbeat's answer among a burst of sends): alone through the
+            # general path when it is whole, and the reading goes on; else with the rest
+            length = _FRAME_LENGTH.unpack_from(data, pos)[0] if end - pos >= 4 else -1
+            if not 4 <= length <= largest or end - pos - 4 < length or self.reading_paused:
                 break
-            waiting = pending.get(answer[0])
-            stored = getattr(waiting[0], "stored", None) if waiting is not None else None
-            if stored is None:
-                break
-            del pending[answer[0]]
-            pos = answer[2]
-            try:
-                stored(answer[1])
-            except Exception:
-                log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+            bad_frames = self._stats.bad_frames
+            super().data_received(data[pos : pos + 4 + length])
+            pos += 4 + length
+            if self._stats.bad_frames != bad_frames:
+                return  # the connection is being aborted: the rest of the read is dropped
         if pos == 0:
             super().data_received(data)
         elif pos < end:

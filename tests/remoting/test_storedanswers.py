@@ -131,6 +131,8 @@ class Flight:
 
 
 class Transport:
+    aborted = False
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return ("127.0.0.1", 1234) if name in ("peername", "sockname") else default
 
@@ -138,7 +140,7 @@ class Transport:
         pass
 
     def abort(self) -> None:
-        pass
+        self.aborted = True
 
 
 def _answer(opaque: int, code: int = 0, **ext: str) -> bytes:
@@ -162,7 +164,8 @@ async def test_a_read_tells_each_waiter_in_order() -> None:
     read = (_answer(1, queueId="1") + _answer(2, code=14) + _answer(3) + _answer(4, queueId="4")
             + RemotingCommand(code=99, opaque=8).encode() + last[:10])
     conn.data_received(read)
-    assert told == [("stored", {"queueId": "1"}), ("answered", 14), ("answered", 0)]
+    # the error answer and the future's answer take the general path alone; the reading goes on
+    assert told == [("stored", {"queueId": "1"}), ("answered", 14), ("stored", {"queueId": "4"})]
     assert plain.done() and plain.result().opaque == 3
     assert [r.code for r in requests] == [99]
     conn.data_received(last[10:])  # completes a buffered frame: the general path
@@ -200,3 +203,16 @@ async def test_a_failing_stored_callback_does_not_stop_the_read(raises: Exceptio
     conn.send_frame(b"", 2, 310, 30.0, Flight(told))
     conn.data_received(_answer(1) + _answer(2, queueId="2"))
     assert told == [("stored", {"queueId": "2"})] and not conn._pending
+
+
+async def test_a_bad_frame_among_answers_ends_the_read() -> None:
+    conn = ClientConnection({})
+    transport = Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    told: list[Any] = []
+    for opaque in (1, 2):
+        conn.send_frame(b"", opaque, 310, 30.0, Flight(told))
+    bad = struct.pack(">iI", 8, 4) + b"{no}"
+    conn.data_received(_answer(1, queueId="1") + bad + _answer(2, queueId="2"))
+    assert told == [("stored", {"queueId": "1"})]
+    assert transport.aborted and conn._stats.bad_frames == 1 and 2 in conn._pending
