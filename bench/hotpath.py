@@ -68,7 +68,7 @@ from rocketq.protocol import frames, headers, requests, storedrecords, subscript
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.messagetypes import Message
 from rocketq.protocol.routedata import BrokerData, QueueData
-from rocketq.remoting.connection import COALESCE_FRAMES, Connection
+from rocketq.remoting.connection import COALESCE_FRAMES, ClientConnection, Connection
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import PutRequest
 from rocketq.store.settings import FlushDiskType, StoreSettings
@@ -375,7 +375,7 @@ def _seed_producer(producer: Producer) -> Connection:
                        (BrokerData("DefaultCluster", "broker-a", ((0, BROKER_ADDR),)),))
     instance._store_route(TOPIC, route)
     producer._publish_cache[TOPIC] = (route, route.publish_queues(TOPIC))
-    conn = Connection({}, name="hotpath-client", flush_after_frames=COALESCE_FRAMES)
+    conn = ClientConnection({}, name="hotpath-client", flush_after_frames=COALESCE_FRAMES)  # as RemotingClient
     conn.connection_made(CollectingTransport())  # type: ignore[arg-type]
     instance.remoting._connections[BROKER_ADDR] = conn
     return conn

@@ -6,8 +6,14 @@
  * stamped map. Anything unusual (not an exact dict of exact strs, an empty name, a separator
  * in a name or value, text that may be over ``limit`` UTF-8 bytes) puts the map back as it was
  * and goes to the pure function, which refuses (or accepts) it as it always did.
+ *
+ * ``next_unique_key(ids)`` (rocketq/protocol/msgid.py) is a generator's ``next_id`` in one call;
+ * it is at the end of this file.
  */
 #include "rocketq_native.h"
+
+#include <string.h>
+#include <time.h>
 
 static PyObject *uniq_key_name;  /* "UNIQ_KEY", interned once */
 
@@ -280,4 +286,393 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
     }
     memcpy(at, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body));
     return out;
+}
+
+/* ``next_unique_key(ids)``: ``ids.next_id()`` of a msgid.UniqIdGenerator, in one C call: the
+ * wall clock (CLOCK_REALTIME, as ``time.time_ns``) in milliseconds, the month's offset and the
+ * counter's next value written as 12 upper-case hex digits after the generator's prefix. A
+ * generator with a test clock, a clock at or past the next month's start (the boundaries are
+ * recomputed in Python), or any attribute not of the expected type goes to the pure function,
+ * which calls ``next_id``; the counter is advanced only on the C path's success.
+ */
+enum { KEY_TAIL_DIGITS = 12 };
+
+static PyObject *name_prefix, *name_counter, *name_month_start, *name_next_month_start, *name_clock_ms;
+
+static int intern_key_names(void)
+{
+    if (name_clock_ms != NULL)
+        return 0;
+    name_prefix = PyUnicode_InternFromString("_prefix");
+    name_counter = PyUnicode_InternFromString("_counter");
+    name_month_start = PyUnicode_InternFromString("_month_start");
+    name_next_month_start = PyUnicode_InternFromString("_next_month_start");
+    if (name_prefix == NULL || name_counter == NULL || name_month_start == NULL || name_next_month_start == NULL)
+        return -1;
+    name_clock_ms = PyUnicode_InternFromString("_clock_ms");
+    return name_clock_ms == NULL ? -1 : 0;
+}
+
+/* An attribute as a C long long: 0 and *ok = 0 when it is missing or not an int in range. */
+static long long long_attr(PyObject *obj, PyObject *name, int *ok)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    long long result;
+    if (value == NULL || !PyLong_CheckExact(value)) {
+        Py_XDECREF(value);
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    result = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    if (result == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        *ok = 0;
+    }
+    return result;
+}
+
+static int wall_clock_ms(long long *now)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return -1;
+    *now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return 0;
+}
+
+PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char HEX[] = "0123456789ABCDEF";
+    PyObject *ids, *clock, *prefix, *counter, *next, *key;
+    long long month_start, next_month_start, now, count;
+    unsigned long long tail;
+    Py_ssize_t length;
+    Py_UCS1 *out;
+    int ok = 1;
+    if (nargs != 1 || intern_key_names() < 0)
+        return nargs != 1 ? rq_fallback(fallback, args, nargs) : NULL;
+    ids = args[0];
+    clock = PyObject_GetAttr(ids, name_clock_ms);
+    if (clock == NULL || clock != Py_None) {
+        Py_XDECREF(clock);
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    Py_DECREF(clock);
+    month_start = long_attr(ids, name_month_start, &ok);
+    next_month_start = long_attr(ids, name_next_month_start, &ok);
+    if (!ok || wall_clock_ms(&now) < 0 || now >= next_month_start)
+        return rq_fallback(fallback, args, nargs);
+    prefix = PyObject_GetAttr(ids, name_prefix);
+    counter = prefix != NULL && PyUnicode_CheckExact(prefix) && PyUnicode_IS_ASCII(prefix)
+        ? PyObject_GetAttr(ids, name_counter) : NULL;
+    if (counter == NULL || !PyIter_Check(counter)) {
+        Py_XDECREF(prefix);
+        Py_XDECREF(counter);
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    next = PyIter_Next(counter);
+    Py_DECREF(counter);
+    if (next == NULL || !PyLong_Check(next)) {
+        Py_DECREF(prefix);
+        if (next == NULL && !PyErr_Occurred())
+            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
+        Py_XDECREF(next);
+        return NULL;
+    }
+    /* & 0xFFFF of any int, as Python's: the low 16 bits of its two's complement */
+    count = (long long)PyLong_AsUnsignedLongLongMask(next);
+    Py_DECREF(next);
+    if (count == -1 && PyErr_Occurred()) {
+        Py_DECREF(prefix);
+        return NULL;
+    }
+    tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | ((unsigned long long)count & 0xFFFFULL);
+    length = PyUnicode_GET_LENGTH(prefix);
+    key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
+    if (key == NULL) {
+        Py_DECREF(prefix);
+        return NULL;
+    }
+    out = PyUnicode_1BYTE_DATA(key);
+    memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+    Py_DECREF(prefix);
+    for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
+        out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+    return key;
+}
+
+/* ``stored_answer_at(data, pos, max_frame)`` (rocketq/remoting/storedanswers.py): the SUCCESS
+ * answer without a body whose frame starts at ``data[pos]``, as ``(opaque, extFields, end)``,
+ * read from the JSON header in place: only the extFields dict and its strings are built. The
+ * header is read as the JSON a broker writes (no white space, strings of printable ASCII
+ * without escapes, integers, true / false / null, extFields an object of strings); anything
+ * else is the pure function's (which decodes the header as the general path does). Another
+ * code, a request, a body, an incomplete frame: None at once.
+ */
+enum { HEADER_INT_DIGITS = 10 };
+
+typedef struct {
+    const char *at, *end;
+} Cursor;
+
+/* Bytes a string read here may hold: printable ASCII but the quote and the backslash. */
+static unsigned char plain_byte[256];
+
+static void fill_plain_bytes(void)
+{
+    for (int b = 0x20; b <= 0x7E; b++)
+        plain_byte[b] = b != '"' && b != '\\';
+}
+
+/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
+static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
+{
+    const char *p;
+    if (c->at >= c->end || *c->at != '"')
+        return -1;
+    p = ++c->at;
+    while (p < c->end && plain_byte[(unsigned char)*p])
+        p++;
+    if (p >= c->end || *p != '"')
+        return -1;
+    *start = c->at;
+    *length = p - c->at;
+    c->at = p + 1;
+    return 0;
+}
+
+/* A JSON integer (``-?(0|[1-9][0-9]*)``, at most 10 digits) within int32; -1 if not one. */
+static int scan_int32(Cursor *c, long long *value)
+{
+    int negative = 0, digits = 0;
+    long long result = 0;
+    if (c->at < c->end && *c->at == '-') {
+        negative = 1;
+        c->at++;
+    }
+    while (c->at < c->end && *c->at >= '0' && *c->at <= '9') {
+        if (++digits > HEADER_INT_DIGITS || (digits == 2 && result == 0))
+            return -1;  /* too long, or a leading zero (not JSON) */
+        result = result * 10 + (*c->at++ - '0');
+    }
+    if (digits == 0)
+        return -1;
+    result = negative ? -result : result;
+    if (result < INT32_MIN || result > INT32_MAX)
+        return -1;
+    *value = result;
+    return 0;
+}
+
+static int scan_literal(Cursor *c, const char *word, Py_ssize_t length)
+{
+    if (c->end - c->at < length || memcmp(c->at, word, (size_t)length) != 0)
+        return -1;
+    c->at += length;
+    return 0;
+}
+
+/* A value whose content does not matter here: a string, an integer, true, false or null. */
+static int skip_value(Cursor *c)
+{
+    const char *start;
+    Py_ssize_t length;
+    long long ignored;
+    if (c->at >= c->end)
+        return -1;
+    switch (*c->at) {
+    case '"': return scan_string(c, &start, &length);
+    case 't': return scan_literal(c, "true", 4);
+    case 'f': return scan_literal(c, "false", 5);
+    case 'n': return scan_literal(c, "null", 4);
+    default: return scan_int32(c, &ignored);
+    }
+}
+
+/* The extFields names brokers send, interned once: no string to make and no hash per answer. */
+static const char *const KNOWN_NAMES[] = {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON",
+                                          "transactionId", NULL};
+enum { KNOWN_NAME_COUNT = 6 };
+static PyObject *known_names[KNOWN_NAME_COUNT];
+
+static int intern_known_names(void)
+{
+    if (known_names[KNOWN_NAME_COUNT - 1] != NULL)
+        return 0;
+    fill_plain_bytes();
+    for (int i = 0; i < KNOWN_NAME_COUNT; i++)
+        if (known_names[i] == NULL && (known_names[i] = PyUnicode_InternFromString(KNOWN_NAMES[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+static PyObject *ascii_text(const char *start, Py_ssize_t length);
+
+/* A name of extFields: the interned one when it is a known name, else a new string. */
+static PyObject *ext_name(const char *start, Py_ssize_t length)
+{
+    for (int i = 0; i < KNOWN_NAME_COUNT; i++) {
+        const char *known = KNOWN_NAMES[i];
+        if ((Py_ssize_t)strlen(known) == length && memcmp(known, start, (size_t)length) == 0)
+            return Py_NewRef(known_names[i]);
+    }
+    return ascii_text(start, length);
+}
+
+static PyObject *ascii_text(const char *start, Py_ssize_t length)
+{
+    PyObject *text = PyUnicode_New(length, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(text), start, (size_t)length);
+    return text;
+}
+
+/* extFields: an object of string values into a new dict; 0 with *ext NULL if not that shape. */
+static int scan_ext(Cursor *c, PyObject **ext)
+{
+    const char *key, *value;
+    Py_ssize_t key_length, value_length;
+    PyObject *dict, *k, *v;
+    *ext = NULL;
+    if (c->at >= c->end || *c->at != '{')
+        return 0;
+    c->at++;
+    if ((dict = PyDict_New()) == NULL)
+        return -1;
+    if (c->at < c->end && *c->at == '}') {
+        c->at++;
+        *ext = dict;
+        return 0;
+    }
+    for (;;) {
+        int status;
+        if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0
+                || scan_string(c, &value, &value_length) < 0)
+            break;
+        k = ext_name(key, key_length);
+        v = k != NULL ? ascii_text(value, value_length) : NULL;
+        status = v != NULL ? PyDict_SetItem(dict, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (status < 0) {
+            Py_DECREF(dict);
+            return -1;
+        }
+        if (c->at < c->end && *c->at == ',') {
+            c->at++;
+            continue;
+        }
+        if (c->at < c->end && *c->at == '}') {
+            c->at++;
+            *ext = dict;
+            return 0;
+        }
+        break;
+    }
+    Py_DECREF(dict);
+    return 0;
+}
+
+#define KEY_IS(word) (key_length == (Py_ssize_t)sizeof(word) - 1 && memcmp(key, word, sizeof(word) - 1) == 0)
+
+/* The header's fields: 1 when it is a SUCCESS answer (*ext set), 0 when it is surely not one,
+ * 2 when this reading cannot tell (the pure function decides), -1 on error. */
+static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext)
+{
+    long long code = -1, flag = 0, ignored;
+    const char *key;
+    Py_ssize_t key_length;
+    int has_code = 0;
+    *opaque = 0;
+    *ext = NULL;
+    if (scan_literal(c, "{", 1) < 0)
+        return 2;
+    for (;;) {
+        int bad;
+        if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0)
+            goto decline;
+        if (KEY_IS("code")) {
+            bad = scan_int32(c, &code);
+            has_code = 1;
+        } else if (KEY_IS("flag")) {
+            bad = scan_int32(c, &flag);
+        } else if (KEY_IS("opaque")) {
+            bad = scan_int32(c, opaque);
+        } else if (KEY_IS("version")) {
+            bad = scan_int32(c, &ignored);
+        } else if (KEY_IS("extFields")) {
+            if (*ext != NULL)
+                goto decline;  /* twice: the pure function decides */
+            if (scan_ext(c, ext) < 0)
+                return -1;
+            bad = *ext == NULL;
+        } else {
+            bad = skip_value(c);
+        }
+        if (bad)
+            goto decline;
+        if (c->at < c->end && *c->at == ',') {
+            c->at++;
+            continue;
+        }
+        if (scan_literal(c, "}", 1) < 0 || c->at != c->end)
+            goto decline;
+        break;
+    }
+    if (has_code && (code != 0 || !(flag & 1))) {
+        Py_CLEAR(*ext);
+        return 0;  /* a whole header, not a SUCCESS answer */
+    }
+    if (!has_code || *ext == NULL)
+        goto decline;
+    return 1;
+decline:
+    Py_CLEAR(*ext);
+    return 2;
+}
+
+#undef KEY_IS
+
+PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    const unsigned char *data;
+    Py_ssize_t size, pos, max_frame, header_length;
+    long long length, opaque;
+    PyObject *ext, *answer;
+    Cursor cursor;
+    int found;
+    if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return rq_fallback(fallback, args, nargs);
+    if (intern_known_names() < 0)
+        return NULL;
+    pos = PyLong_AsSsize_t(args[1]);
+    max_frame = PyLong_AsSsize_t(args[2]);
+    size = PyBytes_GET_SIZE(args[0]);
+    if (pos < 0 || max_frame < 0 || pos > size) {
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    data = (const unsigned char *)PyBytes_AS_STRING(args[0]) + pos;
+    if (size - pos < 8)
+        Py_RETURN_NONE;
+    length = (long long)((uint32_t)data[0] << 24 | (uint32_t)data[1] << 16 | (uint32_t)data[2] << 8 | data[3]);
+    header_length = (Py_ssize_t)data[5] << 16 | (Py_ssize_t)data[6] << 8 | data[7];
+    if (data[0] & 0x80 || length < 4 || length > max_frame || size - pos - 4 < length
+            || data[4] != 0 || 4 + header_length != length)
+        Py_RETURN_NONE;  /* incomplete, too long, the binary header or a body: the general path */
+    cursor.at = (const char *)data + 8;
+    cursor.end = (const char *)data + 4 + length;
+    found = scan_answer_header(&cursor, &opaque, &ext);
+    if (found < 0)
+        return NULL;
+    if (found == 0)
+        Py_RETURN_NONE;
+    if (found == 2)
+        return rq_fallback(fallback, args, nargs);
+    answer = Py_BuildValue("(LNn)", opaque, ext, pos + 4 + (Py_ssize_t)length);
+    return answer;
 }

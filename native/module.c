@@ -34,6 +34,8 @@ static const struct {
     {"index_add", rq_py_index_add},
     {"index_properties", rq_py_index_properties},
     {"stamp_unique_key", rq_py_stamp_unique_key},
+    {"next_unique_key", rq_py_next_unique_key},
+    {"stored_answer_at", rq_py_stored_answer_at},
     {"answer_result", rq_py_answer_result},
     {"send_frame_of", rq_py_send_frame_of},
     {NULL, NULL},

@@ -53,6 +53,8 @@ PyObject *rq_py_index_properties(PyObject *fallback, PyObject *context, PyObject
 /* clientsend.c: the producer's unique key and properties text in one call; a send answer's SendResult;
  * a SEND_MESSAGE_V2 frame from its template. */
 PyObject *rq_py_stamp_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_batch_entries(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);

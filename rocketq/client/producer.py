@@ -475,6 +475,28 @@ class _InFlight:
             producer._record_failure(self._instance, mq, self._addr, self._started)
             self._retry(exc)
             return
+        self._succeeded(result)
+
+    __call__ = answered
+    """The connection is given the flight itself as its answer callback: a bound method would
+    be one more object per send."""
+
+    def stored(self, ext: dict[str, str]) -> None:
+        """``answered`` of a SUCCESS answer without a body, given its extFields: a client
+        connection reads those without making the answer's ``RemotingCommand``."""
+        self._conn = None
+        if self.result.done():
+            return  # cancelled by its caller
+        try:
+            result = sending.stored_result(ext, self._addr, self._out, self._mq)
+        except (RemotingError, ClientError) as exc:
+            self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
+            self._retry(exc)
+            return
+        self._succeeded(result)
+
+    def _succeeded(self, result: SendResult) -> None:
+        producer, mq = self._producer, self._mq
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
             producer._faults.update(mq.broker_name, int((producer._loop.time() - self._started) * 1000),
@@ -493,10 +515,6 @@ class _InFlight:
                 self._callback(result, None)
             except Exception:
                 log.exception("send callback failed")
-
-    __call__ = answered
-    """The connection is given the flight itself as its answer callback: a bound method would
-    be one more object per send."""
 
     def _retry(self, error: Exception | None) -> None:
         """The remaining attempts (or the final error, if none remain) in a task."""

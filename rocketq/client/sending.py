@@ -111,7 +111,7 @@ def _properties_text(props: Mapping[str, str], limit: int = messageproperties.MA
 def _stamp_uniq_key(msg: Message) -> str:
     key = msg.properties.get(messageproperties.UNIQ_KEY)
     if not key:
-        key = _uniq_ids().next_id()
+        key = msgid.next_unique_key(_uniq_ids())
         msg.properties[messageproperties.UNIQ_KEY] = key
     return key
 
@@ -153,7 +153,7 @@ def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
     if msg_id:
         properties = _check_properties(msg)
     elif props.__class__ is dict:  # _stamped_properties inline: the common case, one call less
-        msg_id = _uniq_ids().next_id()
+        msg_id = msgid.next_unique_key(_uniq_ids())
         properties = stamp_unique_key(props, msg_id, messageproperties.MAX_PROPERTIES_LENGTH)
     else:
         properties = _stamped_properties(msg)
@@ -178,7 +178,7 @@ def _stamped_properties(msg: Message) -> str:
     props = msg.properties
     if props.__class__ is not dict:
         _check_properties(msg)  # what is not a plain dict is refused (or accepted) as before
-    return stamp_unique_key(props, _uniq_ids().next_id(), messageproperties.MAX_PROPERTIES_LENGTH)
+    return stamp_unique_key(props, msgid.next_unique_key(_uniq_ids()), messageproperties.MAX_PROPERTIES_LENGTH)
 
 
 @nativecodecs.accelerated
@@ -378,3 +378,12 @@ def send_answer(response: RemotingCommand, addr: str, out: Outgoing, mq: Message
         return answer_result(response.ext_fields, status, out.msg_id, mq)
     except HeaderError as exc:
         raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None
+
+
+def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
+    """``send_answer`` of a SUCCESS answer, given its extFields (a client connection hands
+    those straight to the send: ``ClientConnection``): ProtocolError for a bad answer header."""
+    try:
+        return answer_result(ext, SendStatus.SEND_OK, out.msg_id, mq)
+    except HeaderError as exc:
+        raise ProtocolError(f"{addr} answered code {ResponseCode.SUCCESS} with a bad header: {exc}") from None

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from rocketq.protocol import addresses, frames
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.remoting import idle, limits
-from rocketq.remoting.connection import COALESCE_FRAMES, AnswerCallback, Connection, Handler
+from rocketq.remoting.connection import COALESCE_FRAMES, AnswerCallback, ClientConnection, Connection, Handler
 from rocketq.remoting.errors import RemotingConnectError
 
 RpcHook = Callable[[RemotingCommand], None]
@@ -73,8 +73,8 @@ class RemotingClient:
         try:
             _transport, conn = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: Connection(self._handlers, max_frame_size=self._max_frame_size, name=self._name,
-                                       flush_after_frames=COALESCE_FRAMES),
+                    lambda: ClientConnection(self._handlers, max_frame_size=self._max_frame_size, name=self._name,
+                                             flush_after_frames=COALESCE_FRAMES),
                     host,
                     port,
                 ),

@@ -47,6 +47,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import struct
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -59,8 +60,11 @@ from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
+from rocketq.remoting.storedanswers import stored_answer_at
 
 log = logging.getLogger(__name__)
+_FRAME_LENGTH = struct.Struct(">i")
+"""A frame's length field (a ``ClientConnection``'s read steps over frames it does not decode)."""
 _peer_log = ratelimit.LogLimiter(log)
 """Lines a peer can cause (bad frames, a backlog it does not read): one per peer host per 10 s."""
 
@@ -129,6 +133,7 @@ class Connection(asyncio.Protocol):
         self._handlers = handlers
         self._loop = asyncio.get_running_loop()
         self._decoder = frames.FrameDecoder(max_frame_size)
+        self._max_frame_size = max_frame_size
         self._name = name
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, _Waiting] = {}
@@ -646,6 +651,54 @@ class Connection(asyncio.Protocol):
     async def wait_closed(self) -> None:
         """Wait until the connection is gone, whichever side closed it."""
         await asyncio.shield(self._closed_future)
+
+
+class ClientConnection(Connection):
+    """A client's connection (``RemotingClient``'s): SUCCESS answers read without a command.
+
+    A request whose waiter has a ``stored`` method (the producer's send in flight) is told a
+    SUCCESS answer without a body as ``waiter.stored(extFields)``: the read finds such answers
+    with ``storedanswers.stored_answer_at`` (in C: only the extFields dict is built, no
+    ``orjson`` dict of the whole header and no ``RemotingCommand``). The first frame of a read
+    that is anything else (another code, another waiter's answer, an unknown opaque, a request)
+    goes alone to the general path when it is whole, and the reading goes on; an incomplete
+    frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
+    order. A server's connections never come here."""
+
+    def data_received(self, data: bytes) -> None:
+        if self._decoder.buffered or self.reading_paused:
+            super().data_received(data)
+            return
+        pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
+        while pos < end:
+            answer = stored_answer_at(data, pos, largest)
+            if answer is not None:
+                waiting = pending.get(answer[0])
+                stored = getattr(waiting[0], "stored", None) if waiting is not None else None
+                if stored is not None:
+                    del pending[answer[0]]
+                    pos = answer[2]
+                    try:
+                        stored(answer[1])
+                    except Exception:
+                        log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+                    continue
+            # another frame (a heartbeat's answer among a burst of sends): alone through the
+            # general path when it is whole, and the reading goes on; else with the rest
+            length = _FRAME_LENGTH.unpack_from(data, pos)[0] if end - pos >= 4 else -1
+            if not 4 <= length <= largest or end - pos - 4 < length or self.reading_paused:
+                break
+            bad_frames = self._stats.bad_frames
+            super().data_received(data[pos : pos + 4 + length])
+            pos += 4 + length
+            if self._stats.bad_frames != bad_frames:
+                return  # the connection is being aborted: the rest of the read is dropped
+        if pos == 0:
+            super().data_received(data)
+        elif pos < end:
+            super().data_received(data[pos:])
+        else:
+            self.active = True
 
 
 class _Resumed:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import itertools
+import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.protocol import msgid
+from rocketq.protocol import msgid, nativecodecs
 from rocketq.protocol.msgid import MessageIdError
 
 
@@ -89,3 +91,56 @@ def test_a_unique_key_is_the_prefix_then_8_and_4_hex_digits(now: int, start: int
     gen._counter = iter([counter])  # type: ignore[assignment]
     since = (now - start) & 0xFFFFFFFF
     assert gen.next_id() == f"{gen.prefix}{since:08X}{counter & 0xFFFF:04X}"
+
+
+# --- next_unique_key: next_id in one (C) call -----------------------------------------------------
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _twin_at(ids: msgid.UniqIdGenerator, now_ms: int, counter_start: int) -> msgid.UniqIdGenerator:
+    """A pure generator in ``ids``'s state whose clock reads ``now_ms``."""
+    twin = msgid.UniqIdGenerator(clock_ms=lambda: now_ms)
+    twin._prefix, twin._counter = ids.prefix, itertools.count(counter_start)
+    twin._month_start, twin._next_month_start = ids._month_start, ids._next_month_start
+    return twin
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.ip_addresses(), st.integers(0, 0xFFFF), st.integers(0, 0xFFFFFFFF),
+       st.integers(0, 1 << 40), st.integers(-(1 << 34), 1 << 34))
+def test_next_unique_key_is_next_id(ip: object, pid: int, seed: int, counter_start: int, since: int) -> None:
+    """The key (C twin or pure) is the text ``next_id`` makes at the same clock reading; ``since``
+    puts the month's start anywhere around now, so the masked offset takes every shape."""
+    ids = msgid.UniqIdGenerator(str(ip), pid, seed)
+    ids._counter = itertools.count(counter_start)
+    now = _wall_ms()
+    ids._month_start, ids._next_month_start = now - since, now + 10**9
+    before = _wall_ms()
+    key = msgid.next_unique_key(ids)
+    after = _wall_ms()
+    assert key in {_twin_at(ids, at, counter_start).next_id() for at in range(before, after + 1)}
+    assert next(ids._counter) == counter_start + 1  # one count taken
+
+
+def test_next_unique_key_is_native_when_built() -> None:
+    if nativecodecs.native is None:
+        assert msgid.next_unique_key is nativecodecs.pure(msgid.next_unique_key)
+    else:
+        assert msgid.next_unique_key is not nativecodecs.pure(msgid.next_unique_key)
+
+
+def test_next_unique_key_with_a_test_clock_is_next_id() -> None:
+    made = [msgid.UniqIdGenerator("10.0.0.1", 3, 4, clock_ms=lambda: 1_700_000_000_123) for _ in range(2)]
+    assert [msgid.next_unique_key(made[0]) for _ in range(3)] == [made[1].next_id() for _ in range(3)]
+
+
+def test_next_unique_key_at_a_new_month_recomputes_its_bounds() -> None:
+    ids = msgid.UniqIdGenerator("10.0.0.1", 3, 4)
+    ids._month_start, ids._next_month_start = 0, _wall_ms() - 1  # the month ended a moment ago
+    key = msgid.next_unique_key(ids)
+    now = _wall_ms()
+    assert ids._month_start <= now < ids._next_month_start
+    assert 0 <= now - ids._month_start - msgid.decode_uniq_id(key).ms_since_month_start <= 1000
