@@ -36,6 +36,7 @@ static const struct {
     {"stamp_unique_key", rq_py_stamp_unique_key},
     {"answer_result", rq_py_answer_result},
     {"send_frame_of", rq_py_send_frame_of},
+    {"stored", rq_py_send_answer_stored},  /* rocketq.broker.sendanswers.stored */
     {NULL, NULL},
 };
 
