@@ -38,6 +38,7 @@ static const struct {
     {"stored_answer_at", rq_py_stored_answer_at},
     {"answer_result", rq_py_answer_result},
     {"send_frame_of", rq_py_send_frame_of},
+    {"stored", rq_py_send_answer_stored},  /* rocketq.broker.sendanswers.stored */
     {NULL, NULL},
 };
 

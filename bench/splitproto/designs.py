@@ -96,11 +96,11 @@ def _append_collecting(args: tuple[MessageStore, Any]) -> tuple[list[Any], list[
     (their listeners run on the loop) instead of notified here."""
     store, puts = args
     touched: list[Any] = []
-    store._notify = touched.append  # type: ignore[method-assign]  # shadows the method during the call
-    try:
+    store._notify_queues = lambda queues: touched.extend(queues.values())  # type: ignore[method-assign]
+    try:  # (the lambda shadows the method during the call)
         results = _ORIGINAL_APPEND_MANY(store, puts)
     finally:
-        del store._notify
+        del store._notify_queues
     return results, touched
 
 

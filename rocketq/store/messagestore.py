@@ -341,8 +341,7 @@ class MessageStore:
             put = self._append_one(result[0], _now_ms(), touched)
         finally:
             self._note_hold_time(began)
-        for cq in touched.values():
-            self._notify(cq)
+        self._notify_queues(touched)
         if not put.wrote_offsets:
             self._count_puts([put], started)
             return put
@@ -454,8 +453,9 @@ class MessageStore:
         refusal = self._refusal()
         if refusal is not None:
             return [refusal] * len(puts)
+        singles = self._prepared_singles(puts)
         prepared: Sequence[list[putting.PreparedMessage] | PutResult] = (
-            self._prepared_singles(puts) or [self._prepare(requests) for requests in puts])
+            singles or [self._prepare(requests) for requests in puts])
         pending = self._pending
         if pending is not None:  # committed-only dispatch (DLedger): units and index entries come at the commit
             return [p if isinstance(p, PutResult) else self._append_undispatched(p, pending) for p in prepared]
@@ -464,14 +464,17 @@ class MessageStore:
         touched: dict[int, ConsumeQueue] = {}
         """Every queue the group adds units to, notified once at the end."""
         try:
-            results = [p if isinstance(p, PutResult)
-                       else self._append_one(p[0], now, touched) if len(p) == 1
-                       else self._append_batch(p, now, touched) if p.__class__ is putting.PreparedBatch
-                       else self._append_prepared(p, now, touched) for p in prepared]
+            if singles is not None:  # a read of single sends, each prepared: no result or batch to tell apart
+                append_one = self._append_one
+                results = [append_one(p[0], now, touched) for p in singles]
+            else:
+                results = [p if isinstance(p, PutResult)
+                           else self._append_one(p[0], now, touched) if len(p) == 1
+                           else self._append_batch(p, now, touched) if p.__class__ is putting.PreparedBatch
+                           else self._append_prepared(p, now, touched) for p in prepared]
         finally:  # (each index add writes its file's header itself: nothing to commit here)
             self._note_hold_time(began)
-        for cq in touched.values():
-            self._notify(cq)
+        self._notify_queues(touched)
         return results
 
     def _append_prepared(self, prepared: list[putting.PreparedMessage], now: int,
@@ -553,9 +556,10 @@ class MessageStore:
         if placed is None:
             return self._append_prepared([prepared], now, notify)
         phys, queue_offset = placed
-        if (uniq or keys) and self.index is not None:
+        index = self.index
+        if index is not None and (uniq or keys):
             try:
-                self.index.add(cq.topic, uniq, keys, phys, now)
+                index.add(cq.topic, uniq, keys, phys, now)
             except (OSError, StoreFileError) as exc:  # a new index file on a full disk
                 self._roll_back(phys, ((cq, queue_offset),) if unit else ())
                 return self._append_failed(exc)
@@ -630,13 +634,20 @@ class MessageStore:
             self._busy_until = ended + held
             log.warning("a put held the commitlog for %.0f ms: page cache busy", held_ms)
 
+    def _notify_queues(self, touched: dict[int, ConsumeQueue]) -> None:
+        """``_notify`` of every queue a group added units to, in one call for the group (a
+        read of single sends usually touches as many queues as it has sends)."""
+        listeners = self._listeners
+        for cq in touched.values():
+            next_offset = cq.max_offset
+            for listener in listeners:
+                try:
+                    listener(cq.topic, cq.queue_id, next_offset)
+                except Exception:
+                    log.exception("message arrival listener failed")
+
     def _notify(self, cq: ConsumeQueue) -> None:
-        next_offset = cq.max_offset
-        for listener in self._listeners:
-            try:
-                listener(cq.topic, cq.queue_id, next_offset)
-            except Exception:
-                log.exception("message arrival listener failed")
+        self._notify_queues({id(cq): cq})
 
     def is_os_page_cache_busy(self) -> bool:
         """True while the broker should answer SYSTEM_BUSY instead of putting."""

@@ -113,6 +113,20 @@ async def test_arrival_listeners(make_store: StoreFactory) -> None:
     assert seen == [("T", 2, 1), ("T", 2, 3), ("T", 3, 1)]
 
 
+async def test_a_group_of_single_puts_notifies_each_queue_once(make_store: StoreFactory) -> None:
+    """The broker's read of single sends: one notice per queue, in the order the group first
+    touched it, with the queue's next offset after the whole group; a lone send's put too."""
+    store = await make_store()
+    seen: list[tuple[str, int, int]] = []
+    store.add_arrival_listener(lambda t, q, o: 1 / 0)  # a failing listener stops neither puts nor notices
+    store.add_arrival_listener(lambda t, q, o: seen.append((t, q, o)))
+    results = store.put_group_now([[request(queue_id=q)] for q in (3, 1, 3, 3, 1)])
+    assert [r.status for r in results] == [PutStatus.PUT_OK] * 5
+    assert seen == [("T", 3, 3), ("T", 1, 2)]
+    store.put_one_now(request(queue_id=1))
+    assert seen[2:] == [("T", 1, 3)]
+
+
 async def test_query_offsets_and_times(make_store: StoreFactory) -> None:
     store = await make_store()
     before = int(time.time() * 1000) - 1
