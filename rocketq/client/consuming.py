@@ -30,7 +30,7 @@ import enum
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -141,8 +141,8 @@ class ConcurrentConsumeService:
         for start in range(0, len(msgs), size):
             self._spawn(self._consume(msgs[start:start + size], pq, mq, delay))
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)  # a coroutine: no ensure_future checks
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
