@@ -42,6 +42,9 @@ MAX_PULL_BYTES: Final = 256 * 1024
 MAX_GROUP_SHOWN: Final = 300
 """Characters of a refused group name quoted in a log line."""
 MAX_HELD_PULLS: Final = 100_000
+MAX_BUILT_SUBSCRIPTIONS: Final = 4096
+"""Subscriptions parsed from pull headers kept for the next pull (the table is emptied when full:
+a peer sending ever new expressions costs a parse each, as before, and bounded memory)."""
 _READ: Final = int(codes.Perm.READ)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
 """Held long-poll requests before new ones are answered at once instead of held."""
@@ -82,6 +85,9 @@ class PullHandlers:
         self._suggest_broker = suggest_broker
         """suggestWhichBrokerId for an answer (rocketq.ha.reads); the master's id without it."""
         self._held: dict[tuple[str, int], list[HeldPull]] = defaultdict(list)
+        self._built: dict[tuple[str, str | None, str | None, int], SubscriptionData] = {}
+        """``subscription.build``'s results by its arguments: a consumer sends the same ones on
+        every pull, and the result is a frozen value."""
         self._held_count = 0
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
@@ -148,7 +154,7 @@ class PullHandlers:
             )
         if header.sys_flag & pullsysflag.SUBSCRIPTION:
             try:
-                sub = subscription.build(header.topic, header.subscription, header.expression_type, header.sub_version)
+                sub = self._built_subscription(header)
             except SubscriptionError as exc:
                 return request.response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
@@ -168,6 +174,18 @@ class PullHandlers:
                                                in_request=bool(header.sys_flag & pullsysflag.SUBSCRIPTION))
             if refusal is not None:
                 return request.response(*refusal)
+        return sub
+
+    def _built_subscription(self, header: PullMessageRequestHeader) -> SubscriptionData:
+        """The subscription a pull carries, parsed once per distinct header value; SubscriptionError
+        (never kept) for one that does not parse."""
+        key = (header.topic, header.subscription, header.expression_type, header.sub_version)
+        sub = self._built.get(key)
+        if sub is None:
+            sub = subscription.build(*key)
+            if len(self._built) >= MAX_BUILT_SUBSCRIPTIONS:
+                self._built.clear()
+            self._built[key] = sub
         return sub
 
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
