@@ -60,6 +60,17 @@ class HeldPull:
     timer: asyncio.TimerHandle | None = None
 
 
+def answer_ext(suggest: int, next_begin: int, min_offset: int, max_offset: int) -> dict[str, str]:
+    """A pull answer's extFields: ``PullMessageResponseHeader(...).to_ext()``, written out for
+    the usual plain ints (one per pull: the frozen header's construction was most of its cost)."""
+    if suggest.__class__ is int and next_begin.__class__ is int and min_offset.__class__ is int \
+            and max_offset.__class__ is int:
+        return {"suggestWhichBrokerId": str(suggest), "nextBeginOffset": str(next_begin),
+                "minOffset": str(min_offset), "maxOffset": str(max_offset)}
+    return PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=next_begin,
+                                     min_offset=min_offset, max_offset=max_offset).to_ext()
+
+
 class PullHandlers:
     def __init__(
         self,
@@ -204,12 +215,7 @@ class PullHandlers:
         suggest = codes.MASTER_ID
         if self._suggest_broker is not None:
             suggest = self._suggest_broker(result, self._groups.get(header.consumer_group))
-        ext = PullMessageResponseHeader(
-            suggest_which_broker_id=suggest,
-            next_begin_offset=result.next_begin_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-        ).to_ext()
+        ext = answer_ext(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         if code != ResponseCode.SUCCESS:
             return request.response(code, result.status.name, ext)
         response = request.response(code, None, ext)

@@ -1,8 +1,9 @@
-"""The pull handler's kept subscriptions: what a pull's header parses to, parsed once.
+"""The pull handler's per-pull shortcuts: kept subscriptions and the answer's extFields.
 
 ``PullHandlers._built_subscription`` keeps ``subscription.build``'s results by its arguments;
 a pull must get exactly what a fresh parse gives (or the same SubscriptionError, never kept),
 however often and in whatever order headers repeat, and the table stays bounded.
+``answer_ext`` must equal ``PullMessageResponseHeader(...).to_ext()`` for any values.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from hypothesis import strategies as st
 from rocketq.broker import pull
 from rocketq.broker.pull import PullHandlers
 from rocketq.broker.settings import BrokerBehaviour
-from rocketq.protocol import subscription
-from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol import codes, subscription
+from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.subscription import SubscriptionError
 
 
@@ -66,3 +67,15 @@ def test_the_table_is_bounded() -> None:
     for version in range(pull.MAX_BUILT_SUBSCRIPTIONS + 10):
         assert h._built_subscription(header("T", "a", "TAG", version)).sub_version == version
     assert 0 < len(h._built) <= pull.MAX_BUILT_SUBSCRIPTIONS
+
+
+INTS = st.one_of(st.integers(-(2**63), 2**63 - 1), st.booleans(), st.sampled_from([codes.MASTER_ID, 1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(INTS, INTS, INTS, INTS)
+def test_answer_ext_is_the_headers_to_ext(suggest: int, next_begin: int, low: int, high: int) -> None:
+    """Same names, values and order as the header's own ``to_ext`` (bools take its path)."""
+    expected = PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=next_begin,
+                                         min_offset=low, max_offset=high).to_ext()
+    assert list(pull.answer_ext(suggest, next_begin, low, high).items()) == list(expected.items())
