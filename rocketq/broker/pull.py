@@ -42,6 +42,9 @@ MAX_PULL_BYTES: Final = 256 * 1024
 MAX_GROUP_SHOWN: Final = 300
 """Characters of a refused group name quoted in a log line."""
 MAX_HELD_PULLS: Final = 100_000
+MAX_BUILT_SUBSCRIPTIONS: Final = 4096
+"""Subscriptions parsed from pull headers kept for the next pull (the table is emptied when full:
+a peer sending ever new expressions costs a parse each, as before, and bounded memory)."""
 _READ: Final = int(codes.Perm.READ)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
 """Held long-poll requests before new ones are answered at once instead of held."""
@@ -55,6 +58,17 @@ class HeldPull:
     sub: SubscriptionData
     offset: int
     timer: asyncio.TimerHandle | None = None
+
+
+def answer_ext(suggest: int, next_begin: int, min_offset: int, max_offset: int) -> dict[str, str]:
+    """A pull answer's extFields: ``PullMessageResponseHeader(...).to_ext()``, written out for
+    the usual plain ints (one per pull: the frozen header's construction was most of its cost)."""
+    if suggest.__class__ is int and next_begin.__class__ is int and min_offset.__class__ is int \
+            and max_offset.__class__ is int:
+        return {"suggestWhichBrokerId": str(suggest), "nextBeginOffset": str(next_begin),
+                "minOffset": str(min_offset), "maxOffset": str(max_offset)}
+    return PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=next_begin,
+                                     min_offset=min_offset, max_offset=max_offset).to_ext()
 
 
 class PullHandlers:
@@ -82,6 +96,9 @@ class PullHandlers:
         self._suggest_broker = suggest_broker
         """suggestWhichBrokerId for an answer (rocketq.ha.reads); the master's id without it."""
         self._held: dict[tuple[str, int], list[HeldPull]] = defaultdict(list)
+        self._built: dict[tuple[str, str | None, str | None, int], SubscriptionData] = {}
+        """``subscription.build``'s results by its arguments: a consumer sends the same ones on
+        every pull, and the result is a frozen value."""
         self._held_count = 0
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
@@ -148,7 +165,7 @@ class PullHandlers:
             )
         if header.sys_flag & pullsysflag.SUBSCRIPTION:
             try:
-                sub = subscription.build(header.topic, header.subscription, header.expression_type, header.sub_version)
+                sub = self._built_subscription(header)
             except SubscriptionError as exc:
                 return request.response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
@@ -170,6 +187,18 @@ class PullHandlers:
                 return request.response(*refusal)
         return sub
 
+    def _built_subscription(self, header: PullMessageRequestHeader) -> SubscriptionData:
+        """The subscription a pull carries, parsed once per distinct header value; SubscriptionError
+        (never kept) for one that does not parse."""
+        key = (header.topic, header.subscription, header.expression_type, header.sub_version)
+        sub = self._built.get(key)
+        if sub is None:
+            sub = subscription.build(*key)
+            if len(self._built) >= MAX_BUILT_SUBSCRIPTIONS:
+                self._built.clear()
+            self._built[key] = sub
+        return sub
+
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
         max_nums = max(1, min(header.max_msg_nums, MAX_PULL_BATCH))
         max_bytes = min(header.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
@@ -186,12 +215,7 @@ class PullHandlers:
         suggest = codes.MASTER_ID
         if self._suggest_broker is not None:
             suggest = self._suggest_broker(result, self._groups.get(header.consumer_group))
-        ext = PullMessageResponseHeader(
-            suggest_which_broker_id=suggest,
-            next_begin_offset=result.next_begin_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-        ).to_ext()
+        ext = answer_ext(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         if code != ResponseCode.SUCCESS:
             return request.response(code, result.status.name, ext)
         response = request.response(code, None, ext)

@@ -30,7 +30,7 @@ import enum
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -87,27 +87,37 @@ async def verdict(listener: Callable[[list[MessageExt], Any], object], msgs: lis
                   failure: S) -> S:
     """Call a listener (plain or async) for its answer, a member of ``failure``'s enum; an
     exception, or an answer of another kind, is logged and means ``failure``."""
-    queue = getattr(ctx, "message_queue", None)
     try:
         status = listener(msgs, ctx)
-        if type(status) is type(failure):  # a plain listener's answer: no awaitable to look for
-            return status
+    except Exception:
+        return listener_failed(msgs, ctx, failure)
+    if type(status) is type(failure):  # a plain listener's answer: no awaitable to look for
+        return status
+    return await settle(status, msgs, ctx, failure)
+
+
+def listener_failed(msgs: list[MessageExt], ctx: Any, failure: S) -> S:
+    """Log the exception being handled, a listener's; its answer is ``failure``."""
+    queue = getattr(ctx, "message_queue", None)
+    log.exception("listener failed on %d message(s) of %s; answering %s", len(msgs), queue, failure.name)
+    return failure
+
+
+async def settle(status: object, msgs: list[MessageExt], ctx: Any, failure: S) -> S:
+    """The verdict from what a listener returned when that was not already a member of
+    ``failure``'s enum: an awaitable's result, or ``failure`` for anything else."""
+    try:
         if inspect.isawaitable(status):
             status = await status
     except asyncio.CancelledError:
         raise
     except Exception:
-        log.exception("listener failed on %d message(s) of %s; answering %s", len(msgs), queue, failure.name)
-        return failure
+        return listener_failed(msgs, ctx, failure)
     if not isinstance(status, type(failure)):
-        log.warning("listener returned %r for %s; treating it as %s", status, queue, failure.name)
+        log.warning("listener returned %r for %s; treating it as %s", status, getattr(ctx, "message_queue", None),
+                    failure.name)
         return failure
     return status
-
-
-async def call_listener(listener: Listener, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
-    """The listener's verdict; failures of any kind mean RECONSUME_LATER."""
-    return await verdict(listener, msgs, ctx, ConsumeStatus.RECONSUME_LATER)
 
 
 class ConcurrentConsumeService:
@@ -131,8 +141,8 @@ class ConcurrentConsumeService:
         for start in range(0, len(msgs), size):
             self._spawn(self._consume(msgs[start:start + size], pq, mq, delay))
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)  # a coroutine: no ensure_future checks
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -155,9 +165,25 @@ class ConcurrentConsumeService:
             for m in shown:
                 m.properties[messageproperties.CONSUME_START_TIME] = started
             ctx = ConsumeContext(mq)
-            status = await call_listener(self._listener, shown, ctx)
-        if not pq.dropped:
+            # ``verdict`` inline: a plain listener's answer needs no coroutine of its own
+            try:
+                status = self._listener(shown, ctx)
+            except Exception:
+                status = listener_failed(shown, ctx, ConsumeStatus.RECONSUME_LATER)
+            if type(status) is not ConsumeStatus:
+                status = await settle(status, shown, ctx, ConsumeStatus.RECONSUME_LATER)
+        if pq.dropped:
+            return
+        if status is ConsumeStatus.CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            self._commit(msgs, pq, mq)  # all acknowledged: ``_finish`` would only do this
+        else:
             await self._finish(status, ctx, msgs, pq, mq)
+
+    def _commit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Done with ``msgs``: out of the process queue, the queue's offset to the commit point."""
+        offset = pq.remove(msgs)
+        if offset >= 0 and not pq.dropped:
+            self._offsets.update(mq, offset, increase_only=True)
 
     async def _finish(self, status: ConsumeStatus, ctx: ConsumeContext, msgs: list[MessageExt],
                       pq: ProcessQueue, mq: MessageQueue) -> None:
@@ -174,9 +200,7 @@ class ConcurrentConsumeService:
         if kept:
             kept_offsets = {m.queue_offset for m in kept}
             msgs = [m for m in msgs if m.queue_offset not in kept_offsets]
-        offset = pq.remove(msgs)
-        if offset >= 0 and not pq.dropped:
-            self._offsets.update(mq, offset, increase_only=True)
+        self._commit(msgs, pq, mq)
         if kept:
             self.submit(kept, pq, mq, delay=RECONSUME_LOCALLY_DELAY)
 

@@ -88,19 +88,19 @@ class ProcessQueue:
         """Cache pulled messages; returns how many were new (an offset already held is skipped)."""
         cached = self._messages
         top = next(reversed(cached)) if cached else -1
-        added = size = 0
+        before, size = len(cached), 0
         in_order = True
         for msg in messages:
             offset = msg.queue_offset
-            if offset in cached:
-                continue
-            cached[offset] = msg
-            if offset < top:
-                in_order = False
-            else:
+            if offset > top:  # the usual case: above every cached key, so not one of them
                 top = offset
+            elif offset in cached:
+                continue
+            else:
+                in_order = False
+            cached[offset] = msg
             size += len(msg.body)
-            added += 1
+        added = len(cached) - before
         if not in_order:
             self._messages = dict(sorted(cached.items()))
         self.msg_size += size

@@ -139,7 +139,9 @@ class PullTask:
             return await self._after_failure(exc)
         if self.pq.dropped:
             return 0.0
-        return await self._handle(result)
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            return await self._restart_at(result)
+        return self._handle(result)
 
     async def _after_failure(self, error: Exception) -> float:
         """The delay before the next pull: none when a route refresh moved the queue to another
@@ -154,7 +156,10 @@ class PullTask:
 
     async def _pull(self, sub: SubscriptionData) -> pulling.PullResult:
         self._pulled_from = None
-        addr, is_slave = await self._instance.find_subscribe_addr(self.mq, self._suggested_broker)
+        found = self._instance.subscribe_addr(self.mq.broker_name, self._suggested_broker)
+        if found is None:  # no route known yet: ``find_subscribe_addr`` fetches it, or raises
+            found = await self._instance.find_subscribe_addr(self.mq, self._suggested_broker)
+        addr, is_slave = found
         self._pulled_from = addr
         commit = None
         if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
@@ -174,18 +179,19 @@ class PullTask:
                                                              s.broker_suspend_max_time_millis)
         return requests
 
-    async def _handle(self, result: pulling.PullResult) -> float:
+    def _handle(self, result: pulling.PullResult) -> float:
+        """A FOUND, NO_NEW_MSG or NO_MATCHED_MSG answer (nothing here waits: no coroutine per pull)."""
+        self.next_offset = result.next_begin_offset
+        if result.status is PullStatus.FOUND and result.messages:
+            self.pq.put(result.messages)
+            self._consume.submit(result.messages, self.pq, self.mq)
+            return self._settings.pull_interval / 1000
+        self._mark_consumed_if_idle()
+        return 0.0
+
+    async def _restart_at(self, result: pulling.PullResult) -> float:
+        """OFFSET_ILLEGAL: move to the offset the broker named, with a fresh cache."""
         previous, self.next_offset = self.next_offset, result.next_begin_offset
-        if result.status is PullStatus.FOUND:
-            if result.messages:
-                self.pq.put(result.messages)
-                self._consume.submit(result.messages, self.pq, self.mq)
-                return self._settings.pull_interval / 1000
-            self._mark_consumed_if_idle()
-            return 0.0
-        if result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            self._mark_consumed_if_idle()
-            return 0.0
         log.warning("%s: offset %d of %s is illegal (queue holds %d..%d); moving to %d", self._group, previous,
                     self.mq, result.min_offset, result.max_offset, result.next_begin_offset)
         # Start over with a fresh cache: results of listener calls still running on the old one

@@ -15,6 +15,7 @@ store passes in what it needs (the CommitLog's min and max offsets).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import struct
@@ -190,6 +191,12 @@ class ConsumeQueue:
 
     def units(self, offset: int, limit: int) -> Iterator[tuple[int, int, int]]:
         """Up to ``limit`` consecutive units from ``offset`` (which must be readable)."""
+        # The units of each file are unpacked by one ``iter_unpack`` and chained in C: a pull
+        # reads them one by one, and a generator in between would be resumed once per unit.
+        return itertools.chain.from_iterable(self._unit_runs(offset, limit))
+
+    def _unit_runs(self, offset: int, limit: int) -> Iterator[Iterator[tuple[int, int, int]]]:
+        """``units`` as one iterator per file, each made when the one before is used up."""
         end = min(self.max_offset, offset + limit)
         while offset < end:
             found = self._file_for(offset)
@@ -198,7 +205,7 @@ class ConsumeQueue:
             f, pos = found
             stop = min(f.wrote, pos + (end - offset) * UNIT_SIZE)
             chunk = f.view[pos:stop]
-            yield from UNIT.iter_unpack(chunk)
+            yield UNIT.iter_unpack(chunk)
             offset += (stop - pos) // UNIT_SIZE
             if stop == pos:
                 return

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.store import consumequeue
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, UNIT, ConsumeQueue
@@ -15,6 +19,28 @@ def make(tmp_path: Path) -> ConsumeQueue:
     cq = ConsumeQueue(tmp_path / "T" / "0", "T", 0, FILE)
     cq.load()
     return cq
+
+
+@settings(max_examples=60, deadline=None)
+@given(count=st.integers(0, 45), first=st.integers(0, 40), reads=st.lists(
+    st.tuples(st.integers(0, 50), st.integers(1, 60), st.integers(0, 60)), min_size=1, max_size=6))
+def test_units_runs_across_files_match_unit_by_unit(count: int, first: int,
+                                                     reads: list[tuple[int, int, int]]) -> None:
+    """``units`` (one unpack per file, chained) yields what ``unit`` gives offset by offset,
+    across file boundaries, from a queue that starts above 0, and when a reader stops early."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cq = ConsumeQueue(Path(tmp) / "T" / "0", "T", 0, FILE)
+        cq.load()
+        for i in range(count):
+            cq.put_at(first + i, 1000 + i * 7, 7 + i, -i * 3)
+        for offset, limit, taken in reads:
+            if not cq.min_offset <= offset < cq.max_offset:
+                continue
+            expected = [cq.unit(o) for o in range(offset, min(cq.max_offset, offset + limit))]
+            assert list(cq.units(offset, limit)) == expected
+            read = cq.units(offset, limit)
+            assert [u for _, u in zip(range(taken), read, strict=False)] == expected[:taken]
+        cq.close()
 
 
 def test_append_read_and_roll(tmp_path: Path) -> None:
