@@ -34,6 +34,7 @@ SCREENSHOTS: Final = Path(os.environ.get("ROCKETQ_CONSOLE_SCREENSHOTS")
 WAIT_S: Final = 20.0
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -90,9 +91,23 @@ def reload_until(driver, check, what: str) -> None:  # type: ignore[no-untyped-d
     WebDriverWait(driver, WAIT_S * 3, poll_frequency=1.0).until(reloaded, f"waiting for {what}")
 
 
+DETACHED = "does not belong to the document"
+"""chromedriver's error for a node the page being loaded has just replaced (it is not reported
+as a stale element, so WebDriverWait would not retry it by itself)."""
+
+
 def text_appears(driver, css: str, text: str) -> None:  # type: ignore[no-untyped-def]
-    WebDriverWait(driver, WAIT_S).until(expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css),
-                                                                                          text))
+    present = expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
+
+    def check(d) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            return bool(present(d))
+        except WebDriverException as exc:  # a form's answer replacing the page while it is read
+            if DETACHED in str(exc):
+                return False
+            raise
+
+    WebDriverWait(driver, WAIT_S).until(check, f"waiting for {text!r} in {css}")
 
 
 def test_console_in_a_browser(cluster: ClusterState, console_process: ConsoleProcess, browser) -> None:  # type: ignore[no-untyped-def]
