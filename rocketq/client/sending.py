@@ -346,10 +346,14 @@ new_send_result: Callable[..., SendResult] = nativecodecs.accelerated_with(
 
 
 def to_result(reply: SendReply, out: Outgoing, mq: MessageQueue) -> SendResult:
-    answer = reply.header
+    return _result(SEND_STATUS_BY_CODE[reply.code], out.msg_id, reply.header, mq, reply.region_id)
+
+
+def _result(status: SendStatus, msg_id: str, answer: SendMessageResponseHeader, mq: MessageQueue,
+            region: str | None) -> SendResult:
+    """The result of a stored send: the answer's queue (``mq`` itself when the broker kept it)."""
     queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
-    return new_send_result(SEND_STATUS_BY_CODE[reply.code], out.msg_id, answer.msg_id, queue, answer.queue_offset,
-                           reply.region_id)
+    return new_send_result(status, msg_id, answer.msg_id, queue, answer.queue_offset, region)
 
 
 @nativecodecs.accelerated_with(SendResult, tuple(f.name for f in dataclasses.fields(SendResult)))
@@ -358,9 +362,7 @@ def answer_result(ext: Mapping[str, str], status: SendStatus, msg_id: str, mq: M
     and header in between: HeaderError for a header ``from_ext`` refuses. Its C twin
     (native/clientsend.c) reads msgId, queueId, queueOffset and MSG_REGION straight into the
     result for the answer brokers send (tests/client/test_answer_result.py)."""
-    answer = SendMessageResponseHeader.from_ext(ext)
-    queue = mq if answer.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, answer.queue_id)
-    return new_send_result(status, msg_id, answer.msg_id, queue, answer.queue_offset, ext.get("MSG_REGION"))
+    return _result(status, msg_id, SendMessageResponseHeader.from_ext(ext), mq, ext.get("MSG_REGION"))
 
 
 _SEND_STATUS: Final = {int(code): status for code, status in SEND_STATUS_BY_CODE.items()}
@@ -374,16 +376,15 @@ def send_answer(response: RemotingCommand, addr: str, out: Outgoing, mq: Message
     status = _SEND_STATUS.get(response.code)
     if status is None:
         raise BrokerError(response.code, response.remark, addr)
-    try:
-        return answer_result(response.ext_fields, status, out.msg_id, mq)
-    except HeaderError as exc:
-        raise ProtocolError(f"{addr} answered code {response.code} with a bad header: {exc}") from None
+    return stored_result(response.ext_fields, addr, out, mq, status, response.code)
 
 
-def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
-    """``send_answer`` of a SUCCESS answer, given its extFields (a client connection hands
-    those straight to the send: ``ClientConnection``): ProtocolError for a bad answer header."""
+def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQueue,
+                  status: SendStatus = SendStatus.SEND_OK, code: int = ResponseCode.SUCCESS) -> SendResult:
+    """The result of an answer with ``code`` that means stored (``status``), given its extFields
+    (a client connection hands a SUCCESS answer's straight to the send: ``ClientConnection``):
+    ProtocolError for a bad answer header."""
     try:
-        return answer_result(ext, SendStatus.SEND_OK, out.msg_id, mq)
+        return answer_result(ext, status, out.msg_id, mq)
     except HeaderError as exc:
-        raise ProtocolError(f"{addr} answered code {ResponseCode.SUCCESS} with a bad header: {exc}") from None
+        raise ProtocolError(f"{addr} answered code {code} with a bad header: {exc}") from None
