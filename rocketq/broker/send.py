@@ -208,11 +208,10 @@ class SendHandlers:
         if len(requests) == 1:  # a producer sending one at a time: no lists, one put
             return self._lone_now(conn, requests[0], table, routed)
         headers: list[SendMessageRequestHeader | HeaderError] = []
-        v2 = send_header_from_v2
+        parse = self._parse_header
         for request in requests:
             try:
-                header = (v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header, inline
-                          else SendMessageRequestHeader.from_ext(request.ext_fields))
+                header = parse(request)
             except HeaderError as exc:
                 headers.append(exc)
                 continue
@@ -237,8 +236,7 @@ class SendHandlers:
                   routed: bool) -> list[Answer] | None:
         """``send_group_now`` of a read holding one send."""
         try:
-            header = (send_header_from_v2(request.ext_fields) if request.code != _SEND_MESSAGE  # _parse_header
-                      else SendMessageRequestHeader.from_ext(request.ext_fields))
+            header = self._parse_header(request)
         except HeaderError as exc:
             self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, exc)
             return [request.response(ResponseCode.SYSTEM_ERROR, str(exc))]
@@ -314,7 +312,7 @@ class SendHandlers:
 
     @staticmethod
     def _parse_header(request: RemotingCommand) -> SendMessageRequestHeader:
-        if request.code == _SEND_MESSAGE:  # (inline in send_group_now and _lone_now: keep them alike)
+        if request.code == _SEND_MESSAGE:
             return SendMessageRequestHeader.from_ext(request.ext_fields)
         return send_header_from_v2(request.ext_fields)
 
