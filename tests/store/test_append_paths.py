@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from store_helpers import STORE_HOST, put_properties, put_summary, small_settings, store_files
+from store_helpers import STORE_HOST, put_properties, put_stats, put_summary, small_settings, store_files
 
 from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -73,9 +73,7 @@ async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool,
             results += store.put_group_now(group) if now else await store.put_group(group)
     finally:
         await store.close()
-    stats = store.stats
-    return results, (stats.put_requests, stats.put_message_times, stats.put_message_bytes, stats.put_failures,
-                     sum(stats.put_latency))
+    return results, put_stats(store)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
