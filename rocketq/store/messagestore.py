@@ -338,10 +338,15 @@ class MessageStore:
             return result
         began = self._monotonic()
         touched: dict[int, ConsumeQueue] = {}
-        try:
-            put = self._append_singles(result, _now_ms(), touched)[0]
+        placed: list[PutResult] = []
+        try:  # _append_singles of one put, inline
+            now = _now_ms()
+            if not groupappend.append_singles(self.commitlog, self.index, result, 0, now, self._msg_id_prefix,
+                                              placed, touched):
+                placed.append(self._append_one(result[0], now, touched))
         finally:
             self._note_hold_time(began)
+        put = placed[0]
         self._notify_queues(touched)
         if not put.wrote_offsets:
             self._count_puts([put], started)
