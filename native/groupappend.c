@@ -66,7 +66,7 @@ typedef struct {
     long long staged_room, fd;
     PyObject *index;           /* the IndexService, or None */
     PyObject *index_file;      /* its last file once opened (a put with keys), else NULL */
-    RqIndexState index_state;
+    RqIndexState index_state, index_opened;  /* as the call moves it, and as it was */
     Py_buffer index_map;
     long long last_phy;        /* the newest indexed message, for the index header */
     int index_tried, indexed;
@@ -79,6 +79,7 @@ static int index_ready(Group *g)
         g->index_tried = 1;
         if (rq_index_open(g->index, &g->index_file, &g->index_state, &g->index_map) < 0)
             return -1;
+        g->index_opened = g->index_state;
     }
     return g->index_file != NULL;
 }
@@ -138,18 +139,51 @@ static int index_entries(Group *g, const Put *p, int32_t *hashes)
 }
 
 /* The put's PutResult (new_put_result of context[0], with status context[1]), or NULL raised. */
+static PyObject *one_tuple(PyObject *item)  /* (item,), stealing it; NULL raised */
+{
+    PyObject *tuple = item != NULL ? PyTuple_New(1) : NULL;
+    if (tuple == NULL) {
+        Py_XDECREF(item);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(tuple, 0, item);
+    return tuple;
+}
+
+/* The offset message id: ``prefix`` (ASCII: an address in hex) and the offset in 16 hex digits. */
+static PyObject *offset_msg_id(PyObject *prefix, long long phys)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    Py_ssize_t length = PyUnicode_GET_LENGTH(prefix);
+    unsigned long long value = (unsigned long long)phys;
+    PyObject *id;
+    Py_UCS1 *out;
+    if (!PyUnicode_IS_ASCII(prefix)) {
+        char hex[HEX_OFFSET_LENGTH + 1];
+        snprintf(hex, sizeof hex, "%016llX", value);
+        return PyUnicode_FromFormat("%U%s", prefix, hex);
+    }
+    id = PyUnicode_New(length + HEX_OFFSET_LENGTH, 127);
+    if (id == NULL)
+        return NULL;
+    out = PyUnicode_1BYTE_DATA(id);
+    memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+    for (int i = HEX_OFFSET_LENGTH - 1; i >= 0; i--, value >>= 4)
+        out[length + i] = (Py_UCS1)digits[value & 0xF];
+    return id;
+}
+
+/* The put's PutResult (new_put_result of context[0], with status context[1]), or NULL raised. */
 static PyObject *new_result(PyObject *context, PyObject *stamp, PyObject *prefix, long long phys, Py_ssize_t size,
                             long long queue_offset)
 {
-    char hex[HEX_OFFSET_LENGTH + 1];
     PyObject *fields[RESULT_FIELDS] = {NULL}, *result = NULL;
-    snprintf(hex, sizeof hex, "%016llX", (unsigned long long)phys);
     fields[0] = Py_NewRef(PyTuple_GET_ITEM(context, 1));
     fields[1] = Py_NewRef(stamp);
-    fields[2] = Py_BuildValue("(L)", phys);
-    fields[3] = Py_BuildValue("(n)", size);
-    fields[4] = Py_BuildValue("(L)", queue_offset);
-    fields[5] = Py_BuildValue("(N)", PyUnicode_FromFormat("%U%s", prefix, hex));
+    fields[2] = one_tuple(PyLong_FromLongLong(phys));
+    fields[3] = one_tuple(PyLong_FromSsize_t(size));
+    fields[4] = one_tuple(PyLong_FromLongLong(queue_offset));
+    fields[5] = one_tuple(offset_msg_id(prefix, phys));
     fields[6] = PyUnicode_FromStringAndSize("", 0);
     fields[7] = PyLong_FromLong(0);
     if (fields[2] && fields[3] && fields[4] && fields[5] && fields[6] && fields[7])
@@ -281,7 +315,8 @@ static int finish(Group *g, PyObject *commitlog, PyObject *stamp_obj, long long 
     if (moved && (rq_set_int_attr(g->log.file, name_wrote, g->log_wrote) < 0
                   || PyObject_SetAttr(commitlog, name_last_ts, stamp_obj) < 0))
         failed = 1;
-    if (g->indexed && rq_index_store(g->index_file, g->index_map.buf, &g->index_state, g->last_phy, stamp) < 0)
+    if (g->indexed && rq_index_store(g->index_file, g->index_map.buf, &g->index_state, &g->index_opened, g->last_phy,
+                                     stamp) < 0)
         failed = 1;
     if (g->index_file != NULL) {
         PyBuffer_Release(&g->index_map);

@@ -165,13 +165,15 @@ static void write_header(unsigned char *map, const IndexState *s, long long phy,
     rq_put_i32(map + 36, s->count);
 }
 
-int rq_index_store(PyObject *file, unsigned char *map, const IndexState *s, long long phy, long long stamp)
+int rq_index_store(PyObject *file, unsigned char *map, const IndexState *s, const IndexState *was, long long phy,
+                   long long stamp)
 {
     write_header(map, s, phy, stamp);
+    /* (the counters that did not move are not set again: each is an int made and a dict write) */
     return rq_set_int_attr(file, n_index_count, s->count) < 0
-        || rq_set_int_attr(file, n_hash_slot_count, s->slots_used) < 0
-        || rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0
-        || rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0
+        || (s->slots_used != was->slots_used && rq_set_int_attr(file, n_hash_slot_count, s->slots_used) < 0)
+        || (s->begin_ts != was->begin_ts && rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0)
+        || (s->begin_phy != was->begin_phy && rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0)
         || rq_set_int_attr(file, n_end_timestamp, stamp) < 0 || rq_set_int_attr(file, n_end_phy_offset, phy) < 0
         || PyObject_SetAttr(file, n_header_dirty, Py_False) < 0 || PyObject_SetAttr(file, n_flushed, Py_False) < 0
         ? -1 : 0;
@@ -213,8 +215,9 @@ static int add_in_place(PyObject *service, const int32_t *hashes, int n, PyObjec
         return done;
     done = rq_index_fits(&s, n);
     if (done) {
+        IndexState was = s;
         rq_index_put(map.buf, &s, hashes, n, phy, stamp);
-        done = rq_index_store(file, map.buf, &s, phy, stamp) < 0 ? -1 : 1;
+        done = rq_index_store(file, map.buf, &s, &was, phy, stamp) < 0 ? -1 : 1;
     }
     PyBuffer_Release(&map);
     Py_DECREF(file);

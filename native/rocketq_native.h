@@ -123,8 +123,10 @@ int rq_index_fits(const RqIndexState *state, int n);  /* room with blocks for ``
 void rq_index_put(unsigned char *map, RqIndexState *state, const int32_t *hashes, int n, long long phy,
                   long long stamp);
 /* The header into the map and the counters onto the file, as IndexFile.put and write_header
- * leave them after entries up to (phy, stamp): 0, or -1 raised. */
-int rq_index_store(PyObject *file, unsigned char *map, const RqIndexState *state, long long phy, long long stamp);
+ * leave them after entries up to (phy, stamp), from the file's state ``was`` when it was
+ * opened: 0, or -1 raised. */
+int rq_index_store(PyObject *file, unsigned char *map, const RqIndexState *state, const RqIndexState *was,
+                   long long phy, long long stamp);
 
 /* Helpers shared by the codecs. */
 static inline void rq_put_i16(unsigned char *p, int32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
