@@ -1,5 +1,5 @@
 /* Reading and moving the counters of Python store objects (MappedFile, IndexFile) from C, for
- * the routines that append in place (inplace.c, indexput.c). Attribute names are interned
+ * the routines that append in place (inplace.c, indexput.c, batchappend.c, groupappend.c). Attribute names are interned
  * once; a value of an unexpected type is reported, never raised, so that the caller can hand
  * the call to its pure-Python twin. */
 #include "rocketq_native.h"
@@ -81,4 +81,39 @@ int rq_writable_map(PyObject *obj, PyObject *name, Py_ssize_t needed, Py_buffer 
         return 0;
     }
     return 1;
+}
+
+int rq_file_counters(PyObject *file, RqFileCounters *out)
+{
+    static PyObject *wrote, *size, *reserved, *start;
+    static PyObject **const slots[] = {&wrote, &size, &reserved, &start};
+    static const char *const texts[] = {"wrote", "size", "reserved", "start"};
+    if (rq_intern_names(slots, texts, sizeof(texts) / sizeof(texts[0])) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return rq_int_attr(file, wrote, 0, RQ_INT64_MAX, &out->wrote) && rq_int_attr(file, size, 0, RQ_INT64_MAX, &out->size)
+        && rq_int_attr(file, reserved, 0, RQ_INT64_MAX, &out->reserved)
+        && rq_int_attr(file, start, 0, RQ_INT64_MAX, &out->start);
+}
+
+int rq_last_file(PyObject *owner, PyObject *list_name, RqLastFile *last)
+{
+    int empty;
+    last->mapped = 0;
+    last->file = rq_last_item(owner, list_name, &empty);
+    if (last->file == NULL)
+        return empty ? 0 : -1;
+    if (rq_file_counters(last->file, &last->n))
+        return 1;
+    Py_CLEAR(last->file);
+    return -1;
+}
+
+void rq_release_file(RqLastFile *last)
+{
+    if (last->mapped)
+        PyBuffer_Release(&last->map);
+    last->mapped = 0;
+    Py_CLEAR(last->file);
 }

@@ -28,49 +28,23 @@
 #define PREPARED_TAG 4                /* putting.PreparedMessage: the tag code's position */
 #define HEX_OFFSET_LENGTH 16          /* an offset message id ends with the offset in 16 hex digits */
 
-static PyObject *name_segments, *name_files, *name_wrote, *name_size, *name_reserved, *name_start, *name_buf,
-    *name_fd, *name_last_ts;
+static PyObject *name_segments, *name_files, *name_wrote, *name_buf, *name_fd, *name_last_ts;
 
 static int intern_names(void)
 {
-    static PyObject **const slots[] = {&name_segments, &name_files, &name_wrote, &name_size, &name_reserved,
-                                       &name_start, &name_buf, &name_fd, &name_last_ts};
-    static const char *const texts[] = {"segments", "files", "wrote", "size", "reserved", "start", "buf", "fd",
-                                        "last_store_timestamp"};
+    static PyObject **const slots[] = {&name_segments, &name_files, &name_wrote, &name_buf, &name_fd, &name_last_ts};
+    static const char *const texts[] = {"segments", "files", "wrote", "buf", "fd", "last_store_timestamp"};
     return rq_intern_names(slots, texts, sizeof(texts) / sizeof(texts[0]));
 }
 
 enum { FITS = 1, DOES_NOT_FIT = 0, UNUSUAL = -1 };
 
-/* A MappedFile's counters and, once mapped, its map. */
-typedef struct {
-    PyObject *file;
-    long long wrote, size, reserved, start;
-    Py_buffer map;
-    int mapped;
-} Target;
+typedef RqLastFile Target;
 
 static int read_target(PyObject *owner, PyObject *list_name, Target *target)
 {
-    int empty;
-    target->mapped = 0;
-    target->file = rq_last_item(owner, list_name, &empty);
-    if (target->file == NULL)
-        return empty ? DOES_NOT_FIT : UNUSUAL;
-    if (!rq_int_attr(target->file, name_wrote, 0, RQ_INT64_MAX, &target->wrote)
-            || !rq_int_attr(target->file, name_size, 0, RQ_INT64_MAX, &target->size)
-            || !rq_int_attr(target->file, name_reserved, 0, RQ_INT64_MAX, &target->reserved)
-            || !rq_int_attr(target->file, name_start, 0, RQ_INT64_MAX, &target->start))
-        return UNUSUAL;
-    return FITS;
-}
-
-static void release_target(Target *target)
-{
-    if (target->mapped)
-        PyBuffer_Release(&target->map);
-    target->mapped = 0;
-    Py_CLEAR(target->file);
+    int found = rq_last_file(owner, list_name, target);
+    return found > 0 ? FITS : found == 0 ? DOES_NOT_FIT : UNUSUAL;
 }
 
 /* The records' total size, each one's tag into ``tags`` (queue given), or UNUSUAL / 0. */
@@ -111,21 +85,21 @@ static int check_all(PyObject *commitlog, PyObject *queue, PyObject *prepared, l
     verdict = check_records(prepared, queue != Py_None, ts_pos, &total, tags);
     if (verdict != FITS)
         return verdict;
-    if (log->size - log->wrote < total + END_FILE_MIN_BLANK_LENGTH || log->wrote + total > log->reserved)
+    if (log->n.size - log->n.wrote < total + END_FILE_MIN_BLANK_LENGTH || log->n.wrote + total > log->n.reserved)
         return DOES_NOT_FIT;
     if (queue != Py_None) {
         verdict = read_target(queue, name_files, units);
         if (verdict != FITS)
             return verdict;
-        unit_end = units->wrote + (long long)n * UNIT_SIZE;
-        if (unit_end > units->size || unit_end > units->reserved)
+        unit_end = units->n.wrote + (long long)n * UNIT_SIZE;
+        if (unit_end > units->n.size || unit_end > units->n.reserved)
             return DOES_NOT_FIT;
         units->mapped = rq_writable_map(units->file, name_buf, (Py_ssize_t)unit_end, &units->map);
         if (!units->mapped)
             return UNUSUAL;
     }
     *total_out = total;
-    log->mapped = rq_writable_map(log->file, name_buf, (Py_ssize_t)(log->wrote + total), &log->map);
+    log->mapped = rq_writable_map(log->file, name_buf, (Py_ssize_t)(log->n.wrote + total), &log->map);
     return log->mapped ? FITS : UNUSUAL;
 }
 
@@ -139,8 +113,8 @@ static void stamp_records(PyObject *prepared, long long stamp, long long ts_pos,
         PyObject *record = PyTuple_GET_ITEM(PyList_GET_ITEM(prepared, i), 0);
         Py_ssize_t size = PyBytes_GET_SIZE(record);
         unsigned char *at = out + pos;
-        phys[i] = log->start + log->wrote + pos;
-        queue_offsets[i] = units->file != NULL ? (units->start + units->wrote) / UNIT_SIZE + i : 0;
+        phys[i] = log->n.start + log->n.wrote + pos;
+        queue_offsets[i] = units->file != NULL ? (units->n.start + units->n.wrote) / UNIT_SIZE + i : 0;
         memcpy(at, PyBytes_AS_STRING(record), (size_t)size);
         rq_put_i64(at + QUEUE_OFFSET_POS, queue_offsets[i]);
         rq_put_i64(at + QUEUE_OFFSET_POS + STAMP_SIZE, phys[i]);
@@ -172,7 +146,7 @@ static int write_file(int fd, const unsigned char *data, long long length, long 
 static void write_units(PyObject *prepared, const long long *tags, const long long *phys, Target *units)
 {
     Py_ssize_t n = PyList_GET_SIZE(prepared);
-    unsigned char *unit = (unsigned char *)units->map.buf + units->wrote;
+    unsigned char *unit = (unsigned char *)units->map.buf + units->n.wrote;
     for (Py_ssize_t i = 0; i < n; i++, unit += UNIT_SIZE) {
         rq_put_i64(unit, phys[i]);
         rq_put_i32(unit + 8, PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(prepared, i), 0)));
@@ -241,20 +215,20 @@ PyObject *rq_py_append_batch_in_place(PyObject *fallback, PyObject *context, PyO
             PyErr_NoMemory();
         } else {
             stamp_records(args[2], stamp, ts_pos, &log, &units, data, numbers + n, numbers + 2 * n);
-            if (write_file((int)fd, data, total, log.wrote) == 0) {
+            if (write_file((int)fd, data, total, log.n.wrote) == 0) {
                 if (units.file != NULL)
                     write_units(args[2], numbers, numbers + n, &units);
-                if (rq_set_int_attr(log.file, name_wrote, log.wrote + total) == 0
+                if (rq_set_int_attr(log.file, name_wrote, log.n.wrote + total) == 0
                         && PyObject_SetAttr(args[0], name_last_ts, args[3]) == 0
                         && (units.file == NULL
-                            || rq_set_int_attr(units.file, name_wrote, units.wrote + (long long)n * UNIT_SIZE) == 0))
+                            || rq_set_int_attr(units.file, name_wrote, units.n.wrote + (long long)n * UNIT_SIZE) == 0))
                     out = placement(args[2], args[5], numbers + n, numbers + 2 * n);
             }
             PyMem_Free(data);
         }
     }
-    release_target(&log);
-    release_target(&units);
+    rq_release_file(&log);
+    rq_release_file(&units);
     PyMem_Free(numbers);
     if (verdict == DOES_NOT_FIT)
         Py_RETURN_NONE;

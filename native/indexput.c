@@ -17,7 +17,7 @@
 #define ENTRY_SIZE 20       /* keyHash i32, phyOffset i64, timeDiff i32, prevIndex i32 */
 #define INVALID_INDEX 0
 #define MAX_TIME_DIFF 0x7FFFFFFFLL
-#define MAX_KEYS 32         /* more keys in one message: the pure method */
+#define MAX_KEYS RQ_INDEX_MAX_KEYS  /* more keys in one message: the pure method */
 #define KEY_SEPARATOR ' '   /* messageproperties.KEY_SEPARATOR */
 
 static PyObject *n_files, *n_index_count, *n_index_num, *n_slot_num, *n_reserved, *n_entries_at, *n_buf,
@@ -68,7 +68,7 @@ static int32_t non_negative(uint32_t value)
 
 /* The hash codes of the message's keys, in the pure method's order: the unique key, then each
  * non-empty piece of KEYS. Returns how many, or -1 for input the pure method must handle. */
-static int key_hashes(PyObject *topic, PyObject *uniq, PyObject *keys, int32_t *out)
+int rq_index_key_hashes(PyObject *topic, PyObject *uniq, PyObject *keys, int32_t *out)
 {
     uint32_t prefix = 0, h;
     int n = 0;
@@ -102,10 +102,7 @@ static int key_hashes(PyObject *topic, PyObject *uniq, PyObject *keys, int32_t *
     return n;
 }
 
-/* What IndexFile.put reads and moves. */
-typedef struct {
-    long long count, index_num, slot_num, reserved, entries_at, slots_used, begin_ts, begin_phy;
-} IndexState;
+typedef RqIndexState IndexState;
 
 static int read_state(PyObject *file, IndexState *s)
 {
@@ -133,8 +130,7 @@ static int32_t time_diff(long long stamp, long long begin)
     return (int32_t)(diff > MAX_TIME_DIFF ? MAX_TIME_DIFF : diff);
 }
 
-static void put_entries(unsigned char *map, IndexState *s, const int32_t *hashes, int n, long long phy,
-                        long long stamp)
+void rq_index_put(unsigned char *map, IndexState *s, const int32_t *hashes, int n, long long phy, long long stamp)
 {
     for (int i = 0; i < n; i++) {
         unsigned char *slot = map + HEADER_SIZE + (hashes[i] % s->slot_num) * SLOT_SIZE;
@@ -169,55 +165,76 @@ static void write_header(unsigned char *map, const IndexState *s, long long phy,
     rq_put_i32(map + 36, s->count);
 }
 
-static int store_state(PyObject *file, const IndexState *s, PyObject *phy, PyObject *stamp)
+int rq_index_store(PyObject *file, unsigned char *map, const IndexState *s, const IndexState *was, long long phy,
+                   long long stamp)
 {
+    write_header(map, s, phy, stamp);
+    /* (the counters that did not move are not set again: each is an int made and a dict write) */
     return rq_set_int_attr(file, n_index_count, s->count) < 0
-        || rq_set_int_attr(file, n_hash_slot_count, s->slots_used) < 0
-        || rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0
-        || rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0
-        || PyObject_SetAttr(file, n_end_timestamp, stamp) < 0 || PyObject_SetAttr(file, n_end_phy_offset, phy) < 0
+        || (s->slots_used != was->slots_used && rq_set_int_attr(file, n_hash_slot_count, s->slots_used) < 0)
+        || (s->begin_ts != was->begin_ts && rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0)
+        || (s->begin_phy != was->begin_phy && rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0)
+        || rq_set_int_attr(file, n_end_timestamp, stamp) < 0 || rq_set_int_attr(file, n_end_phy_offset, phy) < 0
         || PyObject_SetAttr(file, n_header_dirty, Py_False) < 0 || PyObject_SetAttr(file, n_flushed, Py_False) < 0
         ? -1 : 0;
 }
 
+int rq_index_fits(const IndexState *s, int n)
+{
+    return s->count + n <= s->index_num && s->entries_at + (s->count + n) * ENTRY_SIZE <= s->reserved
+        && s->entries_at >= HEADER_SIZE + s->slot_num * SLOT_SIZE && s->slots_used <= RQ_INT32_MAX - n;
+}
+
+int rq_index_open(PyObject *service, PyObject **file, IndexState *s, Py_buffer *map)
+{
+    int empty;
+    if (intern_names() < 0)
+        return -1;
+    *file = rq_last_item(service, n_files, &empty);
+    if (*file == NULL)
+        return 0;
+    if (read_state(*file, s) && s->reserved <= RQ_INT64_MAX / 2
+            && rq_writable_map(*file, n_buf, (Py_ssize_t)s->reserved, map))
+        return 1;
+    Py_CLEAR(*file);
+    return 0;
+}
+
 /* 1 written, 0 for the pure method, -1 a real failure (exception set). */
-static int add_in_place(PyObject *file, const int32_t *hashes, int n, PyObject *const *args)
+static int add_in_place(PyObject *service, const int32_t *hashes, int n, PyObject *const *args)
 {
     IndexState s;
     long long phy, stamp;
     Py_buffer map;
-    if (!read_state(file, &s) || !rq_int_in(args[4], RQ_INT64_MIN, RQ_INT64_MAX, &phy)
-            || !rq_int_in(args[5], RQ_INT64_MIN, RQ_INT64_MAX, &stamp))
+    PyObject *file;
+    int done;
+    if (!rq_int_in(args[4], RQ_INT64_MIN, RQ_INT64_MAX, &phy) || !rq_int_in(args[5], RQ_INT64_MIN, RQ_INT64_MAX, &stamp))
         return 0;
-    if (s.count + n > s.index_num || s.entries_at + (s.count + n) * ENTRY_SIZE > s.reserved
-            || s.entries_at < HEADER_SIZE + s.slot_num * SLOT_SIZE || s.slots_used > RQ_INT32_MAX - n)
-        return 0;
-    if (!rq_writable_map(file, n_buf, (Py_ssize_t)(s.entries_at + (s.count + n) * ENTRY_SIZE), &map))
-        return 0;
-    put_entries(map.buf, &s, hashes, n, phy, stamp);
-    write_header(map.buf, &s, phy, stamp);
+    done = rq_index_open(service, &file, &s, &map);
+    if (done <= 0)
+        return done;
+    done = rq_index_fits(&s, n);
+    if (done) {
+        IndexState was = s;
+        rq_index_put(map.buf, &s, hashes, n, phy, stamp);
+        done = rq_index_store(file, map.buf, &s, &was, phy, stamp) < 0 ? -1 : 1;
+    }
     PyBuffer_Release(&map);
-    return store_state(file, &s, args[4], args[5]) < 0 ? -1 : 1;
+    Py_DECREF(file);
+    return done;
 }
 
 PyObject *rq_py_index_add(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     int32_t hashes[MAX_KEYS];
-    PyObject *file;
-    int n, done, empty;
+    int n, done;
     if (nargs != 6 || !PyUnicode_CheckExact(args[1]) || (args[2] != Py_None && !PyUnicode_CheckExact(args[2]))
             || (args[3] != Py_None && !PyUnicode_CheckExact(args[3])))
         return rq_fallback(fallback, args, nargs);
-    n = key_hashes(args[1], args[2], args[3], hashes);
+    n = rq_index_key_hashes(args[1], args[2], args[3], hashes);
     if (n <= 0)  /* no key at all, or one the pure method must judge (it may also create the first file) */
         return rq_fallback(fallback, args, nargs);
-    if (intern_names() < 0)
-        return NULL;
-    file = rq_last_item(args[0], n_files, &empty);
-    if (file == NULL)
-        return rq_fallback(fallback, args, nargs);
-    done = add_in_place(file, hashes, n, args);
-    Py_DECREF(file);
+    done = add_in_place(args[0], hashes, n, args);
     if (done < 0)
         return NULL;
     if (done == 0)

@@ -32,6 +32,7 @@ static const struct {
     {"append_in_place", rq_py_append_in_place},
     {"append_batch_in_place", rq_py_append_batch_in_place},
     {"index_add", rq_py_index_add},
+    {"append_singles", rq_py_append_singles},
     {"index_properties", rq_py_index_properties},
     {"stamp_unique_key", rq_py_stamp_unique_key},
     {"next_unique_key", rq_py_next_unique_key},

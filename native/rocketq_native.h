@@ -48,6 +48,7 @@ PyObject *rq_py_header_from_ext_whole(PyObject *fallback, PyObject *context, PyO
 PyObject *rq_py_append_in_place(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_append_batch_in_place(PyObject *fallback, PyObject *context, PyObject *const *args,
                                       Py_ssize_t nargs);
+PyObject *rq_py_append_singles(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_index_add(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_index_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 /* clientsend.c: the producer's unique key and properties text in one call; a send answer's SendResult;
@@ -85,11 +86,47 @@ PyObject *rq_decode_pulled(PyObject *module, PyObject *const *args, Py_ssize_t n
 int rq_intern_names(PyObject **const *slots, const char *const *texts, size_t count);  /* 0, or -1 raised */
 int rq_int_attr(PyObject *obj, PyObject *name, long long low, long long high, long long *out);
 int rq_set_int_attr(PyObject *obj, PyObject *name, long long value);  /* 0, or -1 raised */
+/* A MappedFile's counters (each a non-negative exact int): 1, else 0 (nothing raised). */
+typedef struct {
+    long long wrote, size, reserved, start;
+} RqFileCounters;
+int rq_file_counters(PyObject *file, RqFileCounters *out);
+/* The last MappedFile of owner.<list_name> (an exact list) with its counters; ``map`` is the
+ * caller's to fill (``mapped`` set when it holds one). */
+typedef struct {
+    PyObject *file;
+    RqFileCounters n;
+    Py_buffer map;
+    int mapped;
+} RqLastFile;
+/* 1 (the file held), 0 for an empty list, -1 for anything unusual (nothing held, nothing raised). */
+int rq_last_file(PyObject *owner, PyObject *list_name, RqLastFile *last);
+void rq_release_file(RqLastFile *last);  /* the map and the file let go; idempotent */
 /* The last item of obj.name (an exact list), a new reference; NULL with *empty set for an
  * empty list, NULL without it for anything else. */
 PyObject *rq_last_item(PyObject *obj, PyObject *name, int *empty);
 /* obj.name's writable buffer of at least ``needed`` bytes into *map (release it): 1, else 0. */
 int rq_writable_map(PyObject *obj, PyObject *name, Py_ssize_t needed, Py_buffer *map);
+
+/* indexput.c: IndexFile.put of a message's entries, for the store's in-place appends. */
+#define RQ_INDEX_MAX_KEYS 32
+typedef struct {
+    long long count, index_num, slot_num, reserved, entries_at, slots_used, begin_ts, begin_phy;
+} RqIndexState;
+/* The hash codes of a message's index keys into ``out`` (RQ_INDEX_MAX_KEYS at most): how many,
+ * or -1 for keys only the pure method handles. */
+int rq_index_key_hashes(PyObject *topic, PyObject *uniq, PyObject *keys, int32_t *out);
+/* The IndexService's last file (a new reference), its counters and its map up to its reserved
+ * mark: 1; 0 when there is none or it is unusual (nothing held); -1 raised. */
+int rq_index_open(PyObject *service, PyObject **file, RqIndexState *state, Py_buffer *map);
+int rq_index_fits(const RqIndexState *state, int n);  /* room with blocks for ``n`` more entries: 1 */
+void rq_index_put(unsigned char *map, RqIndexState *state, const int32_t *hashes, int n, long long phy,
+                  long long stamp);
+/* The header into the map and the counters onto the file, as IndexFile.put and write_header
+ * leave them after entries up to (phy, stamp), from the file's state ``was`` when it was
+ * opened: 0, or -1 raised. */
+int rq_index_store(PyObject *file, unsigned char *map, const RqIndexState *state, const RqIndexState *was,
+                   long long phy, long long stamp);
 
 /* Helpers shared by the codecs. */
 static inline void rq_put_i16(unsigned char *p, int32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }

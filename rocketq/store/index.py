@@ -149,6 +149,11 @@ class IndexFile:
         self.flushed = False
         return True
 
+    def has_room(self, entries: int) -> bool:
+        """Whether ``entries`` more entries fit with their blocks already allocated."""
+        count = self.index_count + entries
+        return count <= self.index_num and self._entries_at + count * ENTRY_SIZE <= self.reserved
+
     def write_header(self) -> None:
         if self.reserved < HEADER_SIZE:
             self.reserved = mappedfile.allocate(self.fd, 0, HEADER_SIZE, self.size)
@@ -271,6 +276,19 @@ class IndexService:
         finally:
             if f.header_dirty:
                 f.write_header()
+
+    @staticmethod
+    def entry_count(uniq_key: str | None, keys: str | None) -> int:
+        """How many entries ``add`` writes for a message with these keys."""
+        entries = 1 if uniq_key else 0
+        if keys:
+            entries += sum(1 for key in keys.split(messageproperties.KEY_SEPARATOR) if key)
+        return entries
+
+    def has_room(self, entries: int) -> bool:
+        """Whether ``add`` of ``entries`` entries fits in the last file as it is: no file to
+        create or roll to, no blocks to allocate (``groupappend``'s precondition)."""
+        return bool(self.files) and self.files[-1].has_room(entries)
 
     def commit(self) -> None:
         """Write the header of the file being filled, if anything left it stale (``add`` does

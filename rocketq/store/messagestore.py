@@ -46,6 +46,7 @@ from rocketq.store import (
     consumequeue,
     dispatch,
     flushing,
+    groupappend,
     inplace,
     mappedfile,
     putting,
@@ -337,10 +338,15 @@ class MessageStore:
             return result
         began = self._monotonic()
         touched: dict[int, ConsumeQueue] = {}
-        try:
-            put = self._append_one(result[0], _now_ms(), touched)
+        placed: list[PutResult] = []
+        try:  # _append_singles of one put, inline
+            now = _now_ms()
+            if not groupappend.append_singles(self.commitlog, self.index, result, 0, now, self._msg_id_prefix,
+                                              placed, touched):
+                placed.append(self._append_one(result[0], now, touched))
         finally:
             self._note_hold_time(began)
+        put = placed[0]
         self._notify_queues(touched)
         if not put.wrote_offsets:
             self._count_puts([put], started)
@@ -433,18 +439,19 @@ class MessageStore:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, error=str(exc))
 
     def _prepared_singles(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]
-                          ) -> list[list[putting.PreparedMessage]] | None:
+                          ) -> list[putting.PreparedMessage] | None:
         """``_prepare`` of every put, when each is a list of one message (a read of single
-        sends, the broker's common group), in one ``Preparer.prepare`` call; None when some put
-        is not, or one of them cannot be stored: then each is prepared alone, so that only that
-        one fails (``prepare`` changes no state but the queues it looks up)."""
+        sends, the broker's common group), in one ``Preparer.prepare`` call: one prepared
+        message per put. None when some put is not, or one of them cannot be stored: then each
+        is prepared alone, so that only that one fails (``prepare`` changes no state but the
+        queues it looks up)."""
         requests: list[PutRequest] = []
         for put in puts:
             if put.__class__ is not list or len(put) != 1:
                 return None
             requests.append(put[0])
         try:
-            return [[message] for message in self._preparer.prepare(requests)]
+            return self._preparer.prepare(requests)
         except MessageIllegalError:  # (and PropertiesSizeExceededError) each alone, as _prepare
             return None
 
@@ -454,19 +461,18 @@ class MessageStore:
         if refusal is not None:
             return [refusal] * len(puts)
         singles = self._prepared_singles(puts)
-        prepared: Sequence[list[putting.PreparedMessage] | PutResult] = (
-            singles or [self._prepare(requests) for requests in puts])
         pending = self._pending
         if pending is not None:  # committed-only dispatch (DLedger): units and index entries come at the commit
-            return [p if isinstance(p, PutResult) else self._append_undispatched(p, pending) for p in prepared]
+            each = [[message] for message in singles] if singles is not None else map(self._prepare, puts)
+            return [p if isinstance(p, PutResult) else self._append_undispatched(p, pending) for p in each]
+        prepared = () if singles is not None else [self._prepare(requests) for requests in puts]
         began = self._monotonic()
         now = _now_ms()
         touched: dict[int, ConsumeQueue] = {}
         """Every queue the group adds units to, notified once at the end."""
         try:
             if singles is not None:  # a read of single sends, each prepared: no result or batch to tell apart
-                append_one = self._append_one
-                results = [append_one(p[0], now, touched) for p in singles]
+                results = self._append_singles(singles, now, touched)
             else:
                 results = [p if isinstance(p, PutResult)
                            else self._append_one(p[0], now, touched) if len(p) == 1
@@ -543,6 +549,22 @@ class MessageStore:
         if prepared.unit:
             notify[id(cq)] = cq
         return new_put_result(PutStatus.PUT_OK, now, offsets, sizes, queue_offsets, ids, "", 0)
+
+    def _append_singles(self, singles: list[putting.PreparedMessage], now: int,
+                        notify: dict[int, ConsumeQueue]) -> list[PutResult]:
+        """``_append_one`` of each message of ``singles``, each a put of its own, in order: as
+        many at a time as fit in place go in with one call (``groupappend.append_singles``, in
+        C), the put that does not (a roll, a file to create, a delay level, ...) by
+        ``_append_one``, then the rest again."""
+        results: list[PutResult] = []
+        append = groupappend.append_singles
+        commitlog, index, prefix = self.commitlog, self.index, self._msg_id_prefix
+        count = len(singles)
+        at = append(commitlog, index, singles, 0, now, prefix, results, notify)
+        while at < count:
+            results.append(self._append_one(singles[at], now, notify))
+            at = append(commitlog, index, singles, at + 1, now, prefix, results, notify)
+        return results
 
     def _append_one(self, prepared: putting.PreparedMessage, now: int, notify: dict[int, ConsumeQueue]) -> PutResult:
         """``_append_prepared`` for a put of one message (every single send): the same appends,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,27 @@ async def put_many(store: MessageStore, count: int, *, keys: str | None = None, 
 
 
 STORE_HOST = ("127.0.0.1", 10911)
+CLOCK_S = 1_700_000_000.0
+"""The wall clock of ``running_store``'s store (its index file names)."""
+
+
+@contextlib.asynccontextmanager
+async def running_store(root: Path, **overrides: Any) -> AsyncIterator[MessageStore]:
+    """A started store of ``small_settings`` at ``root`` on a fixed clock, without fsyncs; closed after."""
+    store = MessageStore(small_settings(root, **overrides), STORE_HOST, clock=lambda: CLOCK_S, fsync=lambda fd: None)
+    store.open()
+    await store.start()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def put_stats(store: MessageStore) -> tuple[int, ...]:
+    """The put statistics two append paths must agree on."""
+    stats = store.stats
+    return (stats.put_requests, stats.put_message_times, stats.put_message_bytes, stats.put_failures,
+            sum(stats.put_latency))
 
 
 def log_and_queue(root: Path, state: dict[str, int], segment: int, queue_file: int) -> tuple[CommitLog, ConsumeQueue]:

@@ -6,7 +6,9 @@ including across segment rolls, hidden transaction halves, delay levels and inde
 ``put_group_now`` (the broker's path under ASYNC_FLUSH) must store exactly what ``put_group``
 stores, and so must the one-message path with the pure-Python ``inplace.append_in_place`` in
 place of its C twin (the runs "one" and "now" use the C one when the native codecs are built),
-and ``put_one_now`` (a lone send's put), with the same statistics.
+and ``put_one_now`` (a lone send's put), with the same statistics. The general run appends
+nothing through ``groupappend.append_singles`` (which takes plain single puts ahead of
+``_append_one``; tests/store/test_group_append.py compares it with this path).
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from store_helpers import STORE_HOST, put_properties, put_summary, small_settings, store_files
+from store_helpers import STORE_HOST, put_properties, put_stats, put_summary, small_settings, store_files
 
 from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.messagetypes import MessageSysFlag
-from rocketq.store import inplace, messagestore
+from rocketq.store import groupappend, inplace, messagestore
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 
 _CLOCK_S = 1_700_000_000.0
@@ -53,6 +55,14 @@ def _request(topic: str, queue_id: int, size: int, keys: str | None, uniq: str |
     return PutRequest(topic, queue_id, b"b" * size, properties=props, sys_flag=sys_flag, born_timestamp=7)
 
 
+_APPEND_SINGLES = groupappend.append_singles
+
+
+def _decline_all(*args: object) -> object:
+    """``append_singles`` that appends nothing: every put goes by ``_append_one``."""
+    return args[3]
+
+
 _files = store_files
 _summary = put_summary
 
@@ -73,9 +83,7 @@ async def _store_all(root: Path, puts: list[list[PutRequest]], *, general: bool,
             results += store.put_group_now(group) if now else await store.put_group(group)
     finally:
         await store.close()
-    stats = store.stats
-    return results, (stats.put_requests, stats.put_message_times, stats.put_message_bytes, stats.put_failures,
-                     sum(stats.put_latency))
+    return results, put_stats(store)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -99,6 +107,9 @@ async def test_one_message_puts_leave_the_same_bytes_as_the_general_path(
             monkeypatch.setattr(messagestore, "_now_ms", lambda ticks=ticks: next(ticks))
             if name == "pure":
                 monkeypatch.setattr(inplace, "append_in_place", nativecodecs.pure(inplace.append_in_place))
+            # "general": no group append either (it would take the plain puts before _append_one)
+            monkeypatch.setattr(groupappend, "append_singles",
+                                _decline_all if name == "general" else _APPEND_SINGLES)
             root = Path(tmp) / name
             alone = name if name in ("alone", "lone") else ""
             results, stats = await _store_all(root, puts, general=general, now=now, alone=alone)

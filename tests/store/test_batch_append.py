@@ -32,6 +32,7 @@ from store_helpers import (
     map_states,
     put_properties,
     put_summary,
+    running_store,
     small_settings,
     store_files,
 )
@@ -188,10 +189,7 @@ async def test_batches_leave_the_same_bytes_as_the_general_path(plan: list[Batch
 
 async def test_index_failure_rolls_the_whole_batch_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full disk met by an index add after the records went in: none of the batch stays."""
-    store = MessageStore(small_settings(tmp_path), STORE_HOST, clock=lambda: _CLOCK_S, fsync=lambda fd: None)
-    store.open()
-    await store.start()
-    try:
+    async with running_store(tmp_path) as store:
         first = store.put_group_now([_batch_request("T", 0, 0, [(100, "k1", None, "")])])[0]
         assert first.ok
         end, queue_end = store.commitlog.max_offset, store.get_max_offset("T", 0)
@@ -204,8 +202,6 @@ async def test_index_failure_rolls_the_whole_batch_back(tmp_path: Path, monkeypa
         failed = store.put_group_now([_batch_request("T", 0, 0, [(100, "k1", None, "")] * 3)])[0]
         assert not failed.ok
         assert store.commitlog.max_offset == end and store.get_max_offset("T", 0) == queue_end
-    finally:
-        await store.close()
 
 
 @needs_native
