@@ -184,55 +184,54 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.active = True
-        try:
-            lone = self._decoder.whole(data)
-        except FrameError as exc:
-            self._bad_frame(exc)
-            return
-        if lone is not None:  # one whole frame (a peer sending one request at a time)
+        decoder = self._decoder
+        commands = decoder.split(data)  # every whole frame of the read, in one call
+        if len(commands) == 1:  # one frame (a peer sending one request at a time)
+            lone = commands[0]
             if lone.flag & RESPONSE_FLAG:
                 self._complete(lone)
-                return
-            handler = self._handlers.get(lone.code)
-            if type(handler) is GroupedHandler:
-                self._dispatch_group(handler, [lone])
             else:
-                self._dispatch(lone)
-            return
-        feed = self._decoder.feed(data)
+                handler = self._handlers.get(lone.code)
+                if type(handler) is GroupedHandler:
+                    self._dispatch_group(handler, commands)
+                else:
+                    self._dispatch(lone)
+        elif commands:
+            self._dispatch_all(commands)
+        if decoder.error is not None and not decoder.buffered:
+            self._bad_frame(decoder.error)  # after the frames before it, as they came
+
+    def _dispatch_all(self, commands: list[RemotingCommand]) -> None:
+        """The requests and answers of one read, in order: consecutive requests for one
+        ``GroupedHandler`` together. A read that stops reading (``reading_paused``) gives the
+        commands not dispatched yet back to the decoder (``hold``), for when it resumes."""
         handlers = self._handlers
         group: list[RemotingCommand] = []
         grouped: GroupedHandler | None = None
         """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
-        try:
-            for cmd in feed:
-                if cmd.flag & RESPONSE_FLAG:
-                    self._complete(cmd)
-                    continue
-                handler = handlers.get(cmd.code)
-                if type(handler) is GroupedHandler:
-                    if handler is not grouped and group:
-                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-                        group = []
-                    grouped = handler
-                    group.append(cmd)
-                    if len(group) < MAX_GROUP:
-                        continue
-                    self._dispatch_group(handler, group)
+        for i, cmd in enumerate(commands):
+            if cmd.flag & RESPONSE_FLAG:
+                self._complete(cmd)
+                continue
+            handler = handlers.get(cmd.code)
+            if type(handler) is GroupedHandler:
+                if handler is not grouped and group:
+                    self._dispatch_group(grouped, group)  # type: ignore[arg-type]
                     group = []
-                else:
-                    if group:
-                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-                        group = []
-                    self._dispatch(cmd)
-                if self.reading_paused:
-                    feed.close()  # the decoder keeps the rest of the read for later
-                    break
-        except FrameError as exc:
-            if group:
-                self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-            self._bad_frame(exc)
-            return
+                grouped = handler
+                group.append(cmd)
+                if len(group) < MAX_GROUP:
+                    continue
+                self._dispatch_group(handler, group)
+                group = []
+            else:
+                if group:
+                    self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                    group = []
+                self._dispatch(cmd)
+            if self.reading_paused:
+                self._decoder.hold(commands[i + 1:])
+                return
         if group:
             self._dispatch_group(grouped, group)  # type: ignore[arg-type]
 
