@@ -533,7 +533,10 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 answers = self._group_failed(requests, exc)
             if answers is not None:
-                self._send_answers(requests, answers)
+                if len(answers) == 1 and type(answers[0]) is bytes and not requests[0].flag & ONEWAY_FLAG:
+                    self._write_one(answers[0])  # a lone sync send answered from a template: one write
+                else:
+                    self._send_answers(requests, answers)
                 return
         self._start(self._run_group(handler, requests), len(requests))
 
@@ -580,12 +583,6 @@ class Connection(asyncio.Protocol):
 
     def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
         """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
-        if len(requests) == 1:
-            answer = answers[0]
-            if type(answer) is bytes and not requests[0].flag & ONEWAY_FLAG:
-                # a lone sync send answered from a template: no list, one write
-                self._write_one(answer)
-                return
         frames_out: list[bytes | memoryview] = []
         for request, answer in zip(requests, answers, strict=True):
             if request.flag & ONEWAY_FLAG:
