@@ -214,11 +214,34 @@ class SendHandlers:
         born_host = self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr)
         if len(requests) == 1:  # a producer sending one at a time: no lists, one put
             return self._lone_now(conn, requests[0], table, routed, born_host)
+        accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
+        admitted: list[_Admitted] = []
+        if accepted:  # the plain sends the broker takes as they are, up to the first other one
+            cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
+            for i, request in enumerate(requests):
+                put = plain_put(request.code, request.ext_fields, request.body, cluster_entry, born_host)
+                if put is None or (routed and put.topic.startswith(retry_prefix)) or not self._takes_plain(put, table):
+                    break
+                admitted.append((i, request, None, put.queue_id, [put]))
+        answers: list[Answer] = [None] * len(requests)
+        if len(admitted) < len(requests) and not self._admit_rest(conn, requests, admitted, answers, accepted,
+                                                                  born_host):
+            return None  # (nothing was done: plain_put and the checks change nothing)
+        if admitted:
+            self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
+        return answers
+
+    def _admit_rest(self, conn: Connection, requests: list[RemotingCommand], admitted: list[_Admitted],
+                    answers: list[Answer], accepted: bool, born_host: tuple[str, int]) -> bool:
+        """``send_group_now`` for the sends after the plain ones already in ``admitted``: each
+        admitted, or its refusal in ``answers``; False, having done nothing, when one of them
+        needs ``send_group`` (its topic is to be created, or it is routed)."""
+        table, routed = self._topics.table, self.retry_router is not None
+        first = len(admitted)
         parsed: list[PutRequest | SendMessageRequestHeader | HeaderError] = []
-        cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
-        for request in requests:
+        for request in requests[first:]:
             read: PutRequest | SendMessageRequestHeader | None = plain_put(
-                request.code, request.ext_fields, request.body, cluster_entry, born_host)
+                request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
             if read is None:
                 try:
                     read = self._parse_header(request)
@@ -226,13 +249,10 @@ class SendHandlers:
                     parsed.append(exc)
                     continue
             topic = read.topic
-            if topic not in table or (routed and topic.startswith(retry_prefix)):
-                return None
+            if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
+                return False
             parsed.append(read)
-        answers: list[Answer] = [None] * len(requests)
-        admitted: list[_Admitted] = []
-        accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
-        for i, (request, put) in enumerate(zip(requests, parsed, strict=True)):
+        for i, (request, put) in enumerate(zip(requests[first:], parsed, strict=True), first):
             if type(put) is PutRequest:
                 if accepted and self._takes_plain(put, table):
                     admitted.append((i, request, None, put.queue_id, [put]))
@@ -243,9 +263,7 @@ class SendHandlers:
                 answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(put))
             elif isinstance(put, SendMessageRequestHeader):
                 self._admit(conn, i, request, put, answers, admitted, accepted)
-        if admitted:
-            self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
-        return answers
+        return True
 
     def _lone_now(self, conn: Connection, request: RemotingCommand, table: dict[str, TopicConfig],
                   routed: bool, born_host: tuple[str, int]) -> list[Answer] | None:
