@@ -592,6 +592,18 @@ class Connection(asyncio.Protocol):
 
     def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
         """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
+        frames_out: list[bytes | memoryview] = [  # the common group: every answer a frame to write
+            answer for request, answer in zip(requests, answers, strict=True)
+            if answer.__class__ is bytes and not request.flag & ONEWAY_FLAG]
+        if len(frames_out) < len(requests):  # a oneway request, an answer given later or in full
+            frames_out = self._frames_of(requests, answers)
+        if frames_out:
+            self._write_group(frames_out)
+
+    def _frames_of(self, requests: list[RemotingCommand],
+                   answers: Sequence[grouping.Answer]) -> list[bytes | memoryview]:
+        """The frames answering a group (``_send_answers``'s general case); an answer given later
+        (None) leaves its request in ``_deferred``."""
         frames_out: list[bytes | memoryview] = []
         for request, answer in zip(requests, answers, strict=True):
             if request.flag & ONEWAY_FLAG:
@@ -606,8 +618,7 @@ class Connection(asyncio.Protocol):
                     frames_out.extend(answer.encode_buffers())
                 except FrameError as exc:
                     log.error("%s: response to %s not encodable: %s", self._name, self.remote_addr, exc)
-        if frames_out:
-            self._write_group(frames_out)
+        return frames_out
 
     async def _run(self, handler: Handler, request: RemotingCommand) -> None:
         try:
