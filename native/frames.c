@@ -7,6 +7,9 @@
  *
  * context: (command of all ten fields, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION); the
  * first is frames._command_of (its C twin fills the slots as RemotingCommand's __init__ does)
+ *
+ * ``split_frames`` cuts every whole frame of a read at once (the connection's per-read call):
+ * one C loop instead of a Python generator step, a length check and a view slice per frame.
  */
 #include "rocketq_native.h"
 
@@ -107,43 +110,141 @@ static PyObject *command(PyObject *context, PyObject *header, PyObject *body)
     return cmd;
 }
 
+/* The command of one frame (without its length prefix) at p, len bytes; NULL without an
+ * exception for anything the pure decoder must decide. */
+static PyObject *decode_at(PyObject *context, const unsigned char *p, Py_ssize_t len)
+{
+    uint32_t mark, header_len;
+    PyObject *json, *header, *body, *cmd = NULL;
+    if (len < 4)
+        return NULL;
+    mark = (uint32_t)rq_get_i32(p);
+    header_len = mark & HEADER_LENGTH_MASK;
+    if ((mark >> 24) != SERIALIZE_JSON || 4 + (Py_ssize_t)header_len > len)
+        return NULL;
+    json = PyMemoryView_FromMemory((char *)p + 4, header_len, PyBUF_READ);
+    if (json == NULL)
+        return NULL;
+    header = PyObject_CallOneArg(PyTuple_GET_ITEM(context, 2), json);
+    Py_DECREF(json);
+    if (header == NULL) {
+        PyErr_Clear();  /* not JSON: the pure decoder raises its FrameError */
+        return NULL;
+    }
+    body = PyBytes_FromStringAndSize((const char *)p + 4 + header_len, len - 4 - header_len);
+    if (body != NULL)
+        cmd = command(context, header, body);
+    Py_DECREF(header);
+    Py_XDECREF(body);
+    return cmd;
+}
+
 /* _decode_view(view) -> RemotingCommand; a frame without its 4-byte length prefix */
 PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    const unsigned char *p;
-    uint32_t mark, header_len;
-    PyObject *json = NULL, *header = NULL, *body = NULL, *cmd = NULL;
-    if (nargs != 1 || PyTuple_GET_SIZE(context) != 4 || intern_keys() < 0)
+    PyObject *cmd;
+    if (nargs != 1 || PyTuple_GET_SIZE(context) < 4 || intern_keys() < 0)
         return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         return rq_fallback(fallback, args, nargs);
     }
-    p = view.buf;
-    if (view.len < 4)
-        goto done;
-    mark = (uint32_t)rq_get_i32(p);
-    header_len = mark & HEADER_LENGTH_MASK;
-    if ((mark >> 24) != SERIALIZE_JSON || 4 + (Py_ssize_t)header_len > view.len)
-        goto done;
-    json = PyMemoryView_FromMemory((char *)p + 4, header_len, PyBUF_READ);
-    if (json == NULL)
-        goto done;
-    header = PyObject_CallOneArg(PyTuple_GET_ITEM(context, 2), json);
-    if (header == NULL) {
-        PyErr_Clear();  /* not JSON: the pure decoder raises its FrameError */
-        goto done;
-    }
-    body = PyBytes_FromStringAndSize((const char *)p + 4 + header_len, view.len - 4 - header_len);
-    if (body != NULL)
-        cmd = command(context, header, body);
-done:
-    Py_XDECREF(json);
-    Py_XDECREF(header);
-    Py_XDECREF(body);
+    cmd = decode_at(context, view.buf, view.len);
     PyBuffer_Release(&view);
     if (cmd == NULL && !PyErr_Occurred())
         return rq_fallback(fallback, args, nargs);
     return cmd;
+}
+
+/* The frame at [start, stop) of ``data`` by the pure decoder (given a memoryview slice, as the
+ * pure split does): the command; NULL with *error set (a new reference) when it raised a
+ * FrameError; NULL with an exception set for anything else. ``*whole`` is the view of data,
+ * made on first use. */
+static PyObject *decode_pure(PyObject *context, PyObject *data, PyObject **whole, Py_ssize_t start,
+                             Py_ssize_t stop, PyObject **error)
+{
+    PyObject *slice, *cmd, *type, *value, *traceback;
+    if (*whole == NULL && (*whole = PyMemoryView_FromObject(data)) == NULL)
+        return NULL;
+    slice = PySequence_GetSlice(*whole, start, stop);
+    if (slice == NULL)
+        return NULL;
+    cmd = PyObject_CallOneArg(PyTuple_GET_ITEM(context, 4), slice);
+    Py_DECREF(slice);
+    if (cmd != NULL || !PyErr_ExceptionMatches(PyTuple_GET_ITEM(context, 5)))
+        return cmd;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    if (value == NULL)
+        return NULL;  /* (a normalised exception always has a value) */
+    *error = value;
+    return NULL;
+}
+
+/* split_frames(data, max_frame_size) -> (commands, pos, needed, error): every whole frame at
+ * the start of ``data`` (exact bytes), as rocketq.protocol.frames.split_frames does it.
+ *
+ * context: _decode_view's four, then the pure _decode_view and FrameError. A length outside
+ * [4, max] stops the split with FrameError's message built here (the pure text, word for
+ * word); a frame the fast decoder declines goes to the pure decoder, whose FrameError stops
+ * the split at that frame. Anything else than (bytes, int) goes to the pure function. */
+PyObject *rq_py_split_frames(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    const unsigned char *p;
+    Py_ssize_t end, pos = 0, needed = 4;
+    long long max_size;
+    PyObject *commands, *whole = NULL, *error = NULL, *out;
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || PyTuple_GET_SIZE(context) != 6
+            || !rq_int_in(args[1], 0, RQ_INT64_MAX, &max_size) || intern_keys() < 0)
+        return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
+    p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    end = PyBytes_GET_SIZE(args[0]);
+    commands = PyList_New(0);
+    if (commands == NULL)
+        return NULL;
+    while (end - pos >= 4) {
+        int32_t length = rq_get_i32(p + pos);
+        PyObject *cmd;
+        int failed;
+        if (length < 4 || length > max_size) {
+            PyObject *text = PyUnicode_FromFormat("frame length %d outside [4, %S]", (int)length, args[1]);
+            if (text == NULL)
+                goto fail;
+            error = PyObject_CallOneArg(PyTuple_GET_ITEM(context, 5), text);
+            Py_DECREF(text);
+            if (error == NULL)
+                goto fail;
+            break;
+        }
+        if (end - pos - 4 < length) {
+            needed = 4 + (Py_ssize_t)length;
+            break;
+        }
+        cmd = decode_at(context, p + pos + 4, length);
+        if (cmd == NULL && !PyErr_Occurred())
+            cmd = decode_pure(context, args[0], &whole, pos + 4, pos + 4 + length, &error);
+        if (cmd == NULL) {
+            if (error != NULL)
+                break;  /* a bad frame: the split stops at it */
+            goto fail;
+        }
+        failed = PyList_Append(commands, cmd);
+        Py_DECREF(cmd);
+        if (failed < 0)
+            goto fail;
+        pos += 4 + (Py_ssize_t)length;
+    }
+    Py_XDECREF(whole);
+    out = Py_BuildValue("(NnnN)", commands, pos, needed, error != NULL ? error : Py_NewRef(Py_None));
+    return out;
+fail:
+    Py_XDECREF(whole);
+    Py_XDECREF(error);
+    Py_DECREF(commands);
+    return NULL;
 }

@@ -26,6 +26,8 @@ static const struct {
     {"encode_batch_entries", rq_py_encode_batch_entries},
     {"plain_batch_messages", rq_py_plain_batch_messages},
     {"_decode_view", rq_py_decode_frame_view},
+    {"split_frames", rq_py_split_frames},
+    {"plain_put", rq_py_plain_put},  /* rocketq.broker.plainsend */
     {"from_ext", rq_py_header_from_ext},
     {"send_header_from_v2", rq_py_header_from_ext_whole},
     {"frozen_new", rq_py_frozen_new},

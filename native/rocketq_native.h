@@ -41,6 +41,9 @@ PyObject *rq_py_decode_properties(PyObject *fallback, PyObject *context, PyObjec
 PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_split_frames(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+/* plainsend.c: a plain single send's PutRequest from its extFields and body. */
+PyObject *rq_py_plain_put(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_header_from_ext(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_header_from_ext_whole(PyObject *fallback, PyObject *context, PyObject *const *args,

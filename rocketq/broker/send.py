@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from rocketq.broker import schedule, sendanswers, transactions
+from rocketq.broker.plainsend import plain_put
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager, TopicError, validate_topic_name
 from rocketq.protocol import batchbodies, codes, message
@@ -102,8 +103,9 @@ RetryRouter = Callable[[RemotingCommand, SendMessageRequestHeader],
                        Awaitable[SendMessageRequestHeader | RemotingCommand]]
 
 
-_Admitted = tuple[int, RemotingCommand, SendMessageRequestHeader, int, "list[PutRequest] | BatchPutRequest"]
-"""A send of a group that passed the checks: (index in the group, request, header, queue id, records)."""
+_Admitted = tuple[int, RemotingCommand, SendMessageRequestHeader | None, int, "list[PutRequest] | BatchPutRequest"]
+"""A send of a group that passed the checks: (index in the group, request, header — None for a
+plain send, read without one —, queue id, records)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,40 +203,79 @@ class SendHandlers:
     def send_group_now(self, conn: Connection, requests: list[RemotingCommand]) -> list[Answer] | None:
         """``send_group`` as a plain call, for the common case: nothing can wait (ASYNC_FLUSH, no
         slave to wait for) and every send's topic exists and is not routed. The headers are read
-        first, so that None — some send needs ``send_group`` — means nothing was done (nor logged)."""
+        first, so that None — some send needs ``send_group`` — means nothing was done (nor logged).
+
+        A plain send (``plainsend``) is read into its PutRequest in one call and, when the
+        broker takes it as it is (``_takes_plain``), admitted without the general checks; any
+        other send, or one those checks must look at, goes through ``_admit``."""
         if self._replication is not None or self._store.puts_wait:
             return None
         table, routed = self._topics.table, self.retry_router is not None
+        born_host = self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr)
         if len(requests) == 1:  # a producer sending one at a time: no lists, one put
-            return self._lone_now(conn, requests[0], table, routed)
-        headers: list[SendMessageRequestHeader | HeaderError] = []
-        parse = self._parse_header
-        for request in requests:
-            try:
-                header = parse(request)
-            except HeaderError as exc:
-                headers.append(exc)
-                continue
-            topic = header.topic
-            if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
-                return None
-            headers.append(header)
-        answers: list[Answer] = [None] * len(requests)
-        admitted: list[_Admitted] = []
+            return self._lone_now(conn, requests[0], table, routed, born_host)
         accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
-        for i, (request, parsed) in enumerate(zip(requests, headers, strict=True)):
-            if isinstance(parsed, HeaderError):
-                self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, parsed)
-                answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(parsed))
-                continue
-            self._admit(conn, i, request, parsed, answers, admitted, accepted)
+        admitted: list[_Admitted] = []
+        if accepted:  # the plain sends the broker takes as they are, up to the first other one
+            cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
+            for i, request in enumerate(requests):
+                put = plain_put(request.code, request.ext_fields, request.body, cluster_entry, born_host)
+                if put is None or (routed and put.topic.startswith(retry_prefix)) or not self._takes_plain(put, table):
+                    break
+                admitted.append((i, request, None, put.queue_id, [put]))
+        answers: list[Answer] = [None] * len(requests)
+        if len(admitted) < len(requests) and not self._admit_rest(conn, requests, admitted, answers, accepted,
+                                                                  born_host):
+            return None  # (nothing was done: plain_put and the checks change nothing)
         if admitted:
             self._answer_group(conn, admitted, self._store.put_group_now([a[4] for a in admitted]), answers)
         return answers
 
+    def _admit_rest(self, conn: Connection, requests: list[RemotingCommand], admitted: list[_Admitted],
+                    answers: list[Answer], accepted: bool, born_host: tuple[str, int]) -> bool:
+        """``send_group_now`` for the sends after the plain ones already in ``admitted``: each
+        admitted, or its refusal in ``answers``; False, having done nothing, when one of them
+        needs ``send_group`` (its topic is to be created, or it is routed)."""
+        table, routed = self._topics.table, self.retry_router is not None
+        first = len(admitted)
+        parsed: list[PutRequest | SendMessageRequestHeader | HeaderError] = []
+        for request in requests[first:]:
+            read: PutRequest | SendMessageRequestHeader | None = plain_put(
+                request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
+            if read is None:
+                try:
+                    read = self._parse_header(request)
+                except HeaderError as exc:
+                    parsed.append(exc)
+                    continue
+            topic = read.topic
+            if topic not in table or (routed and topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX)):
+                return False
+            parsed.append(read)
+        for i, (request, put) in enumerate(zip(requests[first:], parsed, strict=True), first):
+            if type(put) is PutRequest:
+                if accepted and self._takes_plain(put, table):
+                    admitted.append((i, request, None, put.queue_id, [put]))
+                    continue
+                put = self._parse_header(request)  # (it parses: plain_put read it)
+            if isinstance(put, HeaderError):
+                self._refusals.warning(conn.remote_addr, "send from %s refused: %s", conn.remote_addr, put)
+                answers[i] = request.response(ResponseCode.SYSTEM_ERROR, str(put))
+            elif isinstance(put, SendMessageRequestHeader):
+                self._admit(conn, i, request, put, answers, admitted, accepted)
+        return True
+
     def _lone_now(self, conn: Connection, request: RemotingCommand, table: dict[str, TopicConfig],
-                  routed: bool) -> list[Answer] | None:
+                  routed: bool, born_host: tuple[str, int]) -> list[Answer] | None:
         """``send_group_now`` of a read holding one send."""
+        put = plain_put(request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
+        if (put is not None and not (routed and put.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX))
+                and self._takes_plain(put, table) and self._broker_accepts()):
+            result = self._store.put_one_now(put)
+            if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
+                return [sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), put.queue_id,
+                                           result.queue_offsets[0])]
+            return [self._answer_stored(conn, request, None, put.queue_id, result)]
         try:
             header = self._parse_header(request)
         except HeaderError as exc:
@@ -251,6 +292,17 @@ class SendHandlers:
         store = self._store
         result = store.put_one_now(records[0]) if type(records) is list else store.put_group_now([records])[0]
         return [self._answer_stored(conn, request, header, queue_id, result)]
+
+    def _takes_plain(self, put: PutRequest, table: dict[str, TopicConfig]) -> bool:
+        """A plain send's put passes every check of ``_checked_records`` that concerns the send
+        itself, as it is (the broker-wide ones are ``_broker_accepts``): its topic exists, is
+        writable, was validated before, is no system topic; its queue id is one to write; its
+        body is not too large. False: the general checks decide (and answer any refusal)."""
+        topic = put.topic
+        config = table.get(topic)
+        return (config is not None and bool(config.perm & _WRITE) and 0 <= put.queue_id < config.write_queue_nums
+                and topic in self._valid_topics and topic not in SYSTEM_TOPICS_NOT_FOR_SEND
+                and len(put.body) <= self._behaviour.max_message_size)
 
     def _admit(self, conn: Connection, i: int, request: RemotingCommand, header: SendMessageRequestHeader,
                answers: list[Answer], admitted: list[_Admitted], accepted: bool = False) -> None:
@@ -285,14 +337,15 @@ class SendHandlers:
             else:
                 answers[i] = self._answer_stored(conn, request, header, queue_id, result)
 
-    def _answer_stored(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
+    def _answer_stored(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader | None,
                        queue_id: int, result: PutResult) -> Answer:
-        """A stored send's answer: SUCCESS from the template, else in full (and noted if a refusal)."""
+        """A stored send's answer: SUCCESS from the template, else in full (and noted if a refusal;
+        a plain send's header, None, is read for that)."""
         if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
             return sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), queue_id,
                                       result.queue_offsets[0])
         answer = self._answer(request, queue_id, result)
-        self._note_refusal(conn, header, answer)
+        self._note_refusal(conn, header or self._parse_header(request), answer)
         return answer
 
     async def _replicated_group(self, admitted: list[_Admitted], results: list[PutResult]) -> list[PutResult]:

@@ -7,10 +7,11 @@ A frame on the wire::
     header    JSON (serType 0) or RocketMQ's binary layout (serType 1)
     body      the rest
 
-``RemotingCommand`` is the decoded frame. ``FrameDecoder`` cuts a byte stream into frames and
-refuses anything that cannot be one (oversized, negative or inconsistent lengths, undecodable
-headers) with ``FrameError`` *before* buffering the claimed payload, so a hostile peer cannot make
-a process allocate what it claims. What to do about a bad frame (close that connection) is the
+``RemotingCommand`` is the decoded frame. ``FrameDecoder`` cuts a byte stream into frames (all
+the whole frames of a read in one call, ``split_frames``, in C when the native codecs are in
+use) and refuses anything that cannot be one (oversized, negative or inconsistent lengths,
+undecodable headers) with ``FrameError`` *before* buffering the claimed payload, so a hostile
+peer cannot make a process allocate what it claims. What to do about a bad frame (close that connection) is the
 remoting layer's decision.
 
 Decoding is on every request's path, so the common case is kept short: a read that starts
@@ -285,11 +286,41 @@ def _decode_view(view: memoryview) -> RemotingCommand:
     return cmd
 
 
+@nativecodecs.accelerated_with(_command_of, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION,
+                               nativecodecs.pure(_decode_view), FrameError)
+def split_frames(data: bytes, max_frame_size: int) -> tuple[list[RemotingCommand], int, int, FrameError | None]:
+    """Every whole frame at the start of ``data``: (their commands, where the rest starts, the
+    bytes a buffer starting there needs before its frame can be whole, the FrameError that
+    stopped the split or None). A bad frame (a length outside ``[4, max_frame_size]``, an
+    undecodable header) stops the split at its start; the frames before it are returned.
+
+    Its C twin (native/frames.c) walks the frames in one loop, decoding each as
+    ``_decode_view`` does; this is the reference, and what runs under ``ROCKETQ_NATIVE=0``."""
+    commands: list[RemotingCommand] = []
+    end = len(data)
+    pos = 0
+    with memoryview(data) as view:
+        while end - pos >= 4:
+            (length,) = _INT32.unpack_from(view, pos)
+            if length < 4 or length > max_frame_size:
+                return commands, pos, 4, FrameError(f"frame length {length} outside [4, {max_frame_size}]")
+            if end - pos - 4 < length:
+                return commands, pos, 4 + length, None
+            try:
+                commands.append(_decode_view(view[pos + 4 : pos + 4 + length]))
+            except FrameError as exc:
+                return commands, pos, 4, exc
+            pos += 4 + length
+    return commands, pos, 4, None
+
+
 class FrameDecoder:
     """Cuts a byte stream into ``RemotingCommand``s; feed it whatever the socket gave.
 
+    ``split`` gives every whole frame of a read at once (one native call, ``split_frames``).
     Only an incomplete frame at the end of a read is kept (in ``_buffer``); it is decoded once
     the reads that complete it have arrived, so a large frame trickling in costs one copy.
+    A bad frame ends the stream: ``error`` says why, and nothing after it is decoded.
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
@@ -297,48 +328,45 @@ class FrameDecoder:
         self._needed = 4
         """Buffered bytes needed before the buffered frame can be complete."""
         self._max = max_frame_size
+        self._held: list[RemotingCommand] = []
+        """Commands split but given back (``hold``): the next ``split`` returns them first."""
+        self.error: FrameError | None = None
+        """Why the stream cannot be read on (a bad frame); the frames before it were returned."""
 
-    def feed(self, data: bytes) -> Generator[RemotingCommand, None, None]:
+    def split(self, data: bytes) -> list[RemotingCommand]:
+        """The commands of every frame completed by ``data``, in order (held ones first). When a
+        bad frame stops the stream, the frames before it are returned and ``error`` is set."""
+        held = self._held
+        if held:
+            self._held = []
+        if self.error is not None:
+            return held
         buf = self._buffer
         if buf:
             buf += data
             if len(buf) < self._needed:
-                return
+                return held
             data = bytes(buf)
             buf.clear()
-        # A view of immutable bytes: slicing it copies nothing and blocks no resize.
-        view = memoryview(data)
-        end = len(data)
-        pos = 0
-        self._needed = 4
-        try:
-            while end - pos >= 4:
-                (length,) = _INT32.unpack_from(view, pos)
-                if length < 4 or length > self._max:
-                    raise FrameError(f"frame length {length} outside [4, {self._max}]")
-                if end - pos - 4 < length:
-                    self._needed = 4 + length
-                    break
-                cmd = _decode_view(view[pos + 4 : pos + 4 + length])
-                pos += 4 + length
-                yield cmd
-        finally:
-            if pos < end:
-                buf += view[pos:]
+        commands, pos, self._needed, self.error = split_frames(data, self._max)
+        if pos < len(data) and self.error is None:
+            buf += memoryview(data)[pos:]
+        return held + commands if held else commands
 
-    def whole(self, data: bytes) -> RemotingCommand | None:
-        """The frame ``data`` is, when nothing is buffered and ``data`` is exactly one whole frame
-        (a peer sending one request at a time delivers them so); else None, and nothing is
-        consumed: hand ``data`` to ``feed``. Raises FrameError as ``feed`` would for that frame.
-        It spares such a read ``feed``'s generator and its bookkeeping."""
-        if self._buffer or len(data) < 8:
-            return None
-        (length,) = _INT32.unpack_from(data, 0)
-        if length != len(data) - 4 or length > self._max:
-            return None
-        with memoryview(data) as view:
-            return _decode_view(view[4:])
+    def hold(self, commands: list[RemotingCommand]) -> None:
+        """Give back commands ``split`` returned but the reader did not handle (a connection that
+        stopped reading): the next ``split`` returns them first, before any new frame."""
+        self._held = commands + self._held
+
+    def feed(self, data: bytes) -> Generator[RemotingCommand, None, None]:
+        """``split`` as a generator that raises the stream's FrameError after the frames before
+        the bad one (a reader that handles everything it is given: tests, a simple peer)."""
+        yield from self.split(data)
+        if self.error is not None:
+            raise self.error
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        """Bytes of an incomplete frame kept, plus one per command held: nonzero while a later
+        ``split`` has something to give or complete."""
+        return len(self._buffer) + len(self._held)

@@ -184,55 +184,63 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.active = True
-        try:
-            lone = self._decoder.whole(data)
-        except FrameError as exc:
-            self._bad_frame(exc)
-            return
-        if lone is not None:  # one whole frame (a peer sending one request at a time)
+        decoder = self._decoder
+        commands = decoder.split(data)  # every whole frame of the read, in one call
+        if len(commands) == 1:  # one frame (a peer sending one request at a time)
+            lone = commands[0]
             if lone.flag & RESPONSE_FLAG:
                 self._complete(lone)
-                return
-            handler = self._handlers.get(lone.code)
-            if type(handler) is GroupedHandler:
-                self._dispatch_group(handler, [lone])
             else:
-                self._dispatch(lone)
-            return
-        feed = self._decoder.feed(data)
+                handler = self._handlers.get(lone.code)
+                if type(handler) is GroupedHandler:
+                    self._dispatch_group(handler, commands)
+                else:
+                    self._dispatch(lone)
+        elif commands:
+            self._dispatch_all(commands)
+        if decoder.error is not None and not decoder.buffered:
+            self._bad_frame(decoder.error)  # after the frames before it, as they came
+
+    def _dispatch_all(self, commands: list[RemotingCommand]) -> None:
+        """The requests and answers of one read, in order: consecutive requests for one
+        ``GroupedHandler`` together. A read that stops reading (``reading_paused``) gives the
+        commands not dispatched yet back to the decoder (``hold``), for when it resumes."""
         handlers = self._handlers
+        handler = handlers.get(commands[0].code)
+        if type(handler) is GroupedHandler and len({(cmd.code, cmd.flag & RESPONSE_FLAG) for cmd in commands}) == 1 \
+                and not commands[0].flag & RESPONSE_FLAG:  # requests of one code (a producer's sends): in slices
+            for start in range(0, len(commands), MAX_GROUP):
+                self._dispatch_group(handler, commands[start:start + MAX_GROUP])
+                if self.reading_paused:
+                    self._decoder.hold(commands[start + MAX_GROUP:])
+                    return
+            return
         group: list[RemotingCommand] = []
         grouped: GroupedHandler | None = None
         """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
-        try:
-            for cmd in feed:
-                if cmd.flag & RESPONSE_FLAG:
-                    self._complete(cmd)
-                    continue
-                handler = handlers.get(cmd.code)
-                if type(handler) is GroupedHandler:
-                    if handler is not grouped and group:
-                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-                        group = []
-                    grouped = handler
-                    group.append(cmd)
-                    if len(group) < MAX_GROUP:
-                        continue
-                    self._dispatch_group(handler, group)
+        for i, cmd in enumerate(commands):
+            if cmd.flag & RESPONSE_FLAG:
+                self._complete(cmd)
+                continue
+            handler = handlers.get(cmd.code)
+            if type(handler) is GroupedHandler:
+                if handler is not grouped and group:
+                    self._dispatch_group(grouped, group)  # type: ignore[arg-type]
                     group = []
-                else:
-                    if group:
-                        self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-                        group = []
-                    self._dispatch(cmd)
-                if self.reading_paused:
-                    feed.close()  # the decoder keeps the rest of the read for later
-                    break
-        except FrameError as exc:
-            if group:
-                self._dispatch_group(grouped, group)  # type: ignore[arg-type]
-            self._bad_frame(exc)
-            return
+                grouped = handler
+                group.append(cmd)
+                if len(group) < MAX_GROUP:
+                    continue
+                self._dispatch_group(handler, group)
+                group = []
+            else:
+                if group:
+                    self._dispatch_group(grouped, group)  # type: ignore[arg-type]
+                    group = []
+                self._dispatch(cmd)
+            if self.reading_paused:
+                self._decoder.hold(commands[i + 1:])
+                return
         if group:
             self._dispatch_group(grouped, group)  # type: ignore[arg-type]
 
@@ -534,7 +542,10 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 answers = self._group_failed(requests, exc)
             if answers is not None:
-                self._send_answers(requests, answers)
+                if len(answers) == 1 and type(answers[0]) is bytes and not requests[0].flag & ONEWAY_FLAG:
+                    self._write_one(answers[0])  # a lone sync send answered from a template: one write
+                else:
+                    self._send_answers(requests, answers)
                 return
         self._start(self._run_group(handler, requests), len(requests))
 
@@ -581,12 +592,18 @@ class Connection(asyncio.Protocol):
 
     def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
         """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
-        if len(requests) == 1:
-            answer = answers[0]
-            if type(answer) is bytes and not requests[0].flag & ONEWAY_FLAG:
-                # a lone sync send answered from a template: no list, one write
-                self._write_one(answer)
-                return
+        frames_out: list[bytes | memoryview] = [  # the common group: every answer a frame to write
+            answer for request, answer in zip(requests, answers, strict=True)
+            if answer.__class__ is bytes and not request.flag & ONEWAY_FLAG]
+        if len(frames_out) < len(requests):  # a oneway request, an answer given later or in full
+            frames_out = self._frames_of(requests, answers)
+        if frames_out:
+            self._write_group(frames_out)
+
+    def _frames_of(self, requests: list[RemotingCommand],
+                   answers: Sequence[grouping.Answer]) -> list[bytes | memoryview]:
+        """The frames answering a group (``_send_answers``'s general case); an answer given later
+        (None) leaves its request in ``_deferred``."""
         frames_out: list[bytes | memoryview] = []
         for request, answer in zip(requests, answers, strict=True):
             if request.flag & ONEWAY_FLAG:
@@ -601,8 +618,7 @@ class Connection(asyncio.Protocol):
                     frames_out.extend(answer.encode_buffers())
                 except FrameError as exc:
                     log.error("%s: response to %s not encodable: %s", self._name, self.remote_addr, exc)
-        if frames_out:
-            self._write_group(frames_out)
+        return frames_out
 
     async def _run(self, handler: Handler, request: RemotingCommand) -> None:
         try:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import struct
+from typing import Any
+from unittest import mock
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.protocol import frames
+from rocketq.protocol import frames, nativecodecs
 from rocketq.protocol.codes import SerializeType
 from rocketq.protocol.frames import FrameDecoder, FrameError, RemotingCommand
 
@@ -115,32 +118,89 @@ def _fed(decoder: FrameDecoder, data: bytes) -> list[RemotingCommand] | type[Fra
         return FrameError
 
 
-@settings(max_examples=300)
-@given(commands, st.data())
-def test_a_whole_frame_is_what_feed_gives(cmd: RemotingCommand, data: st.DataObject) -> None:
-    """``whole`` (a read of exactly one frame) decodes what ``feed`` does, or declines (None)
-    and leaves the decoder as it was: on whole frames, mutated ones, several, partial ones."""
-    raw = bytearray(cmd.encode())
-    for _ in range(data.draw(st.integers(0, 3))):
-        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
-    raw = raw[:data.draw(st.integers(0, len(raw)))] if data.draw(st.booleans()) else raw
-    raw += cmd.encode() if data.draw(st.booleans()) else b""
-    expected = _fed(FrameDecoder(max_frame_size=4096), bytes(raw))
+def _error(exc: FrameError | None) -> tuple[type, str] | None:
+    return None if exc is None else (type(exc), str(exc))
+
+
+def _split_both_ways(data: bytes, max_frame_size: int) -> tuple[Any, ...]:
+    """``split_frames`` and its pure reference on the same bytes: the same outcome, compared
+    as values (a FrameError by its type and message)."""
+    outcomes = []
+    for split in (frames.split_frames, nativecodecs.pure(frames.split_frames)):
+        commands, pos, needed, error = split(data, max_frame_size)
+        outcomes.append((commands, pos, needed, _error(error)))
+    assert outcomes[0] == outcomes[1]
+    return outcomes[0]
+
+
+def _read_in_pieces(stream: bytes, cuts: list[int], split: Any) -> tuple[list[list[RemotingCommand]], Any]:
+    """What a decoder using ``split`` gives for ``stream`` read in pieces ending at ``cuts``:
+    the commands of each read, and the error that ended the stream (or None)."""
     decoder = FrameDecoder(max_frame_size=4096)
-    try:
-        lone = decoder.whole(bytes(raw))
-    except FrameError:
-        assert expected is FrameError
-        return
-    if lone is None:  # declined: feed then does it all, as on a fresh decoder
-        assert _fed(decoder, bytes(raw)) == expected
-    else:
-        assert [lone] == expected
+    reads = []
+    with mock.patch.object(frames, "split_frames", split):
+        for start, stop in itertools.pairwise([0, *sorted(set(cuts)), len(stream)]):
+            reads.append(decoder.split(stream[start:stop]))
+    return reads, _error(decoder.error)
 
 
-def test_whole_declines_while_a_frame_is_buffered() -> None:
-    data = RemotingCommand(code=1, opaque=2).encode()
+garbage = st.binary(max_size=12) | st.sampled_from([
+    struct.pack(">i", -1), struct.pack(">i", 2), struct.pack(">i", 5000), struct.pack(">iI", 6, 2) + b"[]",
+    struct.pack(">iI", 8, 4) + b"{{{{", struct.pack(">iI", 6, (7 << 24) | 2) + b"{}"])
+"""Bytes that break a stream: random ones, and bad lengths and headers the decoder names."""
+
+
+@settings(max_examples=300)
+@given(st.lists(commands.map(lambda c: c.encode()) | garbage, min_size=1, max_size=6), st.data())
+def test_a_stream_cut_anywhere_splits_alike_natively_and_purely(pieces: list[bytes], data: st.DataObject) -> None:
+    """Any byte stream (whole frames, garbage, oversized lengths), read in pieces cut at any
+    points, gives the same frames in the same reads and the same error both ways; and the
+    same frames and error as the stream read whole."""
+    stream = b"".join(pieces)
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=8))
+    native = _read_in_pieces(stream, cuts, frames.split_frames)
+    pure = _read_in_pieces(stream, cuts, nativecodecs.pure(frames.split_frames))
+    assert native == pure
+    whole = _read_in_pieces(stream, [], frames.split_frames)
+    assert [cmd for read in native[0] for cmd in read] == whole[0][0]
+    assert native[1] == whole[1]
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=200) | commands.map(lambda c: c.encode()), st.data(), st.integers(0, 5000))
+def test_split_frames_is_its_pure_reference(raw: bytes, data: st.DataObject, max_frame_size: int) -> None:
+    mutated = bytearray(raw)
+    for _ in range(data.draw(st.integers(0, 3)) if mutated else 0):
+        mutated[data.draw(st.integers(0, len(mutated) - 1))] = data.draw(st.integers(0, 255))
+    _split_both_ways(bytes(mutated) + raw, max_frame_size)
+
+
+def test_split_frames_stops_at_a_bad_frame_after_the_good_ones() -> None:
+    good = RemotingCommand(code=1, opaque=2).encode()
+    commands_, pos, needed, error = _split_both_ways(good + struct.pack(">i", 5000) + b"x" * 10, 4096)
+    assert [c.opaque for c in commands_] == [2] and pos == len(good) and needed == 4
+    assert error == (FrameError, "frame length 5000 outside [4, 4096]")
+    *_, error = _split_both_ways(good + struct.pack(">iI", 8, 4) + b"{{{{", 4096)
+    assert error is not None and "undecodable JSON" in error[1]
+    assert _split_both_ways(good + good[:7], 4096)[1:3] == (len(good), len(good))
+
+
+def test_a_bad_frame_ends_the_stream_after_the_frames_before_it() -> None:
+    good = RemotingCommand(code=1, opaque=2).encode()
+    decoder = FrameDecoder(max_frame_size=4096)
+    assert [c.opaque for c in decoder.split(good + struct.pack(">i", -5) + good)] == [2]
+    assert str(decoder.error) == "frame length -5 outside [4, 4096]"
+    assert decoder.split(good) == [] and decoder.buffered == 0  # nothing after a bad frame is read
+    with pytest.raises(FrameError, match="outside"):
+        list(decoder.feed(b""))
+
+
+def test_held_commands_come_first() -> None:
+    first, second, third = (RemotingCommand(code=1, opaque=n) for n in (1, 2, 3))
     decoder = FrameDecoder()
-    assert decoder.whole(data) is not None
-    assert list(decoder.feed(data[:5])) == []
-    assert decoder.whole(data) is None  # the buffered part comes first: feed's job
+    split = decoder.split(first.encode() + second.encode())
+    decoder.hold(split[1:])
+    assert decoder.buffered
+    assert [c.opaque for c in decoder.split(third.encode()[:5])] == [2]
+    assert [c.opaque for c in decoder.split(third.encode()[5:])] == [3]
+    assert decoder.buffered == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -284,6 +285,63 @@ async def test_a_waiting_group_holds_a_place_per_request_and_frees_them_when_ans
     conn.data_received(b"".join(_request(GROUPED, i) for i in range(8, 12)))  # all four places are free again
     await _turns()
     assert {_answers(transport)[i].code for i in range(8, 12)} == {ResponseCode.SUCCESS}
+
+
+class PausingTransport(MemoryTransport):
+    """A transport whose connection can stop reading (a server's, ``guard_backlog``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = True
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        """The limits only matter to a real socket's buffer."""
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def get_write_buffer_size(self) -> int:
+        return 0  # (below MAX_BACKLOG: the peer is slow, not gone)
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-code", "mixed"])
+async def test_a_read_that_stops_reading_dispatches_the_rest_when_it_resumes(mixed: bool) -> None:
+    """The first group of a long read fills the peer's buffer: the connection stops reading;
+    the read's other requests wait in the decoder and are dispatched, in order, when the peer
+    has read; a bad frame at the read's end closes the connection only after them."""
+    dispatched: list[list[int]] = []
+
+    def now(conn: Connection, reqs: list[RemotingCommand]) -> list[grouping.Answer]:
+        dispatched.append([r.opaque for r in reqs])
+        if len(dispatched) == 1:
+            conn.pause_writing()  # what the transport does past its high-water mark
+        return [r.response(ResponseCode.SUCCESS) for r in reqs]
+
+    async def single(conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        dispatched.append([req.opaque])
+        return req.response(ResponseCode.SUCCESS)
+
+    conn = Connection({GROUPED: grouping.GroupedHandler(single, _never_grouped, now), SYNC: single},
+                      guard_backlog=True)
+    transport = PausingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    codes = [SYNC if mixed and i == 20 else GROUPED for i in range(1, 41)]
+    read = b"".join(_request(code, i) for i, code in enumerate(codes, 1))
+    conn.data_received(read + struct.pack(">i", -5) + b"xxxx")
+    assert dispatched == [list(range(1, 17))] and not transport.reading and not transport.aborted
+    conn.resume_writing()
+    await _turns()
+    expected = ([list(range(1, 17)), [17, 18, 19], [20], list(range(21, 37)), [37, 38, 39, 40]] if mixed
+                else [list(range(1, 17)), list(range(17, 33)), list(range(33, 41))])
+    assert dispatched == expected and transport.aborted
+    assert set(_answers(transport)) == set(range(1, 41))
+
+
+async def _never_grouped(conn: Connection, reqs: list[RemotingCommand]) -> list[grouping.Answer]:
+    raise AssertionError("every group is answered by now")
 
 
 async def test_a_failing_group_answers_each_request_and_a_lost_connection_ends_a_waiting_one() -> None:
