@@ -217,7 +217,12 @@ async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequest
                timeout: float) -> PullReply:
     """PULL_MESSAGE (a header, or its extFields); the raw answer for the four pull outcomes,
     BrokerError for anything else."""
-    response = await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout)
+    return pull_reply(await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+
+
+def pull_reply(response: RemotingCommand, addr: str) -> PullReply:
+    """A PULL_MESSAGE answer from ``addr``: the raw answer for the four pull outcomes,
+    BrokerError for anything else (``pull``'s second half, for a caller that sent the request)."""
     if response.code not in PULL_CODES:
         raise _fail(response, addr)
     reply_header = _response_header(headers.PullMessageResponseHeader, response, addr)
