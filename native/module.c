@@ -209,6 +209,8 @@ static PyMethodDef module_methods[] = {
      "cache_put(cached, messages, top): a ProcessQueue put's loop; (top, size, in_order)."},
     {"cache_remove", (PyCFunction)(void (*)(void))rq_cache_remove, METH_FASTCALL,
      "cache_remove(cached, messages): a ProcessQueue remove's loop; the bodies' size removed."},
+    {"read_units", (PyCFunction)(void (*)(void))rq_read_units, METH_FASTCALL,
+     "read_units(chunk, pos, seg_view, ...): a pull's unit loop within one CommitLog segment (unitruns.c)."},
     {NULL, NULL, 0, NULL},
 };
 
