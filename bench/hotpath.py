@@ -22,6 +22,11 @@ case drives the real code with real bytes, in one process, without sockets:
 * ``consumer-path``: what a push consumer does with such answers after the socket: the pull
   result (decode, queue bounds), the process queue, the concurrent consume service's listener
   call (a listener that only counts) and the offset it then commits.
+* ``consumer-pulls``: a push consumer's whole client side of a drain, less the kernel and the
+  broker: 8 ``PullTask``s (as a ``PushConsumer`` runs them, its settings of ``rocketq bench
+  consumer``) pulling through a real client ``Connection`` whose transport answers each pull
+  written, in the next loop turn, with a FOUND answer of 32 records encoded beforehand, handed
+  over in reads of ``PULL_READ_SIZE`` bytes as a socket would (the answers' framing is not counted).
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
 * ``producer-send``: a started ``Producer``'s ``send``, one at a time, awaited, through its real
@@ -43,6 +48,7 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import struct
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -58,9 +64,11 @@ from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager
 from rocketq.client import pulling, sending, wire
 from rocketq.client.consuming import ConcurrentConsumeService, ConsumeStatus
+from rocketq.client.instance import ClientInstance
 from rocketq.client.offsetstores import RemoteBrokerOffsetStore
 from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.producer import Producer
+from rocketq.client.pulltasks import PullTask
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
 from rocketq.client.settings import ProducerSettings, PushConsumerSettings, configure
@@ -484,6 +492,118 @@ async def producer_pipelined(messages: int) -> float:
         await producer.close()
 
 
+PULL_QUEUES = 8
+PULL_READ_SIZE = 100_000
+"""Bytes per read the consumer-pulls transport hands over (a real drain's reads averaged ~100 KB)."""
+_QUEUE_OFFSET = struct.Struct(">q")
+_QUEUE_OFFSET_POS = 20
+"""A stored record's QUEUEOFFSET field (``storedrecords``)."""
+
+
+def _pull_bodies(pulls: int) -> dict[tuple[int, int], bytes]:
+    """FOUND answer bodies by (queue, offset): one encoded record per queue, its queue offset
+    patched for every position (a cheap setup, so that callgrind counts little of it)."""
+    props = "UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02WAIT\x01true\x02"
+    out = {}
+    for q in range(PULL_QUEUES):
+        record = storedrecords.encode_stored_record(
+            topic=TOPIC, queue_id=q, body=b"x" * BODY_SIZE, properties=props, born_host=("127.0.0.1", 40123),
+            store_host=("127.0.0.1", 10911))
+        for p in range(pulls):
+            run = bytearray(record * BATCH)
+            for i in range(BATCH):
+                _QUEUE_OFFSET.pack_into(run, i * len(record) + _QUEUE_OFFSET_POS, p * BATCH + i)
+            out[(q, p * BATCH)] = bytes(run)
+    return out
+
+
+class PullAnsweringTransport(CollectingTransport):
+    """A consumer connection's transport: answers each pull written, in the next loop turn, with
+    the FOUND answer for its queue and offset (pulls past the last offset are held, as a broker
+    holds them), in reads of ``PULL_READ_SIZE``. ``spent``: its own CPU time, not counted."""
+
+    def __init__(self, bodies: dict[tuple[int, int], bytes], last: int) -> None:
+        super().__init__()
+        self.bodies, self.last = bodies, last
+        self.conn: Connection | None = None
+        self.written: list[bytes] = []
+        self.scheduled = False
+        self.spent = 0.0
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.written.extend(chunks)
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._answer)
+
+    def write(self, data: bytes) -> None:
+        self.writelines([data])
+
+    def _answer(self) -> None:
+        started = time.process_time()
+        self.scheduled = False
+        data, self.written = b"".join(self.written), []
+        answers = []
+        for request in frames.FrameDecoder().feed(data):
+            q, offset = int(request.ext_fields["queueId"]), int(request.ext_fields["queueOffset"])
+            body = self.bodies.get((q, offset))
+            if body is not None:
+                answers.append(request.response(ResponseCode.SUCCESS, None, {
+                    "suggestWhichBrokerId": "0", "nextBeginOffset": str(offset + BATCH), "minOffset": "0",
+                    "maxOffset": str(self.last)}, body).encode())
+        read = b"".join(answers)
+        reads = [read[i:i + PULL_READ_SIZE] for i in range(0, len(read), PULL_READ_SIZE)]
+        self.spent += time.process_time() - started
+        assert self.conn is not None
+        for chunk in reads:
+            self.conn.data_received(chunk)
+
+
+async def consumer_pulls(messages: int) -> float:
+    pulls = max(1, messages // BATCH // PULL_QUEUES)
+    total = pulls * BATCH * PULL_QUEUES
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    counted = 0
+
+    def listener(msgs: list[Any], _ctx: Any) -> ConsumeStatus:
+        nonlocal counted
+        counted += len(msgs)
+        if counted >= total and not done.done():
+            done.set_result(None)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    settings = configure(PushConsumerSettings, {"namesrv_addr": "127.0.0.1:1", "client_ip": "127.0.0.1",
+                                                "consume_message_batch_max_size": BATCH, "consume_thread_max": 64})
+    instance = ClientInstance(settings)  # never started: no name server, no heartbeats
+    instance._store_route(TOPIC, TopicRoute((QueueData("broker-a", PULL_QUEUES, PULL_QUEUES, 6),),
+                                            (BrokerData("DefaultCluster", "broker-a", ((0, BROKER_ADDR),)),)))
+    conn = ClientConnection({}, name="hotpath-consumer", flush_after_frames=COALESCE_FRAMES)  # as RemotingClient
+    transport = PullAnsweringTransport(_pull_bodies(pulls), pulls * BATCH)
+    transport.conn = conn
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    instance.remoting._connections[BROKER_ADDR] = conn
+    offsets = RemoteBrokerOffsetStore(instance, GROUP)
+    service = ConcurrentConsumeService(GROUP, settings, listener, instance, offsets)
+    sub = subscription.build(TOPIC, "*")
+    tasks = [PullTask(MessageQueue(TOPIC, "broker-a", q), 0, group=GROUP, settings=settings, instance=instance,
+                      offsets=offsets, consume=service, subscription=lambda _topic: sub) for q in range(PULL_QUEUES)]
+    started = time.process_time()
+    if PROFILER is not None:
+        PROFILER.enable()
+    for task in tasks:
+        task.start()
+    await done
+    spent = time.process_time() - started - transport.spent
+    if PROFILER is not None:
+        PROFILER.disable()
+    for task in tasks:
+        await task.stop()
+    await service.close()
+    conn.connection_lost(None)
+    assert counted == total
+    return spent / total * 1e6
+
+
 CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-sync": lambda root, n: broker_send(root, n, batch=False),
     "broker-send-single": lambda root, n: broker_send(root, n, batch=False, per_read=1),
@@ -493,6 +613,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "store-put-single": store_put_single,
     "consumer-decode": consumer_decode,
     "consumer-path": lambda root, n: consumer_path(n),
+    "consumer-pulls": lambda root, n: consumer_pulls(n),
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
     "producer-send": lambda root, n: producer_send(n),

@@ -208,6 +208,12 @@ static PyMethodDef module_methods[] = {
      "decode_records(buf, pos, decompress, cls): (records, pos where decoding stopped)."},
     {"decode_pulled", (PyCFunction)(void (*)(void))rq_decode_pulled, METH_FASTCALL,
      "decode_pulled(buf, cls, stamps): every record of a pull body, properties stamped; None for the pure path."},
+    {"cache_put", (PyCFunction)(void (*)(void))rq_cache_put, METH_FASTCALL,
+     "cache_put(cached, messages, top): a ProcessQueue put's loop; (top, size, in_order)."},
+    {"cache_remove", (PyCFunction)(void (*)(void))rq_cache_remove, METH_FASTCALL,
+     "cache_remove(cached, messages): a ProcessQueue remove's loop; the bodies' size removed."},
+    {"read_units", (PyCFunction)(void (*)(void))rq_read_units, METH_FASTCALL,
+     "read_units(chunk, pos, seg_view, ...): a pull's unit loop within one CommitLog segment (unitruns.c)."},
     {NULL, NULL, 0, NULL},
 };
 

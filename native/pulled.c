@@ -13,6 +13,14 @@
  * (an empty instance, then one slot store per field), but with the stores done here: the
  * slots' offsets are read once from the class's member descriptors (``message_ext_new``).
  * A class whose fields are not plain object slots is called instead.
+ *
+ * cache_put(cached, messages, top) -> (top, size, in_order)
+ * cache_remove(cached, messages) -> size
+ *
+ * A ProcessQueue's two loops over a batch (rocketq.client.processqueue: ``_put_each`` and
+ * ``_remove_each`` are the pure reference and say what they do). The same dict operations in
+ * the same order, and the same exceptions: a message's ``queue_offset`` and ``body`` are read
+ * from its slots when it is of the class decode_pulled learned, by getattr otherwise.
  */
 #include "rocketq_native.h"
 
@@ -109,4 +117,138 @@ PyObject *rq_decode_pulled(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (records == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;  /* a record for the pure path: it decides about the whole body */
     return records;
+}
+
+/* ---- the process queue's loops ----------------------------------------------------------- */
+
+#define FIELD_QUEUE_OFFSET 5
+#define FIELD_BODY 14
+
+static PyObject *queue_offset_name, *body_name;
+
+/* msg.<name> (a new reference), from its slot when ``msg`` is of the learned class */
+static PyObject *field_of(PyObject *msg, int field, PyObject *name)
+{
+    if (layout_cls != NULL && (PyObject *)Py_TYPE(msg) == layout_cls) {
+        PyObject *value = *(PyObject **)((char *)msg + layout_offsets[field]);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(msg, name);  /* an unset slot raises AttributeError here */
+}
+
+static int names_ready(void)
+{
+    if (queue_offset_name == NULL && (queue_offset_name = PyUnicode_InternFromString("queue_offset")) == NULL)
+        return 0;
+    if (body_name == NULL && (body_name = PyUnicode_InternFromString("body")) == NULL)
+        return 0;
+    return 1;
+}
+
+/* len(msg.body) added to *size; 0, or -1 raised */
+static int add_body_size(PyObject *msg, Py_ssize_t *size)
+{
+    PyObject *body = field_of(msg, FIELD_BODY, body_name);
+    Py_ssize_t n;
+    if (body == NULL)
+        return -1;
+    n = PyObject_Size(body);
+    Py_DECREF(body);
+    if (n < 0)
+        return -1;
+    *size += n;
+    return 0;
+}
+
+PyObject *rq_cache_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *cached, *messages, *top;
+    Py_ssize_t size = 0;
+    int in_order = 1;
+    if (nargs != 3 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "cache_put(dict, list, top)");
+        return NULL;
+    }
+    if (!names_ready())
+        return NULL;
+    cached = args[0];
+    messages = args[1];
+    top = Py_NewRef(args[2]);
+    /* the list's length is read on every turn: a comparison may run Python code */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
+        PyObject *offset = field_of(msg, FIELD_QUEUE_OFFSET, queue_offset_name);
+        int above, held, failed;
+        if (offset == NULL)
+            goto error_msg;
+        above = PyObject_RichCompareBool(offset, top, Py_GT);
+        if (above < 0)
+            goto error_offset;
+        if (above) {
+            Py_SETREF(top, Py_NewRef(offset));  /* above every cached key: not one of them */
+        } else {
+            held = PyDict_Contains(cached, offset);
+            if (held < 0)
+                goto error_offset;
+            if (held) {
+                Py_DECREF(offset);
+                Py_DECREF(msg);
+                continue;
+            }
+            in_order = 0;
+        }
+        failed = PyDict_SetItem(cached, offset, msg) < 0 || add_body_size(msg, &size) < 0;
+        Py_DECREF(offset);
+        Py_DECREF(msg);
+        if (failed)
+            goto error;
+        continue;
+    error_offset:
+        Py_DECREF(offset);
+    error_msg:
+        Py_DECREF(msg);
+        goto error;
+    }
+    return Py_BuildValue("(NnO)", top, size, in_order ? Py_True : Py_False);
+error:
+    Py_DECREF(top);
+    return NULL;
+}
+
+PyObject *rq_cache_remove(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *cached, *messages;
+    Py_ssize_t size = 0;
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "cache_remove(dict, list)");
+        return NULL;
+    }
+    if (!names_ready())
+        return NULL;
+    cached = args[0];
+    messages = args[1];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
+        PyObject *offset = field_of(msg, FIELD_QUEUE_OFFSET, queue_offset_name);
+        PyObject *gone;
+        int failed;
+        Py_DECREF(msg);
+        if (offset == NULL)
+            return NULL;
+        gone = PyDict_GetItemWithError(cached, offset);  /* borrowed */
+        if (gone == NULL) {
+            Py_DECREF(offset);
+            if (PyErr_Occurred())
+                return NULL;
+            continue;
+        }
+        Py_INCREF(gone);
+        failed = PyDict_DelItem(cached, offset) < 0 || (gone != Py_None && add_body_size(gone, &size) < 0);
+        Py_DECREF(gone);
+        Py_DECREF(offset);
+        if (failed)
+            return NULL;
+    }
+    return PyLong_FromSsize_t(size);
 }

@@ -28,7 +28,8 @@
 #define SYSFLAG_BORNHOST_V6 0x10
 #define SYSFLAG_STOREHOST_V6 0x20
 #define MESSAGE_EXT_FIELDS 18
-#define HOST_CACHE_SLOTS 64   /* decoded hosts kept: a consumer sees few producers and brokers */
+#define HOST_CACHE_BITS 6
+#define HOST_CACHE_SLOTS (1 << HOST_CACHE_BITS)  /* decoded hosts kept: a consumer sees few producers and brokers */
 #define MAX_RECORDS_PER_RUN 1024 /* decode_records hands back this many at most per call */
 #define TEXT_CACHE_SLOTS 64   /* property names (each with its last value) kept across records */
 #define MAX_CACHED_TEXT 40    /* longer names or values are made anew each time */
@@ -480,7 +481,10 @@ static HostSlot *host_slot(const unsigned char *raw, Py_ssize_t len)
     PyObject *ip_text, *host, *hex_text;
     for (Py_ssize_t i = 0; i < len; i++)
         h = (h ^ raw[i]) * 16777619u;
-    slot = &host_cache[h % HOST_CACHE_SLOTS];
+    /* the hash's top bits: its low bits depend only on the low bits of each byte, so hosts
+     * whose ports differ in their high bits (a producer's and the broker's) shared a slot and
+     * evicted each other on every record */
+    slot = &host_cache[h >> (32 - HOST_CACHE_BITS)];
     if (slot->host != NULL && slot->len == len && memcmp(slot->raw, raw, (size_t)len) == 0)
         return slot;
     if (inet_ntop(len == 8 ? AF_INET : AF_INET6, raw, ip, sizeof(ip)) == NULL) {

@@ -83,6 +83,11 @@ PyObject *rq_decode_at(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t po
 /* pulled.c: a MessageExt from its 18 field values in order (borrowed), and a pull body's records. */
 PyObject *rq_message_ext_new(PyObject *cls, PyObject *const *fields);
 PyObject *rq_decode_pulled(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* pulled.c: a ProcessQueue's put and remove loops over a batch. */
+PyObject *rq_cache_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_cache_remove(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* unitruns.c: a pull's walk over ConsumeQueue units within one CommitLog segment. */
+PyObject *rq_read_units(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* attributes.c: the counters of Python store objects, for the in-place appends. Each returns
  * 1 (done) or 0 (an unusual value: no exception left set), except where noted. */

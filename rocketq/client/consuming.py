@@ -1,8 +1,9 @@
 """Concurrent consumption: calling the listener, and what its answer does to offsets and retries.
 
 Pulled messages are cut into batches of ``consumeMessageBatchMaxSize`` and each batch is one
-listener call; at most ``consumeThreadMax`` calls run at once (an asyncio semaphore stands in
-for Java's thread pool), in no particular order.
+listener call; at most ``consumeThreadMax`` calls run at once (``_Slots`` stands in for Java's
+thread pool), in no particular order. A plain listener's call ends where it starts, so most
+batches need no task of their own (``ConcurrentConsumeService``).
 
 The listener answers CONSUME_SUCCESS or RECONSUME_LATER (an exception, ``None`` or anything
 else counts as RECONSUME_LATER). Setting ``context.ack_index`` acknowledges only the first
@@ -25,6 +26,7 @@ RETRY_TOPIC; the listener sees that topic, as in RocketMQ.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import enum
 import inspect
@@ -120,7 +122,56 @@ async def settle(status: object, msgs: list[MessageExt], ctx: Any, failure: S) -
     return status
 
 
+class _Slots:
+    """``consumeThreadMax`` listener calls at once (Java's consume thread pool): a slot is taken
+    at once when one is free and nobody waits (``try_take``), else waited for in turn (``take``).
+
+    asyncio's Semaphore only hands slots out through a coroutine; the consume service takes one
+    inline for a batch it runs without a task, and gives it back as soon as a plain listener
+    has answered."""
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_take(self) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        if self.try_take():
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot as it was cancelled: pass it on
+            raise
+
+    def give(self) -> None:
+        """Hand the slot to the longest waiter, or free it."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 class ConcurrentConsumeService:
+    """Listener calls for pulled batches (see the module).
+
+    A batch with no delay and no rate limit runs in the loop turn after ``submit`` as a plain
+    callback (``_consume_now``), where a task would have taken its first step: with a free
+    slot and a plain listener it is called, settled and committed there, with no task,
+    coroutine or semaphore per batch. Only what waits gets a task: an awaitable answer
+    (holding its slot until it settles), a send-back, a batch with no free slot, a delay or a
+    rate limit (``_consume``, which waits for each in turn)."""
+
     def __init__(self, group: str, settings: PushConsumerSettings, listener: Listener,
                  instance: ClientInstance, offsets: OffsetStore) -> None:
         self._group = group
@@ -128,56 +179,118 @@ class ConcurrentConsumeService:
         self._listener = listener
         self._instance = instance
         self._offsets = offsets
-        self._slots = asyncio.Semaphore(settings.consume_thread_max)
+        self._slots = _Slots(settings.consume_thread_max)
         self._limiter = consumelimits.limiter_for(settings.consume_tps_limit)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scheduled = 0
+        """Batches handed to the loop (``_consume_now``) that have not run yet."""
         self._closed = False
+        self._stopped = False
+        """Set by ``close`` when it cancels what is left: batches not run yet are dropped."""
         self._retry_topic = retry_topic(group)
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float = 0.0) -> None:
         if self._closed:
             return
         size = self._settings.consume_message_batch_max_size
+        direct = not delay and self._limiter is None
+        # the loop, once: ``get_running_loop`` costs a getpid() system call each time
+        loop = self._loop or self._bind_loop()
         for start in range(0, len(msgs), size):
-            self._spawn(self._consume(msgs[start:start + size], pq, mq, delay))
+            batch = msgs[start:start + size]
+            if direct:
+                self._scheduled += 1
+                loop.call_soon(self._consume_now, batch, pq, mq)
+            else:
+                self._spawn(self._consume(batch, pq, mq, delay))
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        self._loop = asyncio.get_running_loop()
+        return self._loop
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # a coroutine: no ensure_future checks
+        task = (self._loop or self._bind_loop()).create_task(coro)  # a coroutine: no ensure_future checks
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     @property
     def in_flight(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + self._scheduled
+
+    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """A batch's turn, without a task while nothing has to wait (see the class)."""
+        self._scheduled -= 1
+        if self._stopped or pq.dropped:
+            return
+        if not self._slots.try_take():
+            self._spawn(self._consume(msgs, pq, mq, 0.0))  # waits for a slot in turn
+            return
+        answer, ctx, shown = self._call_listener(msgs, mq)
+        if type(answer) is not ConsumeStatus:
+            self._spawn(self._settle(answer, ctx, shown, msgs, pq, mq))
+            return
+        self._slots.give()
+        finishing = self._conclude(answer, ctx, msgs, pq, mq)
+        if finishing is not None:
+            self._spawn(finishing)
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
         if delay:
             await asyncio.sleep(delay)
         if self._limiter is not None:
             await self._limiter.acquire(len(msgs))  # waiting here holds no slot
-        async with self._slots:
+        await self._slots.take()
+        try:
             if pq.dropped:
                 return
-            # only a message pulled from the group's retry topic can carry another topic to show
-            shown = ([restore_retry_topic(m, self._group) for m in msgs] if mq.topic == self._retry_topic
-                     else msgs.copy())
-            started = str(time.time_ns() // 1_000_000)
-            for m in shown:
-                m.properties[messageproperties.CONSUME_START_TIME] = started
-            ctx = ConsumeContext(mq)
-            # ``verdict`` inline: a plain listener's answer needs no coroutine of its own
-            try:
-                status = self._listener(shown, ctx)
-            except Exception:
-                status = listener_failed(shown, ctx, ConsumeStatus.RECONSUME_LATER)
-            if type(status) is not ConsumeStatus:
-                status = await settle(status, shown, ctx, ConsumeStatus.RECONSUME_LATER)
+            answer, ctx, shown = self._call_listener(msgs, mq)
+            status = answer if type(answer) is ConsumeStatus else await settle(
+                answer, shown, ctx, ConsumeStatus.RECONSUME_LATER)
+        finally:
+            self._slots.give()
+        finishing = self._conclude(status, ctx, msgs, pq, mq)
+        if finishing is not None:
+            await finishing
+
+    async def _settle(self, answer: object, ctx: ConsumeContext, shown: list[MessageExt], msgs: list[MessageExt],
+                      pq: ProcessQueue, mq: MessageQueue) -> None:
+        """An answer that is not a ``ConsumeStatus`` yet (an awaitable): settled holding the slot."""
+        try:
+            status = await settle(answer, shown, ctx, ConsumeStatus.RECONSUME_LATER)
+        finally:
+            self._slots.give()
+        finishing = self._conclude(status, ctx, msgs, pq, mq)
+        if finishing is not None:
+            await finishing
+
+    def _call_listener(self, msgs: list[MessageExt],
+                       mq: MessageQueue) -> tuple[object, ConsumeContext, list[MessageExt]]:
+        """The listener's answer for a batch (``verdict`` inline: a plain listener's answer needs
+        no coroutine), its context and the messages it was shown."""
+        # only a message pulled from the group's retry topic can carry another topic to show
+        shown = ([restore_retry_topic(m, self._group) for m in msgs] if mq.topic == self._retry_topic
+                 else msgs.copy())
+        started = str(time.time_ns() // 1_000_000)
+        for m in shown:
+            m.properties[messageproperties.CONSUME_START_TIME] = started
+        ctx = ConsumeContext(mq)
+        try:
+            answer = self._listener(shown, ctx)
+        except Exception:
+            answer = listener_failed(shown, ctx, ConsumeStatus.RECONSUME_LATER)
+        return answer, ctx, shown
+
+    def _conclude(self, status: ConsumeStatus, ctx: ConsumeContext, msgs: list[MessageExt], pq: ProcessQueue,
+                  mq: MessageQueue) -> Coroutine[Any, Any, None] | None:
+        """Commit a fully acknowledged batch here; anything else is ``_finish``'s (returned, to
+        be awaited). Nothing for a queue dropped meanwhile."""
         if pq.dropped:
-            return
+            return None
         if status is ConsumeStatus.CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
             self._commit(msgs, pq, mq)  # all acknowledged: ``_finish`` would only do this
-        else:
-            await self._finish(status, ctx, msgs, pq, mq)
+            return None
+        return self._finish(status, ctx, msgs, pq, mq)
 
     def _commit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Done with ``msgs``: out of the process queue, the queue's offset to the commit point."""
@@ -231,9 +344,12 @@ class ConcurrentConsumeService:
         group's next owner of the queue): at-least-once, never lost.
         """
         self._closed = True
+        if self._scheduled and grace > 0:
+            await asyncio.sleep(0)  # batches handed to the loop take their turn, as tasks would
         tasks = list(self._tasks)
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
+        self._stopped = True
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

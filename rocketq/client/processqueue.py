@@ -24,6 +24,9 @@ The cache is one dict kept in ascending offset order (a pull answers a queue's m
 order, each pull after the last), so its first key is the commit point and its last the top of
 the span, with no sorted index beside it: ``put`` and ``remove`` cost one dict operation per
 message. A put that would break the order (a message re-cached below others) re-sorts the dict.
+With the native codecs those two loops over a batch run in C (``_native.cache_put`` and
+``cache_remove``: the same dict operations in the same order); ``_put_each`` and
+``_remove_each`` are the reference.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import itertools
 import time
 from collections.abc import Iterable
 
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.messagetypes import MessageExt
 
 MIB = 1024 * 1024
@@ -87,19 +91,12 @@ class ProcessQueue:
     def put(self, messages: Iterable[MessageExt]) -> int:
         """Cache pulled messages; returns how many were new (an offset already held is skipped)."""
         cached = self._messages
+        before = len(cached)
         top = next(reversed(cached)) if cached else -1
-        before, size = len(cached), 0
-        in_order = True
-        for msg in messages:
-            offset = msg.queue_offset
-            if offset > top:  # the usual case: above every cached key, so not one of them
-                top = offset
-            elif offset in cached:
-                continue
-            else:
-                in_order = False
-            cached[offset] = msg
-            size += len(msg.body)
+        if _native is not None and type(messages) is list:
+            top, size, in_order = _native.cache_put(cached, messages, top)
+        else:
+            top, size, in_order = _put_each(cached, messages, top)
         added = len(cached) - before
         if not in_order:
             self._messages = dict(sorted(cached.items()))
@@ -114,12 +111,10 @@ class ProcessQueue:
         cached = self._messages
         if not cached:
             return -1
-        size = 0
-        for msg in messages:
-            gone = cached.pop(msg.queue_offset, None)
-            if gone is not None:
-                size += len(gone.body)
-        self.msg_size -= size
+        if _native is not None and type(messages) is list:
+            self.msg_size -= _native.cache_remove(cached, messages)
+        else:
+            self.msg_size -= _remove_each(cached, messages)
         self.last_consume_timestamp = time.monotonic()
         return next(iter(cached)) if cached else self.queue_offset_max + 1
 
@@ -129,3 +124,34 @@ class ProcessQueue:
 
     def __contains__(self, offset: int) -> bool:
         return offset in self._messages
+
+
+def _put_each(cached: dict[int, MessageExt], messages: Iterable[MessageExt], top: int) -> tuple[int, int, bool]:
+    """Put each message under its offset unless that offset is held: (the largest offset
+    now, the bodies' size added, whether every new offset was above all before it)."""
+    size = 0
+    in_order = True
+    for msg in messages:
+        offset = msg.queue_offset
+        if offset > top:  # the usual case: above every cached key, so not one of them
+            top = offset
+        elif offset in cached:
+            continue
+        else:
+            in_order = False
+        cached[offset] = msg
+        size += len(msg.body)
+    return top, size, in_order
+
+
+def _remove_each(cached: dict[int, MessageExt], messages: Iterable[MessageExt]) -> int:
+    """Take each message's offset out; the size of the bodies that were cached under them."""
+    size = 0
+    for msg in messages:
+        gone = cached.pop(msg.queue_offset, None)
+        if gone is not None:
+            size += len(gone.body)
+    return size
+
+
+_native = nativecodecs.native

@@ -44,8 +44,9 @@ from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
-from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.codes import MASTER_ID, RequestCode
 from rocketq.protocol.message import MessageExt
+from rocketq.protocol.requests import command
 from rocketq.protocol.subscription import SubscriptionData
 from rocketq.remoting.errors import RemotingError
 from rocketq.tasks import OwnedTask
@@ -167,7 +168,12 @@ class PullTask:
         flag = _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT
         header = self._requests_for(sub).ext_fields(self.next_offset, flag, commit or 0)
         timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
-        reply = await wire.pull(self._instance.remoting, addr, header, timeout)
+        remoting = self._instance.remoting
+        conn = remoting.ready_connection(addr)
+        if conn is not None:  # the open connection: its answer's future, without three coroutines in between
+            reply = wire.pull_reply(await conn.request(command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+        else:
+            reply = await wire.pull(remoting, addr, header, timeout)
         result = pulling.to_result(reply, sub)
         self._suggested_broker = result.suggest_which_broker_id
         return result

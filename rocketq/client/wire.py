@@ -217,11 +217,22 @@ async def pull(rc: RemotingClient, addr: str, header: headers.PullMessageRequest
                timeout: float) -> PullReply:
     """PULL_MESSAGE (a header, or its extFields); the raw answer for the four pull outcomes,
     BrokerError for anything else."""
-    response = await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout)
-    if response.code not in PULL_CODES:
+    return pull_reply(await rc.invoke(addr, command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+
+
+def pull_reply(response: RemotingCommand, addr: str) -> PullReply:
+    """A PULL_MESSAGE answer from ``addr``: the raw answer for the four pull outcomes,
+    BrokerError for anything else (``pull``'s second half, for a caller that sent the request)."""
+    code = _PULL_RESPONSE_CODES.get(response.code)
+    if code is None:
         raise _fail(response, addr)
     reply_header = _response_header(headers.PullMessageResponseHeader, response, addr)
-    return PullReply(ResponseCode(response.code), reply_header, response.body)
+    return PullReply(code, reply_header, response.body)
+
+
+_PULL_RESPONSE_CODES: Final = {int(code): ResponseCode(code) for code in PULL_CODES}
+"""The pull answers' codes as members, by value: one lookup checks and converts (calling the
+enum costs ~0.5 µs per pull)."""
 
 
 def _queue_header(group: str, mq: MessageQueue) -> headers.QueryConsumerOffsetRequestHeader:

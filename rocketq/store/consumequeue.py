@@ -193,10 +193,11 @@ class ConsumeQueue:
         """Up to ``limit`` consecutive units from ``offset`` (which must be readable)."""
         # The units of each file are unpacked by one ``iter_unpack`` and chained in C: a pull
         # reads them one by one, and a generator in between would be resumed once per unit.
-        return itertools.chain.from_iterable(self._unit_runs(offset, limit))
+        return itertools.chain.from_iterable(map(UNIT.iter_unpack, self.unit_chunks(offset, limit)))
 
-    def _unit_runs(self, offset: int, limit: int) -> Iterator[Iterator[tuple[int, int, int]]]:
-        """``units`` as one iterator per file, each made when the one before is used up."""
+    def unit_chunks(self, offset: int, limit: int) -> Iterator[memoryview]:
+        """``units`` as the raw bytes of one run per file (whole units), each sliced when the
+        one before is used up."""
         end = min(self.max_offset, offset + limit)
         while offset < end:
             found = self._file_for(offset)
@@ -204,8 +205,7 @@ class ConsumeQueue:
                 return
             f, pos = found
             stop = min(f.wrote, pos + (end - offset) * UNIT_SIZE)
-            chunk = f.view[pos:stop]
-            yield UNIT.iter_unpack(chunk)
+            yield f.view[pos:stop]
             offset += (stop - pos) // UNIT_SIZE
             if stop == pos:
                 return

@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Final
 
+from rocketq.protocol import nativecodecs
 from rocketq.store import consumequeue
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
@@ -72,33 +73,51 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     add_buffer, add_offset, add_tag = buffers.append, queue_offsets.append, tag_codes.append
     seg_view: memoryview | None = None
     seg_start = seg_end = 0
-    for phys, size, tag in cq.units(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
-        if found and (found >= max_nums or total + size > max_bytes):
+    # Without filters, the units whose records lie in the segment last used are walked in C
+    # (``_native.read_units``: the same appends and counts as this loop); it hands back the
+    # first unit it does not take, which this loop takes as always.
+    walk = _native.read_units if _native is not None and tag_filter is None and record_filter is None else None
+    full = False
+    for chunk in cq.unit_chunks(offset, max(MAX_FILTER_SCAN_UNITS, max_nums)):
+        pos, end = 0, len(chunk)
+        while pos < end:
+            if walk is not None and seg_view is not None:
+                pos, scanned, found, total, last_phys, full = walk(
+                    chunk, pos, seg_view, seg_start, seg_end, offset, scanned, found, total, last_phys, max_nums,
+                    max_bytes, buffers, queue_offsets, tag_codes)
+                if full or pos >= end:
+                    break
+            phys, size, tag = consumequeue.UNIT.unpack_from(chunk, pos)
+            pos += consumequeue.UNIT_SIZE
+            if found and (found >= max_nums or total + size > max_bytes):
+                full = True
+                break
+            scanned += 1
+            if size == BLANK_UNIT_SIZE:
+                continue
+            if tag_filter is not None and not tag_filter(tag):
+                continue
+            if seg_view is not None and seg_start <= phys and phys + size <= seg_end and size > 0:
+                view: memoryview | None = seg_view[phys - seg_start:phys - seg_start + size]
+            else:
+                view = commitlog.read(phys, size) if phys >= min_phys else None
+                segment = commitlog.segment_for(phys) if view is not None else None
+                if segment is not None and not segment.closed:
+                    seg_view, seg_start, seg_end = segment.view, segment.start, segment.start + segment.wrote
+            if view is None:
+                if not found:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                continue
+            if record_filter is not None and not record_filter(view):
+                continue
+            add_buffer(view)
+            add_offset(offset + scanned - 1)
+            add_tag(tag)
+            found += 1
+            total += size
+            last_phys = phys
+        if full:
             break
-        scanned += 1
-        if size == BLANK_UNIT_SIZE:
-            continue
-        if tag_filter is not None and not tag_filter(tag):
-            continue
-        if seg_view is not None and seg_start <= phys and phys + size <= seg_end and size > 0:
-            view: memoryview | None = seg_view[phys - seg_start:phys - seg_start + size]
-        else:
-            view = commitlog.read(phys, size) if phys >= min_phys else None
-            segment = commitlog.segment_for(phys) if view is not None else None
-            if segment is not None and not segment.closed:
-                seg_view, seg_start, seg_end = segment.view, segment.start, segment.start + segment.wrote
-        if view is None:
-            if not found:
-                status = GetStatus.MESSAGE_WAS_REMOVING
-            continue
-        if record_filter is not None and not record_filter(view):
-            continue
-        add_buffer(view)
-        add_offset(offset + scanned - 1)
-        add_tag(tag)
-        found += 1
-        total += size
-        last_phys = phys
     if found:
         status = GetStatus.FOUND
     if scanned == 0:
@@ -118,6 +137,8 @@ def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
     per_file = cq.file_size // consumequeue.UNIT_SIZE
     return per_file - offset % per_file
 
+
+_native = nativecodecs.native
 
 _MEMORY_FOR_PULLS: int | None = None
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketq.client import processqueue
 from rocketq.client.processqueue import ProcessQueue
 from rocketq.protocol import storedrecords
 from rocketq.protocol.messagetypes import MessageExt
@@ -84,3 +89,63 @@ def test_cache_agrees_with_a_sorted_model_under_any_puts_and_removes(steps: list
         assert pq.msg_count == len(model) and pq.msg_size == sum(len(_body(o)) for o in model)
         assert pq.max_span() == (ordered[-1] - ordered[0] if ordered else 0)
         assert [m.queue_offset for m in pq.first(5)] == ordered[:5]
+
+
+class _Other:
+    """A message of another class: the C loops read its fields by getattr."""
+
+    def __init__(self, queue_offset: object, body: object) -> None:
+        self.queue_offset, self.body = queue_offset, body
+
+
+def _message(kind: int, offset: int, size: int) -> object:
+    """0: a decoded MessageExt, 1: another class, 2: a body without len()."""
+    if kind == 0:
+        return ext(offset, b"m" * size)
+    if kind == 1:
+        return _Other(offset, b"o" * size)
+    return _Other(offset, None)  # no len(): both loops raise TypeError, at the same message
+
+
+_native = processqueue._native
+
+
+@pytest.mark.skipif(_native is None, reason="the native codecs are not built")
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40), st.integers(0, 70)), max_size=12),
+                max_size=8),
+       st.lists(st.lists(st.integers(0, 45), max_size=10), max_size=8), st.integers(-1, 20))
+def test_native_put_and_remove_loops_match_the_pure_ones(puts: list[list[tuple[int, int, int]]],
+                                                         removes: list[list[int]], top: int) -> None:
+    native_cache: dict[int, object] = {}
+    pure_cache: dict[int, object] = {}
+    for batch, offsets in itertools.zip_longest(puts, removes, fillvalue=[]):
+        messages = [_message(0 if kind < 4 else 1 if kind < 6 else 2, offset, size) for kind, offset, size in batch]
+        assert (_outcome(_native.cache_put, native_cache, messages, top)
+                == _outcome(processqueue._put_each, pure_cache, messages, top))
+        assert list(native_cache.items()) == list(pure_cache.items())
+        gone = [ext(o) if o % 2 else _Other(o, b"") for o in offsets]
+        assert _outcome(_native.cache_remove, native_cache, gone) == _outcome(processqueue._remove_each, pure_cache,
+                                                                             gone)
+        assert list(native_cache.items()) == list(pure_cache.items())
+
+
+def _outcome(loop: Any, *args: Any) -> object:
+    """What a loop returns, or the type of what it raises (a body without len())."""
+    try:
+        return loop(*args)
+    except TypeError as exc:
+        return type(exc)
+
+
+@pytest.mark.skipif(_native is None, reason="the native codecs are not built")
+def test_native_loops_raise_what_the_pure_ones_raise() -> None:
+    class NoOffset:
+        body = b"x"
+
+    for loop, args in ((_native.cache_put, (-1,)), (processqueue._put_each, (-1,)),
+                       (_native.cache_remove, ()), (processqueue._remove_each, ())):
+        with pytest.raises(AttributeError):
+            loop({1: ext(1)}, [NoOffset()], *args)
+    unset = MessageExt.__new__(MessageExt)  # the learned class with its slots left empty
+    with pytest.raises(AttributeError):
+        _native.cache_put({}, [unset], -1)

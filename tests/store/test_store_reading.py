@@ -8,12 +8,16 @@ limit and tag filter."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from store_helpers import StoreFactory, request
 
 from rocketq.protocol import javahash
 from rocketq.store import reading
-from rocketq.store.consumequeue import BLANK_UNIT_SIZE
+from rocketq.store.consumequeue import BLANK_UNIT_SIZE, UNIT, UNIT_SIZE
 from rocketq.store.messagestore import MessageStore
 from rocketq.store.results import GetResult, GetStatus
 
@@ -66,3 +70,48 @@ async def test_pulls_match_the_unit_by_unit_reference(make_store: StoreFactory) 
         tag_filter = rnd.choice(filters)
         got = store.get_messages("T", queue_id, offset, max_nums, max_bytes=max_bytes, tag_filter=tag_filter)
         assert answered(got) == reference(store, queue_id, offset, max_nums, max_bytes, tag_filter)
+
+
+def walk_reference(chunk: bytes, pos: int, seg_view: memoryview, seg_start: int, seg_end: int, first: int,
+                   scanned: int, found: int, total: int, last_phys: int, max_nums: int, max_bytes: int,
+                   lists: tuple[list[Any], list[Any], list[Any]]) -> tuple[object, ...]:
+    """``_read_queue``'s loop without filters, for units inside one segment; stops where the
+    native walk hands a unit back."""
+    while pos <= len(chunk) - UNIT_SIZE:
+        phys, size, tag = UNIT.unpack_from(chunk, pos)
+        if found and (found >= max_nums or total + size > max_bytes):
+            return pos, scanned, found, total, last_phys, True
+        if size == BLANK_UNIT_SIZE:
+            scanned, pos = scanned + 1, pos + UNIT_SIZE
+            continue
+        if not (seg_start <= phys and phys + size <= seg_end and size > 0):
+            break
+        lists[0].append(seg_view[phys - seg_start:phys - seg_start + size])
+        lists[1].append(first + scanned)
+        lists[2].append(tag)
+        scanned, found, total, last_phys, pos = scanned + 1, found + 1, total + size, phys, pos + UNIT_SIZE
+    return pos, scanned, found, total, last_phys, False
+
+
+_units = st.lists(st.tuples(st.integers(-5, 140), st.sampled_from([BLANK_UNIT_SIZE, 0, -3, 1, 7, 30, 2**31 - 2]),
+                            st.integers(-2**63, 2**63 - 1)), max_size=40)
+
+
+@pytest.mark.skipif(reading._native is None, reason="the native codecs are not built")
+@given(_units, st.integers(0, 100), st.integers(0, 60), st.integers(0, 3), st.integers(0, 3), st.integers(0, 50),
+       st.integers(1, 40), st.integers(1, 200), st.integers(0, 5))
+def test_native_unit_walk_matches_the_loop(units: list[tuple[int, int, int]], seg_start: int, seg_len: int,
+                                           scanned: int, found: int, total: int, max_nums: int, max_bytes: int,
+                                           tail: int) -> None:
+    chunk = b"".join(UNIT.pack(*u) for u in units) + b"\x01" * tail  # a partial unit is never read
+    seg_view = memoryview(bytes(range(256)) * 2)[:seg_len]
+    native_lists: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    pure_lists: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    args = (seg_view, seg_start, seg_start + seg_len, 1000, scanned, found, total, -1, max_nums, max_bytes)
+    got = reading._native.read_units(chunk, 0, *args, *native_lists)
+    assert got == walk_reference(chunk, 0, *args, pure_lists)
+    assert [bytes(v) for v in native_lists[0]] == [bytes(v) for v in pure_lists[0]]
+    assert native_lists[1:] == pure_lists[1:]
+    if got[0] < len(chunk) - tail:  # the walk resumes where it stopped, as _read_queue calls it
+        again = reading._native.read_units(chunk, got[0], *args, *native_lists)
+        assert again == walk_reference(chunk, got[0], *args, pure_lists)
