@@ -154,10 +154,16 @@ class Producer:
         attempts = 1 + self.settings.retry_times_when_send_failed
         # the first attempt written at once and awaited as one future, as send_async's; the
         # general path when that is not possible (no route or connection yet, a trace)
-        future = self._send_now(instance, out, attempts, timeout, None)
-        if future is not None:
-            return await future
-        return await self._send_default(instance, out, attempts, timeout)
+        flight = self._send_now(instance, out, attempts, timeout, None, watched=False)
+        if flight is None:
+            return await self._send_default(instance, out, attempts, timeout)
+        try:
+            return await flight.result
+        except asyncio.CancelledError:
+            # only this coroutine awaits the future, so a cancel always arrives here: no done
+            # callback per send (``watched``) to learn of it
+            flight.withdraw()
+            raise
 
     async def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
@@ -172,10 +178,10 @@ class Producer:
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
-        future = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
-        if future is not None:
-            self._async_sends.add(future)  # its callback, if any, is the flight's (_InFlight._settled)
-            return future
+        flight = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
+        if flight is not None:
+            self._async_sends.add(flight.result)  # its callback, if any, is the flight's (_InFlight._settled)
+            return flight.result
         if selector is not None:
             coro = self._send_selected(instance, out, selector, timeout)
         else:
@@ -188,9 +194,10 @@ class Producer:
         return future
 
     def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
-                  callback: SendCallback | None) -> asyncio.Future[SendResult] | None:
-        """Write the first attempt at once and return the send's future, or None when that
-        needs a wait or a trace (the caller then takes the general path, ``_send_default``)."""
+                  callback: SendCallback | None, *, watched: bool = True) -> _InFlight | None:
+        """Write the first attempt at once and return it (its future is ``result``), or None
+        when that needs a wait or a trace (the caller then takes the general path,
+        ``_send_default``). ``watched``: see ``_InFlight``."""
         known = self._publish_cache.get(out.topic)
         if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
             return None
@@ -198,7 +205,7 @@ class Producer:
         addr = instance.master_addr(mq.broker_name)
         if addr is None:
             return None
-        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback)
+        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback, watched)
         remoting = instance.remoting
         conn = remoting.ready_connection(addr)
         try:
@@ -218,7 +225,7 @@ class Producer:
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
         flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
-        return flight.result
+        return flight
 
     def _template(self, topic: str) -> wire.SendFrames:
         frames = self._frames.get(topic)
@@ -426,14 +433,19 @@ class _InFlight:
     ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
     either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
     in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
-    whatever is under way: the request (the connection forgets it) or that task.
+    whatever is under way (``withdraw``): the request (the connection forgets it) or that task.
+
+    A ``send_async`` future is the caller's, who may cancel it at any time: it is ``watched``
+    by one done callback (``_settled``), removed again when an answer settles it. A ``send``'s
+    future is awaited by ``send`` alone, which withdraws on the CancelledError its cancel
+    brings: not watched, no callback added and removed per send.
     """
 
     __slots__ = ("_addr", "_attempts", "_callback", "_conn", "_current", "_instance", "_mq", "_opaque", "_out",
-                 "_producer", "_started", "_timeout", "result")
+                 "_producer", "_started", "_timeout", "_watched", "result")
 
     def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
-                 attempts: int, timeout: float, callback: SendCallback | None) -> None:
+                 attempts: int, timeout: float, callback: SendCallback | None, watched: bool) -> None:
         loop = producer._loop
         assert loop is not None
         self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
@@ -447,7 +459,9 @@ class _InFlight:
         """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
         ``_settled`` (the future's one done callback)."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
-        self.result.add_done_callback(self._settled)
+        self._watched = watched
+        if watched:
+            self.result.add_done_callback(self._settled)
 
     def answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
         self._conn = None
@@ -507,9 +521,10 @@ class _InFlight:
             return
         # settled here rather than by the done callback a loop turn later (one handle less per send)
         future = self.result
-        future.remove_done_callback(self._settled)
+        if self._watched:
+            future.remove_done_callback(self._settled)
+            producer._async_sends.discard(future)
         future.set_result(result)
-        producer._async_sends.discard(future)
         if self._callback is not None:
             try:
                 self._callback(result, None)
@@ -538,13 +553,18 @@ class _InFlight:
         else:
             self.result.set_result(task.result())
 
+    def withdraw(self) -> None:
+        """The caller cancelled ``result``: stop what is under way, the remaining attempts'
+        task or the request (a late answer is then dropped)."""
+        if self._current is not None:
+            self._current.cancel()
+        elif self._conn is not None:
+            self._conn.forget(self._opaque)
+
     def _settled(self, result: asyncio.Future[SendResult]) -> None:
         self._producer._async_sends.discard(result)
         if result.cancelled():
-            if self._current is not None:
-                self._current.cancel()
-            elif self._conn is not None:
-                self._conn.forget(self._opaque)
+            self.withdraw()
         if self._callback is not None:
             _run_callback(self._callback, result)
 
