@@ -146,7 +146,9 @@ class Producer:
 
     async def send(self, msg: Message, *, selector: QueueSelector | None = None,
                    timeout_ms: int | None = None) -> SendResult:
-        instance = self._running()
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:  # _running's check, inline
+            instance = self._running()
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         if selector is not None:
@@ -174,7 +176,9 @@ class Producer:
     def send_async(self, msg: Message, callback: SendCallback | None = None, *,
                    selector: QueueSelector | None = None, timeout_ms: int | None = None) -> asyncio.Future[SendResult]:
         """Start a send and return its future at once; invalid messages fail here, synchronously."""
-        instance = self._running()
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:  # _running's check, inline
+            instance = self._running()
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
@@ -212,8 +216,8 @@ class Producer:
             if conn is not None and not out.reply and out.flag.__class__ is int:
                 opaque = conn.next_opaque()
                 frames = self._frames.get(out.topic) or self._template(out.topic)
-                frame = frames.frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
-                                                        out.flag, out.properties, out.body)
+                frame = wire.send_frame_of(frames.pieces, opaque, mq.queue_id, out.sys_flag,
+                                           time.time_ns() // 1_000_000, out.flag, out.properties, out.body)
                 conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
             else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
                 request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,

@@ -97,6 +97,6 @@ def test_the_native_frame_is_the_pure_one(opaque: int, ints: list[int], properti
     """The C frame writer (native/clientsend.c) against the pure one: control characters, quotes
     and backslashes escaped as orjson escapes them, non-ASCII text, ints past 64 bits and at
     their edges, bools."""
-    pieces = wire.SendFrames("g%", "T", "TBW102", 4)._pieces
+    pieces = wire.SendFrames("g%", "T", "TBW102", 4).pieces
     pure = nativecodecs.pure(wire.send_frame_of)
     assert wire.send_frame_of(pieces, opaque, *ints, properties, body) == pure(pieces, opaque, *ints, properties, body)
