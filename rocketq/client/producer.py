@@ -44,7 +44,7 @@ from typing import Any
 from rocketq.client import namechecks as names  # the SDK's topic/group checks
 from rocketq.client import replies, sending, staleroutes, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
-from rocketq.client.faults import LatencyFaultTolerance
+from rocketq.client.faults import FIRST_PENALIZED_LATENCY, LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
@@ -517,8 +517,10 @@ class _InFlight:
         producer, mq = self._producer, self._mq
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
-            producer._faults.update(mq.broker_name, int((producer._loop.time() - self._started) * 1000),
-                                    isolation=False)
+            elapsed_ms = int((producer._loop.time() - self._started) * 1000)
+            faults = producer._faults
+            if faults.marks or elapsed_ms >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
+                faults.update(mq.broker_name, elapsed_ms, isolation=False)
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)

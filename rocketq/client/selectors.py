@@ -55,7 +55,8 @@ class RoundRobin:
         start = indexes.get(topic)
         start = indexes[topic] = random.randrange(_INDEX_MASK) if start is None else (start + 1) & _INDEX_MASK
         first = queues[start % len(queues)]
-        if first.broker_name != last_broker and self._faults.is_available(first.broker_name):
+        faults = self._faults
+        if first.broker_name != last_broker and (not faults.marks or faults.is_available(first.broker_name)):
             return first  # the common case, decided without ordering every queue
         ordered = [queues[(start + i) % len(queues)] for i in range(len(queues))]
         for mq in ordered:

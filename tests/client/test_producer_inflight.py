@@ -215,3 +215,17 @@ async def test_cancelling_an_async_send_during_its_retry_cancels_the_retry(clust
     await asyncio.sleep(0)
     assert len(outcomes) == SPREAD and all(isinstance(e, asyncio.CancelledError) for _r, e in outcomes)
     assert not retry_tasks() and pending_requests(producer) == 0 and not producer._async_sends
+
+
+async def test_a_fast_success_clears_the_brokers_mark(cluster: FakeCluster, producer: Producer) -> None:
+    """A success is recorded without a call while no broker is marked; with a mark, a fast
+    success on the marked broker still clears it (latency fault tolerance)."""
+    faults = producer._faults
+    await producer.send(Message("TopicTest", b"x"))
+    assert not faults.marks
+    faults.update("broker-a", 600, isolation=False)  # a slow answer: avoided for 30 s
+    assert set(faults.marks) == {"broker-a"}
+    faults._clock = lambda: 1 << 62  # the avoidance has run out: round robin picks broker-a again
+    results = [await producer.send(Message("TopicTest", b"x")) for _ in range(8)]
+    assert "broker-a" in {r.message_queue.broker_name for r in results}
+    assert not faults.marks
