@@ -222,6 +222,25 @@ static char *json_escape(char *at, const unsigned char *text, Py_ssize_t length)
     return at;
 }
 
+/* ``value`` in decimal at ``out`` (at most MAX_DECIMAL bytes); returns the length. Written by
+ * hand: snprintf's "%lld" cost ~1 200 instructions per number, five numbers per frame. */
+static int write_decimal(char *out, long long value)
+{
+    char digits[MAX_DECIMAL];
+    int count = 0, length = 0;
+    /* the magnitude as unsigned: -LLONG_MIN does not fit a long long */
+    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[count++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude != 0);
+    if (value < 0)
+        out[length++] = '-';
+    while (count > 0)
+        out[length++] = digits[--count];
+    return length;
+}
+
 PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *pieces, *properties, *body, *out;
@@ -252,7 +271,7 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
             PyErr_Clear();
             return rq_fallback(fallback, args, nargs);
         }
-        decimal_lengths[i] = snprintf(decimals[i], MAX_DECIMAL, "%lld", value);
+        decimal_lengths[i] = write_decimal(decimals[i], value);
         header_size += decimal_lengths[i];
     }
     text = (const unsigned char *)PyUnicode_DATA(properties);

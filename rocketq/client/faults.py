@@ -13,7 +13,7 @@ used (``pick_one_at_least``), and one success clears a broker's mark.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -52,6 +52,10 @@ class LatencyFaultTolerance:
     def __init__(self, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
         self._clock = clock_ms
         self._items: dict[str, FaultItem] = {}
+        self.marks: Mapping[str, FaultItem] = self._items
+        """The marked brokers, for reading only: empty (the common case) means every broker is
+        available and a fast success changes nothing, which a producer checks per send
+        without a call."""
 
     def update(self, broker_name: str, latency_ms: int, *, isolation: bool) -> None:
         """Record one attempt's outcome; ``isolation`` marks a failure."""

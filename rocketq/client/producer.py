@@ -44,7 +44,7 @@ from typing import Any
 from rocketq.client import namechecks as names  # the SDK's topic/group checks
 from rocketq.client import replies, sending, staleroutes, tracing, wire
 from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
-from rocketq.client.faults import LatencyFaultTolerance
+from rocketq.client.faults import FIRST_PENALIZED_LATENCY, LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
@@ -146,7 +146,9 @@ class Producer:
 
     async def send(self, msg: Message, *, selector: QueueSelector | None = None,
                    timeout_ms: int | None = None) -> SendResult:
-        instance = self._running()
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:  # _running's check, inline
+            instance = self._running()
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         if selector is not None:
@@ -154,10 +156,16 @@ class Producer:
         attempts = 1 + self.settings.retry_times_when_send_failed
         # the first attempt written at once and awaited as one future, as send_async's; the
         # general path when that is not possible (no route or connection yet, a trace)
-        future = self._send_now(instance, out, attempts, timeout, None)
-        if future is not None:
-            return await future
-        return await self._send_default(instance, out, attempts, timeout)
+        flight = self._send_now(instance, out, attempts, timeout, None, watched=False)
+        if flight is None:
+            return await self._send_default(instance, out, attempts, timeout)
+        try:
+            return await flight.result
+        except asyncio.CancelledError:
+            # only this coroutine awaits the future, so a cancel always arrives here: no done
+            # callback per send (``watched``) to learn of it
+            flight.withdraw()
+            raise
 
     async def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None) -> SendResult:
         instance = self._running()
@@ -168,14 +176,16 @@ class Producer:
     def send_async(self, msg: Message, callback: SendCallback | None = None, *,
                    selector: QueueSelector | None = None, timeout_ms: int | None = None) -> asyncio.Future[SendResult]:
         """Start a send and return its future at once; invalid messages fail here, synchronously."""
-        instance = self._running()
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:  # _running's check, inline
+            instance = self._running()
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
-        future = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
-        if future is not None:
-            self._async_sends.add(future)  # its callback, if any, is the flight's (_InFlight._settled)
-            return future
+        flight = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
+        if flight is not None:
+            self._async_sends.add(flight.result)  # its callback, if any, is the flight's (_InFlight._settled)
+            return flight.result
         if selector is not None:
             coro = self._send_selected(instance, out, selector, timeout)
         else:
@@ -188,9 +198,10 @@ class Producer:
         return future
 
     def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
-                  callback: SendCallback | None) -> asyncio.Future[SendResult] | None:
-        """Write the first attempt at once and return the send's future, or None when that
-        needs a wait or a trace (the caller then takes the general path, ``_send_default``)."""
+                  callback: SendCallback | None, *, watched: bool = True) -> _InFlight | None:
+        """Write the first attempt at once and return it (its future is ``result``), or None
+        when that needs a wait or a trace (the caller then takes the general path,
+        ``_send_default``). ``watched``: see ``_InFlight``."""
         known = self._publish_cache.get(out.topic)
         if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
             return None
@@ -198,15 +209,15 @@ class Producer:
         addr = instance.master_addr(mq.broker_name)
         if addr is None:
             return None
-        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback)
+        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback, watched)
         remoting = instance.remoting
         conn = remoting.ready_connection(addr)
         try:
             if conn is not None and not out.reply and out.flag.__class__ is int:
                 opaque = conn.next_opaque()
                 frames = self._frames.get(out.topic) or self._template(out.topic)
-                frame = frames.frame(opaque, mq.queue_id, out.sys_flag, time.time_ns() // 1_000_000,
-                                                        out.flag, out.properties, out.body)
+                frame = wire.send_frame_of(frames.pieces, opaque, mq.queue_id, out.sys_flag,
+                                           time.time_ns() // 1_000_000, out.flag, out.properties, out.body)
                 conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
             else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
                 request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
@@ -218,7 +229,7 @@ class Producer:
         except RemotingError:
             return None  # too many requests pending: the task's attempt meets it and retries
         flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
-        return flight.result
+        return flight
 
     def _template(self, topic: str) -> wire.SendFrames:
         frames = self._frames.get(topic)
@@ -426,14 +437,19 @@ class _InFlight:
     ``Producer._attempt`` does after its await (latency fault tolerance, the result) and
     either settles ``result`` or hands the remaining attempts to ``Producer._send_default``
     in a task, whose outcome becomes ``result``'s. A caller that cancels ``result`` cancels
-    whatever is under way: the request (the connection forgets it) or that task.
+    whatever is under way (``withdraw``): the request (the connection forgets it) or that task.
+
+    A ``send_async`` future is the caller's, who may cancel it at any time: it is ``watched``
+    by one done callback (``_settled``), removed again when an answer settles it. A ``send``'s
+    future is awaited by ``send`` alone, which withdraws on the CancelledError its cancel
+    brings: not watched, no callback added and removed per send.
     """
 
     __slots__ = ("_addr", "_attempts", "_callback", "_conn", "_current", "_instance", "_mq", "_opaque", "_out",
-                 "_producer", "_started", "_timeout", "result")
+                 "_producer", "_started", "_timeout", "_watched", "result")
 
     def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
-                 attempts: int, timeout: float, callback: SendCallback | None) -> None:
+                 attempts: int, timeout: float, callback: SendCallback | None, watched: bool) -> None:
         loop = producer._loop
         assert loop is not None
         self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
@@ -447,7 +463,9 @@ class _InFlight:
         """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
         ``_settled`` (the future's one done callback)."""
         self.result: asyncio.Future[SendResult] = loop.create_future()
-        self.result.add_done_callback(self._settled)
+        self._watched = watched
+        if watched:
+            self.result.add_done_callback(self._settled)
 
     def answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
         self._conn = None
@@ -499,17 +517,20 @@ class _InFlight:
         producer, mq = self._producer, self._mq
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
-            producer._faults.update(mq.broker_name, int((producer._loop.time() - self._started) * 1000),
-                                    isolation=False)
+            elapsed_ms = int((producer._loop.time() - self._started) * 1000)
+            faults = producer._faults
+            if faults.marks or elapsed_ms >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
+                faults.update(mq.broker_name, elapsed_ms, isolation=False)
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
             return
         # settled here rather than by the done callback a loop turn later (one handle less per send)
         future = self.result
-        future.remove_done_callback(self._settled)
+        if self._watched:
+            future.remove_done_callback(self._settled)
+            producer._async_sends.discard(future)
         future.set_result(result)
-        producer._async_sends.discard(future)
         if self._callback is not None:
             try:
                 self._callback(result, None)
@@ -538,13 +559,18 @@ class _InFlight:
         else:
             self.result.set_result(task.result())
 
+    def withdraw(self) -> None:
+        """The caller cancelled ``result``: stop what is under way, the remaining attempts'
+        task or the request (a late answer is then dropped)."""
+        if self._current is not None:
+            self._current.cancel()
+        elif self._conn is not None:
+            self._conn.forget(self._opaque)
+
     def _settled(self, result: asyncio.Future[SendResult]) -> None:
         self._producer._async_sends.discard(result)
         if result.cancelled():
-            if self._current is not None:
-                self._current.cancel()
-            elif self._conn is not None:
-                self._conn.forget(self._opaque)
+            self.withdraw()
         if self._callback is not None:
             _run_callback(self._callback, result)
 

@@ -49,12 +49,12 @@ class RemotingClient:
         self._connect_timeout = connect_timeout
         self._max_frame_size = max_frame_size
         self._name = name
-        self._connections: dict[str, Connection] = {}
-        self._connecting: dict[str, asyncio.Future[Connection]] = {}
+        self._connections: dict[str, ClientConnection] = {}
+        self._connecting: dict[str, asyncio.Future[ClientConnection]] = {}
         self._closed = False
         self._idle = idle.IdleCloser(self._connections.values, idle_seconds, name)
 
-    async def connection(self, addr: str) -> Connection:
+    async def connection(self, addr: str) -> ClientConnection:
         conn = self._connections.get(addr)
         if conn is not None and not conn.closed:
             return conn
@@ -67,7 +67,7 @@ class RemotingClient:
             pending.add_done_callback(lambda _f: self._connecting.pop(addr, None))
         return await asyncio.shield(pending)
 
-    async def _connect(self, addr: str) -> Connection:
+    async def _connect(self, addr: str) -> ClientConnection:
         host, port = split_addr(addr)
         loop = asyncio.get_running_loop()
         try:
@@ -103,25 +103,25 @@ class RemotingClient:
         return await conn.invoke(cmd, timeout)
 
     def request_now(self, addr: str, cmd: RemotingCommand, timeout: float,
-                    on_answer: AnswerCallback) -> Connection | None:
+                    on_answer: AnswerCallback) -> ClientConnection | None:
         """Send ``cmd`` at once on the open connection to ``addr``; ``on_answer`` is told its
         outcome (``Connection.request_callback``; ``cmd.opaque`` then names it for
         ``Connection.forget``). None, having sent nothing, when that would need a wait first
         (no connection yet, or one whose peer is slow to read): ``invoke`` then."""
         conn = self._connections.get(addr)
-        if conn is None or not conn.writable:
+        if conn is None or not conn.ready:
             return None
         if self._rpc_hook is not None:
             self._rpc_hook(cmd)
         conn.request_callback(cmd, timeout, on_answer)
         return conn
 
-    def ready_connection(self, addr: str) -> Connection | None:
+    def ready_connection(self, addr: str) -> ClientConnection | None:
         """The open connection to ``addr`` when a request encoded by the caller may be sent on it
         now (``Connection.send_frame``): None when that needs a wait first (``request_now``'s
         cases), or when an rpc hook must see each request as a command (then ``request_now``)."""
         conn = self._connections.get(addr)
-        if conn is None or self._rpc_hook is not None or not conn.writable:
+        if conn is None or self._rpc_hook is not None or not conn.ready:
             return None
         return conn
 

@@ -679,7 +679,27 @@ class ClientConnection(Connection):
     that is anything else (another code, another waiter's answer, an unknown opaque, a request)
     goes alone to the general path when it is whole, and the reading goes on; an incomplete
     frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
-    order. A server's connections never come here."""
+    order. A server's connections never come here.
+
+    ``ready`` is ``writable`` kept as a plain attribute (a producer asks it once per send; the
+    property is two Python calls)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ready = True
+        """Open, and its transport's buffer under the high-water mark: ``writable``."""
+
+    def pause_writing(self) -> None:
+        self.ready = False
+        super().pause_writing()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.ready = not self.closed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ready = False
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._decoder.buffered or self.reading_paused:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.faults import LatencyFaultTolerance, not_available_duration
+from rocketq.client.faults import ISOLATION_LATENCY, LatencyFaultTolerance, not_available_duration
 from rocketq.client.queues import MessageQueue
 from rocketq.client.selectors import RoundRobin, hash_by_key, random_queue
 from rocketq.protocol.javahash import java_string_hash
@@ -99,3 +99,14 @@ def test_hash_by_key_uses_java_hash_code() -> None:
 def test_hash_by_key_always_picks_a_queue(key: str, n: int) -> None:
     queues = mqs("a", n=n)
     assert hash_by_key(key)(queues) in queues
+
+
+def test_marks_show_the_marked_brokers_only() -> None:
+    faults = LatencyFaultTolerance(clock_ms=lambda: 1000)
+    assert not faults.marks
+    faults.update("a", 10, isolation=False)  # fast: no mark
+    assert not faults.marks
+    faults.update("a", 0, isolation=True)
+    assert set(faults.marks) == {"a"} and faults.marks["a"].latency_ms == ISOLATION_LATENCY
+    faults.update("a", 10, isolation=False)
+    assert not faults.marks

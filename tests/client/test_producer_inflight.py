@@ -172,3 +172,60 @@ async def test_a_sync_send_times_out_within_its_timeout(cluster: FakeCluster, pr
     with pytest.raises(RemotingTimeoutError):
         await producer.send(Message("TopicTest", b"x"), timeout_ms=300)
     assert pending_requests(producer) == 0
+
+
+SPREAD = 8
+"""Sends enough that round robin puts some on each broker (the topic's queues are 4 per broker)."""
+
+
+def retry_tasks() -> list[asyncio.Task[object]]:
+    """Tasks running a send's remaining attempts (``_InFlight._retry``)."""
+    return [t for t in asyncio.all_tasks() if not t.done() and t.get_coro().__qualname__ == "Producer._send_default"]
+
+
+async def test_cancelling_a_sync_send_during_its_retry_cancels_the_retry(cluster: FakeCluster,
+                                                                         producer: Producer) -> None:
+    """broker-a answers busy (a retry on broker-b), broker-b never answers: each send waits on
+    broker-b, those that went to broker-a first in a retry task; a cancel ends the send, its
+    retry and its request."""
+    cluster.brokers[0].fail_next[SEND] = [ResponseCode.SYSTEM_BUSY] * 100
+    cluster.brokers[1].hang.add(SEND)
+    sends = [asyncio.ensure_future(producer.send(Message("TopicTest", b"x"))) for _ in range(SPREAD)]
+    await asyncio.sleep(0.2)
+    assert retry_tasks() and pending_requests(producer) == SPREAD
+    for send in sends:
+        send.cancel()
+    await asyncio.gather(*sends, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert all(send.cancelled() for send in sends)
+    assert not retry_tasks() and pending_requests(producer) == 0
+
+
+async def test_cancelling_an_async_send_during_its_retry_cancels_the_retry(cluster: FakeCluster,
+                                                                           producer: Producer) -> None:
+    cluster.brokers[0].fail_next[SEND] = [ResponseCode.SYSTEM_BUSY] * 100
+    cluster.brokers[1].hang.add(SEND)
+    outcomes: list[Outcome] = []
+    futures = [producer.send_async(Message("TopicTest", b"x"), collect(outcomes)) for _ in range(SPREAD)]
+    await asyncio.sleep(0.2)
+    assert retry_tasks() and pending_requests(producer) == SPREAD
+    for future in futures:
+        future.cancel()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert len(outcomes) == SPREAD and all(isinstance(e, asyncio.CancelledError) for _r, e in outcomes)
+    assert not retry_tasks() and pending_requests(producer) == 0 and not producer._async_sends
+
+
+async def test_a_fast_success_clears_the_brokers_mark(cluster: FakeCluster, producer: Producer) -> None:
+    """A success is recorded without a call while no broker is marked; with a mark, a fast
+    success on the marked broker still clears it (latency fault tolerance)."""
+    faults = producer._faults
+    await producer.send(Message("TopicTest", b"x"))
+    assert not faults.marks
+    faults.update("broker-a", 600, isolation=False)  # a slow answer: avoided for 30 s
+    assert set(faults.marks) == {"broker-a"}
+    faults._clock = lambda: 1 << 62  # the avoidance has run out: round robin picks broker-a again
+    results = [await producer.send(Message("TopicTest", b"x")) for _ in range(8)]
+    assert "broker-a" in {r.message_queue.broker_name for r in results}
+    assert not faults.marks

@@ -22,6 +22,9 @@ from rocketq.protocol import messageproperties, nativecodecs
 SETTINGS = ProducerSettings(namesrv_addr="127.0.0.1:9876")
 NAMES = st.text(alphabet="abcXYZ019_-%|", min_size=1, max_size=30)
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+INT64_EDGES = (-(1 << 63), -(1 << 63) + 1, (1 << 63) - 1, -1, 0, 9, 10, -10, 10**18, -(10**18))
+"""Where a hand-written decimal writer goes wrong: the sign of the smallest long long, powers of ten."""
 
 
 @given(
@@ -86,13 +89,14 @@ def test_an_empty_unique_key_is_replaced_where_it_was() -> None:
 
 
 @pytest.mark.skipif(nativecodecs.native is None, reason="native codecs switched off or not built")
-@given(opaque=st.one_of(INT32, st.integers(-(1 << 70), 1 << 70), st.booleans()), ints=st.lists(INT32, min_size=4,
-       max_size=4), properties=st.one_of(st.text(max_size=40), st.text(alphabet="\x00\x01\x02\x1f\"\\\b\t\n\f\r\x7fa",
-                                                                      max_size=20)),
+@given(opaque=st.one_of(INT32, st.integers(-(1 << 70), 1 << 70), st.booleans()),
+       ints=st.lists(st.one_of(INT32, INT64, st.sampled_from(INT64_EDGES)), min_size=4, max_size=4),
+       properties=st.one_of(st.text(max_size=40), st.text(alphabet="\x00\x01\x02\x1f\"\\\b\t\n\f\r\x7fa", max_size=20)),
        body=st.one_of(st.binary(max_size=32), st.just(bytearray(b"ba"))))
 def test_the_native_frame_is_the_pure_one(opaque: int, ints: list[int], properties: str, body: bytes) -> None:
     """The C frame writer (native/clientsend.c) against the pure one: control characters, quotes
-    and backslashes escaped as orjson escapes them, non-ASCII text, ints past 64 bits, bools."""
-    pieces = wire.SendFrames("g%", "T", "TBW102", 4)._pieces
+    and backslashes escaped as orjson escapes them, non-ASCII text, ints past 64 bits and at
+    their edges, bools."""
+    pieces = wire.SendFrames("g%", "T", "TBW102", 4).pieces
     pure = nativecodecs.pure(wire.send_frame_of)
     assert wire.send_frame_of(pieces, opaque, *ints, properties, body) == pure(pieces, opaque, *ints, properties, body)

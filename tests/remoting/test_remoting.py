@@ -137,6 +137,24 @@ async def test_request_now_needs_an_open_connection_and_ends_every_way(served, c
     assert not conn._pending and "forgotten" not in seen.told and "early" not in seen.told
 
 
+async def test_a_client_connection_is_ready_while_writable(served, client) -> None:
+    """``ready`` (what a producer asks before writing a send itself) follows ``writable``: the
+    peer slow to read (the transport over its high-water mark), then drained, then the loss."""
+    _fx, _server, addr = served
+    conn = await client.connection(addr)
+    assert conn.ready and conn.writable and client.ready_connection(addr) is conn
+    conn.pause_writing()
+    assert not conn.ready and not conn.writable
+    assert client.ready_connection(addr) is None
+    assert client.request_now(addr, RemotingCommand(code=ECHO), 2, Outcomes().callback("paused")) is None
+    conn.resume_writing()
+    assert conn.ready and conn.writable and client.ready_connection(addr) is conn
+    conn.abort()
+    await conn.wait_closed()
+    assert not conn.ready and not conn.writable
+    assert client.ready_connection(addr) is None
+
+
 async def test_unknown_code_is_not_supported(served, client) -> None:
     resp = await client.invoke(served[2], RemotingCommand(code=777), 2)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
