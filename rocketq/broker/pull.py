@@ -8,13 +8,13 @@ consumer's ``suspendTimeoutMillis`` runs out — so a consumer sees a new messag
 milliseconds without busy polling. The answer body is the raw stored records, never re-encoded.
 
 The held pulls one round of arrivals wakes (a read of single sends spreads its messages over
-as many queues, each usually with a consumer's pull held) are answered together: their answers
-are gathered per connection while the store notifies the round's queues and written in one go
-when the round ends (``MessageStore.add_arrival_round_listener``), before the sends' own
-answers. Written one by one, a round of eight cost four writes, and each write woke the
-consumer, which on a busy machine took the core from the broker in the middle of the round
-(docs/benchmarks.md, "Round 10 (end to end)").
-"""
+as many queues, each usually with a consumer's pull held) are answered in two writes per
+connection: the round's first answer at once, so the consumer starts on it, and the rest
+together when the store has notified the round's last queue
+(``MessageStore.add_arrival_round_listener``), before the sends' own answers. Written two by
+two, a round of eight cost four writes, and each woke the consumer, which on a busy machine
+took the core from the broker in the middle of the round (docs/benchmarks.md, "Round 10 (end
+to end)")."""
 
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ class PullHandlers:
         every pull, and the result is a frozen value."""
         self._held_count = 0
         self._woken: dict[Connection, list[RemotingCommand]] = {}
-        """Answers to held pulls the current round of arrivals woke, per connection, not yet written."""
+        """Answers to held pulls the current round of arrivals woke and not yet written, per connection
+        (a connection is here, its list maybe empty, once the round's first answer to it went out)."""
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
         store.add_arrival_listener(self.on_message_arrived)
@@ -281,15 +282,16 @@ class PullHandlers:
             self._held.pop((topic, queue_id), None)
 
     def _woken_answer(self, conn: Connection, answer: RemotingCommand) -> None:
-        """Gather a woken pull's answer for the round's end (``send_woken``)."""
+        """A woken pull's answer: the round's first for its connection is written at once (the
+        consumer starts on it while the round goes on), the rest gathered for ``send_woken``."""
         answers = self._woken.get(conn)
         if answers is None:
-            self._woken[conn] = [answer]
-        elif len(answers) < MAX_WOKEN_PER_WRITE - 1:
-            answers.append(answer)
-        else:
-            answers.append(answer)
-            del self._woken[conn]
+            self._woken[conn] = []
+            conn.send_responses((answer,))
+            return
+        answers.append(answer)
+        if len(answers) >= MAX_WOKEN_PER_WRITE:
+            self._woken[conn] = []
             conn.send_responses(answers)
 
     def send_woken(self) -> None:
@@ -297,7 +299,8 @@ class PullHandlers:
         if self._woken:
             woken, self._woken = self._woken, {}
             for conn, answers in woken.items():
-                conn.send_responses(answers)
+                if answers:
+                    conn.send_responses(answers)
 
     def _expire(self, key: tuple[str, int], held: HeldPull) -> None:
         waiting = self._held.get(key)
