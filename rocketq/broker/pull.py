@@ -6,7 +6,15 @@ yet and the consumer set the SUSPEND bit, the request is *held*: no reply is wri
 pull runs again either the moment the store dispatches a message into that queue or when the
 consumer's ``suspendTimeoutMillis`` runs out — so a consumer sees a new message within
 milliseconds without busy polling. The answer body is the raw stored records, never re-encoded.
-"""
+
+The held pulls one round of arrivals wakes (a read of single sends spreads its messages over
+as many queues, each usually with a consumer's pull held) are answered in two writes per
+connection: the round's first answer at once, so the consumer starts on it, and the rest
+together when the store has notified the round's last queue
+(``MessageStore.add_arrival_round_listener``), before the sends' own answers. Written two by
+two, a round of eight cost four writes, and each woke the consumer, which on a busy machine
+took the core from the broker in the middle of the round (docs/benchmarks.md, "Round 10 (end
+to end)")."""
 
 from __future__ import annotations
 
@@ -42,6 +50,9 @@ MAX_PULL_BYTES: Final = 256 * 1024
 MAX_GROUP_SHOWN: Final = 300
 """Characters of a refused group name quoted in a log line."""
 MAX_HELD_PULLS: Final = 100_000
+MAX_WOKEN_PER_WRITE: Final = 64
+"""Answers of one arrival round gathered for one connection before they are written without
+waiting for the round's end (a round that wakes many pulls of one consumer still lets it start)."""
 MAX_BUILT_SUBSCRIPTIONS: Final = 4096
 """Subscriptions parsed from pull headers kept for the next pull (the table is emptied when full:
 a peer sending ever new expressions costs a parse each, as before, and bounded memory)."""
@@ -100,9 +111,13 @@ class PullHandlers:
         """``subscription.build``'s results by its arguments: a consumer sends the same ones on
         every pull, and the result is a frozen value."""
         self._held_count = 0
+        self._woken: dict[Connection, list[RemotingCommand]] = {}
+        """Answers to held pulls the current round of arrivals woke and not yet written, per connection
+        (a connection is here, its list maybe empty, once the round's first answer to it went out)."""
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
         store.add_arrival_listener(self.on_message_arrived)
+        store.add_arrival_round_listener(self.send_woken)
 
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.PULL_MESSAGE: self.pull}
@@ -256,7 +271,7 @@ class PullHandlers:
             result = self._get(held.header, held.offset, held.sub)
             if result.status == GetStatus.FOUND:
                 self._release(held)
-                held.connection.send_response(self._answer(held.request, held.header, result))
+                self._woken_answer(held.connection, self._answer(held.request, held.header, result))
             else:
                 # nothing matched this consumer's tags: skip past it and keep holding
                 held.offset = result.next_begin_offset
@@ -265,6 +280,27 @@ class PullHandlers:
             self._held[(topic, queue_id)] = still
         else:
             self._held.pop((topic, queue_id), None)
+
+    def _woken_answer(self, conn: Connection, answer: RemotingCommand) -> None:
+        """A woken pull's answer: the round's first for its connection is written at once (the
+        consumer starts on it while the round goes on), the rest gathered for ``send_woken``."""
+        answers = self._woken.get(conn)
+        if answers is None:
+            self._woken[conn] = []
+            conn.send_responses((answer,))
+            return
+        answers.append(answer)
+        if len(answers) >= MAX_WOKEN_PER_WRITE:
+            self._woken[conn] = []
+            conn.send_responses(answers)
+
+    def send_woken(self) -> None:
+        """The end of a round of arrivals: each connection's gathered answers in one write."""
+        if self._woken:
+            woken, self._woken = self._woken, {}
+            for conn, answers in woken.items():
+                if answers:
+                    conn.send_responses(answers)
 
     def _expire(self, key: tuple[str, int], held: HeldPull) -> None:
         waiting = self._held.get(key)

@@ -88,6 +88,9 @@ _WRITE_ERRORS = LogLimiter(log)
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, next_queue_offset)``, called after messages land in a queue."""
+RoundListener = Callable[[], None]
+"""Called once after each round of arrival notices (every queue one append or one replicated
+range touched), for a listener that gathers work across a round's queues."""
 
 
 class StoreState(enum.Enum):
@@ -140,6 +143,7 @@ class MessageStore:
                                              clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
+        self._round_listeners: list[RoundListener] = []
         self._busy_until = 0.0
         self._write_failure: OSError | None = None
         self._lock_fd = -1
@@ -286,6 +290,11 @@ class MessageStore:
     def remove_arrival_listener(self, listener: ArrivalListener) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
+
+    def add_arrival_round_listener(self, listener: RoundListener) -> None:
+        """``listener()`` after each round of arrival notices, once the round's queues have all
+        been notified (the broker's held pulls write a round's answers to a consumer at once)."""
+        self._round_listeners.append(listener)
 
     # --- put ----------------------------------------------------------------------------------
 
@@ -667,6 +676,11 @@ class MessageStore:
                     listener(cq.topic, cq.queue_id, next_offset)
                 except Exception:
                     log.exception("message arrival listener failed")
+        for done in self._round_listeners:
+            try:
+                done()
+            except Exception:
+                log.exception("message arrival round listener failed")
 
     def _notify(self, cq: ConsumeQueue) -> None:
         self._notify_queues({id(cq): cq})
@@ -827,8 +841,9 @@ class MessageStore:
         return reput_mod.Reput(self.commitlog, self.queues.get_or_create, self.index, self._delay_levels)
 
     def _run_reput(self, reput: reput_mod.Reput, limit: int) -> None:
-        for cq in reput.run(limit):
-            self._notify(cq)
+        touched = reput.run(limit)
+        if touched:  # one round for the whole replicated range, as for an own append
+            self._notify_queues({id(cq): cq for cq in touched})
 
     # --- committed-only dispatch (DLedger; see ``committed``) ----------------------------------
 

@@ -25,6 +25,9 @@ class _ArrivalsOnly:
     def add_arrival_listener(self, listener: object) -> None:
         self.listener = listener
 
+    def add_arrival_round_listener(self, listener: object) -> None:
+        self.round_listener = listener
+
 
 def handlers() -> PullHandlers:
     return PullHandlers(_ArrivalsOnly(), None, None, None, None, BrokerBehaviour(),  # type: ignore[arg-type]
