@@ -14,7 +14,11 @@ together when the store has notified the round's last queue
 (``MessageStore.add_arrival_round_listener``), before the sends' own answers. Written two by
 two, a round of eight cost four writes, and each woke the consumer, which on a busy machine
 took the core from the broker in the middle of the round (docs/benchmarks.md, "Round 10 (end
-to end)")."""
+to end)").
+
+A held pull with a tag subscription keeps its store read's arguments (``HeldPull.reads``): its
+wake-up reads with them, not through ``_get`` again (tests/broker/test_woken_pull_reads.py: the
+same bytes as the general read)."""
 
 from __future__ import annotations
 
@@ -69,6 +73,13 @@ class HeldPull:
     sub: SubscriptionData
     offset: int
     timer: asyncio.TimerHandle | None = None
+    reads: _ReadArgs | None = None
+    """The store read's batch, bytes and tag filter, for a tag subscription (fixed while held:
+    the woken pull reads with them, not through ``_get`` again); None: ``_get`` each time (a
+    SQL92 filter is looked up at each read, as its data may change)."""
+
+
+_ReadArgs = tuple[int, int, "Callable[[int], bool] | None"]
 
 
 def answer_ext(suggest: int, next_begin: int, min_offset: int, max_offset: int) -> dict[str, str]:
@@ -215,8 +226,7 @@ class PullHandlers:
         return sub
 
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
-        max_nums = max(1, min(header.max_msg_nums, MAX_PULL_BATCH))
-        max_bytes = min(header.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
+        max_nums, max_bytes = _limits(header)
         tag_filter = None if sub.matches_all or not sub.is_tag_type else sub.matches_tag_code
         record_filter = None if sub.is_tag_type else self._filters.pull_filter(
             header.consumer_group, sub, in_request=bool(header.sys_flag & pullsysflag.SUBSCRIPTION))
@@ -226,7 +236,8 @@ class PullHandlers:
         )
 
     def _answer(self, request: RemotingCommand, header: PullMessageRequestHeader, result: GetResult) -> RemotingCommand:
-        code = _response_code(result.status, header.queue_offset)
+        code = ResponseCode.SUCCESS if result.status is GetStatus.FOUND else _response_code(result.status,
+                                                                                              header.queue_offset)
         suggest = codes.MASTER_ID
         if self._suggest_broker is not None:
             suggest = self._suggest_broker(result, self._groups.get(header.consumer_group))
@@ -244,6 +255,8 @@ class PullHandlers:
         self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, sub: SubscriptionData
     ) -> None:
         held = HeldPull(conn, request, header, sub, header.queue_offset)
+        if sub.is_tag_type:
+            held.reads = (*_limits(header), None if sub.matches_all else sub.matches_tag_code)
         key = (header.topic, header.queue_id)
         self._held[key].append(held)
         self._held_count += 1
@@ -268,8 +281,12 @@ class PullHandlers:
             if next_offset <= held.offset:
                 still.append(held)
                 continue
-            result = self._get(held.header, held.offset, held.sub)
-            if result.status == GetStatus.FOUND:
+            reads = held.reads
+            if reads is None:
+                result = self._get(held.header, held.offset, held.sub)
+            else:
+                result = self._store.get_messages(topic, queue_id, held.offset, reads[0], reads[1], reads[2])
+            if result.status is GetStatus.FOUND:
                 self._release(held)
                 self._woken_answer(held.connection, self._answer(held.request, held.header, result))
             else:
@@ -331,6 +348,12 @@ class PullHandlers:
     @property
     def held_count(self) -> int:
         return self._held_count
+
+
+def _limits(header: PullMessageRequestHeader) -> tuple[int, int]:
+    """The messages and bytes a pull may read: what it asks for, within the broker's limits."""
+    return max(1, min(header.max_msg_nums, MAX_PULL_BATCH)), min(header.max_msg_bytes or MAX_PULL_BYTES,
+                                                                 MAX_PULL_BYTES)
 
 
 def _response_code(status: GetStatus, requested_offset: int) -> int:

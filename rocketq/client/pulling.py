@@ -14,7 +14,12 @@ past them. A body that does not decode is a ``ProtocolError``, never a silent sk
 A push consumer pulls one queue again and again with the same group, queue, batch size and
 subscription: ``PullRequests`` keeps that request's extFields and fills in only what changes
 between pulls (offset, sysFlag, commit offset), the same fields in the same order as
-``request_header(...).to_ext()``, without building the header object per pull.
+``request_header(...).to_ext()``, without building the header object per pull. On an open
+connection the pull goes out as a frame made from a template (``PullRequests.frame``): the
+request encoded once with zeros in the opaque and the three changing fields, cut around them,
+and the values put back between the pieces per pull; byte for byte what the frame encoder
+makes of ``command(PULL_MESSAGE, ext_fields(...))`` with that opaque
+(tests/client/test_pullframes.py), without the dict, the command and its JSON per pull.
 
 With the native codecs, a FOUND body is decoded and stamped with the queue's bounds in one C
 call (``_native.decode_pulled``); anything it does not take (a compressed or malformed record)
@@ -23,15 +28,25 @@ goes the pure way, which is the reference.
 
 from __future__ import annotations
 
+import struct
+from typing import Final
+
 from rocketq.client.errors import ProtocolError
 from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
 from rocketq.protocol import messageerrors, messageproperties, nativecodecs, requests
+from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.pullsysflag import build as sys_flag
 from rocketq.protocol.requests import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from rocketq.protocol.subscription import SubscriptionData
+
+_FRAME_PREFIX: Final = struct.Struct(">iI")
+"""A frame's length and, for a JSON header (serialize type 0), the header's length."""
+_SPLICED: Final = (b'"opaque":0,', b'"queueOffset":"0"', b'"sysFlag":"0"', b'"commitOffset":"0"')
+"""The fields of a pull request that change between a queue's pulls, as encoded with zeros. A
+key-value pair occurs once in the header: inside a JSON string a quote is always escaped."""
 
 __all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "request_header", "stamped_messages",
            "sys_flag", "to_result"]
@@ -55,6 +70,7 @@ class PullRequests:
         """What the kept fields were made from: a change of any of it needs a new instance."""
         self._fields = request_header(group, mq, 0, max_nums, sub, flag=0,
                                       suspend_timeout_ms=suspend_timeout_ms).to_ext()
+        self._pieces = _template_pieces(self._fields)
 
     def ext_fields(self, offset: int, flag: int, commit_offset: int) -> dict[str, str]:
         """A new dict: the kept fields with these (their places in the order are kept)."""
@@ -63,6 +79,33 @@ class PullRequests:
         ext["sysFlag"] = str(flag)
         ext["commitOffset"] = str(commit_offset)
         return ext
+
+
+    def frame(self, opaque: int, offset: int, flag: int, commit_offset: int) -> bytes:
+        """The request frame ``command(PULL_MESSAGE, self.ext_fields(offset, flag, commit_offset))``
+        encodes with ``opaque``: the template's pieces around the four values. The values must be
+        exact ``int``s (``%d`` of a ``bool`` is not its ``str``): the caller checks."""
+        p = self._pieces
+        header = b"".join((p[0], b"%d" % opaque, p[1], b"%d" % offset, p[2], b"%d" % flag, p[3],
+                           b"%d" % commit_offset, p[4]))
+        return _FRAME_PREFIX.pack(4 + len(header), len(header)) + header
+
+
+def _template_pieces(fields: dict[str, str]) -> tuple[bytes, ...]:
+    """The JSON header of a pull with these fields (opaque and the three changing ones zero), cut
+    into the five pieces around the four values."""
+    ext = dict(fields, queueOffset="0", sysFlag="0", commitOffset="0")
+    _prefix, header = requests.command(RequestCode.PULL_MESSAGE, ext)._encode_head(0)
+    pieces, start = [], 0
+    for zero in _SPLICED:
+        at = header.find(zero, start)
+        if at < 0 or header.count(zero) != 1:
+            raise ValueError(f"no single {zero!r} after the previous field in the PULL_MESSAGE header")
+        cut = at + len(zero) - 2  # the 0, before its comma or closing quote
+        pieces.append(header[start:cut])
+        start = cut + 1
+    pieces.append(header[start:])
+    return tuple(pieces)
 
 
 def decode_messages(body: bytes) -> list[MessageExt]:

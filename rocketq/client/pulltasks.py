@@ -45,9 +45,11 @@ from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
 from rocketq.protocol.codes import MASTER_ID, RequestCode
+from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.requests import command
 from rocketq.protocol.subscription import SubscriptionData
+from rocketq.remoting.connection import Connection
 from rocketq.remoting.errors import RemotingError
 from rocketq.tasks import OwnedTask
 
@@ -62,6 +64,21 @@ UNLOCKED_DELAY: Final = 3.0
 """Seconds an orderly queue whose lock this client does not hold waits before pulling."""
 _WITH_COMMIT: Final = pulling.sys_flag(commit_offset=True, suspend=True, subscription=True)
 _WITHOUT_COMMIT: Final = pulling.sys_flag(commit_offset=False, suspend=True, subscription=True)
+
+
+_PULL_MESSAGE: Final = int(RequestCode.PULL_MESSAGE)
+
+
+def _request_frame(loop: asyncio.AbstractEventLoop, conn: Connection, requests: pulling.PullRequests,
+                   offset: int, flag: int, commit: int, timeout: float) -> asyncio.Future[RemotingCommand]:
+    """``conn.request(command(PULL_MESSAGE, requests.ext_fields(...)), timeout)`` with the frame
+    made from the queue's template: the same bytes, future and outcomes; a cancelled future
+    (the pull task stopped) withdraws the request, as ``request``'s does."""
+    opaque = conn.next_opaque()
+    fut: asyncio.Future[RemotingCommand] = loop.create_future()
+    conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, fut)
+    fut.add_done_callback(lambda done: conn.forget(opaque) if done.cancelled() else None)
+    return fut
 
 
 class ConsumeService(Protocol):
@@ -92,6 +109,8 @@ class PullTask:
         self._orderly = orderly
         self._needs_lock = orderly and settings.message_model is MessageModel.CLUSTERING
         self._requests: pulling.PullRequests | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The running loop, once the task runs (a test may call ``pull_once`` directly)."""
         self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
@@ -166,14 +185,23 @@ class PullTask:
         if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
             commit = self._offsets.read_memory(self.mq)
         flag = _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT
-        header = self._requests_for(sub).ext_fields(self.next_offset, flag, commit or 0)
+        requests, offset, commit = self._requests_for(sub), self.next_offset, commit or 0
         timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
         remoting = self._instance.remoting
         conn = remoting.ready_connection(addr)
-        if conn is not None:  # the open connection: its answer's future, without three coroutines in between
-            reply = wire.pull_reply(await conn.request(command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        if conn is not None and offset.__class__ is int and commit.__class__ is int:
+            # the open connection: the request from the queue's template, its answer's future,
+            # without three coroutines in between
+            reply = wire.pull_reply(await _request_frame(loop, conn, requests, offset, flag, commit, timeout), addr)
         else:
-            reply = await wire.pull(remoting, addr, header, timeout)
+            header = requests.ext_fields(offset, flag, commit)
+            if conn is not None:
+                reply = wire.pull_reply(await conn.request(command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+            else:
+                reply = await wire.pull(remoting, addr, header, timeout)
         result = pulling.to_result(reply, sub)
         self._suggested_broker = result.suggest_which_broker_id
         return result

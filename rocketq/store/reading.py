@@ -9,6 +9,11 @@ Filtering happens in two stages, as in RocketMQ: ``tag_filter`` sees each Consum
 tag hash code (cheap, no CommitLog read), ``record_filter`` each remaining record (a SQL92
 selector reads its properties). A pull inspects at most ``MAX_FILTER_SCAN_UNITS`` units, so a
 consumer whose filter matches nothing still gets an answer (and an offset to move to) quickly.
+
+The common pull (no filter, its records in one ConsumeQueue file and one CommitLog segment) is
+read by ``_read_plain`` in one C walk from its first unit; anything else, or when the native
+extension is absent, by the general loop ``_read_queue``, which is its reference
+(tests/store/test_reading_plain.py).
 """
 
 from __future__ import annotations
@@ -53,7 +58,12 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     elif offset > max_offset:
         status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
     else:
-        return _read_queue(commitlog, cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter, stats)
+        max_nums = max(1, max_nums)
+        if tag_filter is None and record_filter is None:
+            plain = _read_plain(commitlog, cq, offset, max_nums, max_bytes, stats)
+            if plain is not None:
+                return plain
+        return _read_queue(commitlog, cq, offset, max_nums, max_bytes, tag_filter, record_filter, stats)
     stats.get_message_times_miss += 1
     return GetResult(status, next_offset, min_offset, max_offset)
 
@@ -131,6 +141,43 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     behind = commitlog.max_offset - last_phys
     return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
                      tag_codes, total, behind > _memory_for_pulls())
+
+
+def _read_plain(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
+                stats: StoreStats) -> GetResult | None:
+    """``_read_queue`` for the common pull (no filter, records found, all in one ConsumeQueue
+    file and one CommitLog segment) in one C walk from the first unit, or None (and nothing
+    counted) for anything else, which ``_read_queue`` then reads from the start.
+
+    The first unit's record is checked as ``CommitLog.read`` checks it; the walk then takes it
+    and the rest as the loop would (the loop's first unit is its only one outside the walk)."""
+    if _native is None:
+        return None
+    limit = max(MAX_FILTER_SCAN_UNITS, max_nums)
+    chunk = next(cq.unit_chunks(offset, limit), None)
+    if chunk is None or len(chunk) < consumequeue.UNIT_SIZE:
+        return None
+    phys, size, _tag = consumequeue.UNIT.unpack_from(chunk, 0)
+    segment = commitlog.segment_for(phys)
+    if segment is None or segment.closed or size <= 0 or size == BLANK_UNIT_SIZE:
+        return None
+    seg_start = segment.start
+    seg_end = seg_start + segment.wrote
+    if phys + size > seg_end:
+        return None
+    buffers: list[memoryview] = []
+    queue_offsets: list[int] = []
+    tag_codes: list[int] = []
+    last_phys = commitlog.max_offset
+    pos, scanned, found, total, last_phys, full = _native.read_units(
+        chunk, 0, segment.view, seg_start, seg_end, offset, 0, 0, 0, last_phys, max_nums, max_bytes,
+        buffers, queue_offsets, tag_codes)
+    if not full and (pos < len(chunk) or offset + scanned < min(cq.max_offset, offset + limit)):
+        return None  # a unit the loop would take itself, or the next ConsumeQueue file
+    stats.get_message_times_found += 1
+    stats.get_message_transferred += found
+    return GetResult(GetStatus.FOUND, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
+                     tag_codes, total, commitlog.max_offset - last_phys > _memory_for_pulls())
 
 
 def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
