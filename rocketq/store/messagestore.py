@@ -331,6 +331,10 @@ class MessageStore:
         the same appends, results and statistics, without a coroutine per layer (the broker's
         send path calls this once per socket read)."""
         assert not self._sync_flush, "put_group_now on a SYNC_FLUSH store"
+        if len(puts) == 1:  # one put of one message (a read of one send): put_one_now's fewer layers
+            put = puts[0]
+            if put.__class__ is list and len(put) == 1:
+                return [self.put_one_now(put[0])]
         started = self._monotonic()
         results = self._append_many(puts)
         self._count_puts(results, started)
