@@ -11,6 +11,7 @@
 #include "rocketq_native.h"
 
 #include <string.h>
+#include <structmember.h>
 
 #define NAME_VALUE_SEP 0x01
 #define ENTRY_SEP 0x02
@@ -90,6 +91,67 @@ static int intern_fields(void)
         "topic", "queue_id", "body", "flag", "properties", "sys_flag", "born_timestamp", "born_host",
         "reconsume_times", "prepared_transaction_offset", "tags_code", "index_keys"};
     return rq_intern_names(slots, texts, FIELD_COUNT);
+}
+
+/* A request's fields in f[] (new references): 1, or 0 when one is missing (nothing held). A
+ * slotted class's fields (a PutRequest is a slotted dataclass) are read at their slots'
+ * offsets, learnt once per type through its member descriptors and trusted while the type's
+ * version tag stays (CPython renews it whenever the type changes); any other type by
+ * attribute. */
+static PyTypeObject *slots_type;  /* the type whose offsets are known (held), or NULL */
+static unsigned int slots_version;
+static Py_ssize_t slot_offsets[FIELD_COUNT];
+
+static int learn_slots(PyTypeObject *type)
+{
+    Py_ssize_t offsets[FIELD_COUNT];
+    if (type->tp_getattro != PyObject_GenericGetAttr)
+        return 0;
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        PyObject *descr = _PyType_Lookup(type, field_names[i]);  /* borrowed; sets no error */
+        PyMemberDef *member;
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+            return 0;
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || member->offset <= 0 || (size_t)member->offset + sizeof(PyObject *)
+                > (size_t)type->tp_basicsize)
+            return 0;
+        offsets[i] = member->offset;
+    }
+    if (!(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+    memcpy(slot_offsets, offsets, sizeof offsets);
+    Py_XSETREF(slots_type, (PyTypeObject *)Py_NewRef(type));
+    slots_version = type->tp_version_tag;
+    return 1;
+}
+
+static int read_fields(PyObject *request, PyObject **f)
+{
+    PyTypeObject *type = Py_TYPE(request);
+    if ((type == slots_type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag == slots_version)
+            || learn_slots(type)) {
+        for (int i = 0; i < FIELD_COUNT; i++) {
+            PyObject *value = *(PyObject **)((char *)request + slot_offsets[i]);
+            if (value == NULL) {  /* a slot never set: the pure function raises AttributeError */
+                for (int j = 0; j < i; j++)
+                    Py_CLEAR(f[j]);
+                return 0;
+            }
+            f[i] = Py_NewRef(value);
+        }
+        return 1;
+    }
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        f[i] = PyObject_GetAttr(request, field_names[i]);
+        if (f[i] == NULL) {
+            PyErr_Clear();
+            for (int j = 0; j < i; j++)
+                Py_CLEAR(f[j]);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* The plain put's (tags, uniq, keys): from the hints, or index_properties where they lack. New
@@ -179,13 +241,8 @@ PyObject *rq_py_prepare_plain(PyObject *fallback, PyObject *context, PyObject *c
         return rq_fallback(fallback, args, nargs);
     if (intern_fields() < 0)
         return NULL;
-    for (int i = 0; i < FIELD_COUNT; i++) {
-        f[i] = PyObject_GetAttr(args[3], field_names[i]);
-        if (f[i] == NULL) {
-            PyErr_Clear();
-            goto fallback;
-        }
-    }
+    if (!read_fields(args[3], f))
+        goto fallback;
     if (!PyLong_CheckExact(f[F_SYS_FLAG]) || !PyUnicode_CheckExact(f[F_TOPIC])
             || !PyUnicode_CheckExact(f[F_PROPERTIES]))
         goto fallback;

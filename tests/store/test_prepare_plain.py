@@ -93,3 +93,25 @@ def test_the_c_function_and_its_reference_prepare_as_the_preparer(
              and (request.topic, request.queue_id) in EXISTING)
     if plain and existing[0] == "ok":
         assert native[1] is not None  # every plain put that can be stored is prepared in one call
+
+
+class _RenamedTopic(PutRequest):
+    """A request whose ``topic`` reads otherwise than its slot holds: the C function must read
+    it as Python does (by attribute), not at the slot offsets it learnt for ``PutRequest``."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        return "U" if name == "topic" else value
+
+
+def test_fields_are_read_as_python_reads_them(preparer: putting.Preparer) -> None:
+    parts = preparer.plain_parts()
+    plain = PutRequest("W", 2, b"body", properties="TAGS\x01a\x02")
+    renamed = _RenamedTopic("W", 2, b"body", properties="TAGS\x01a\x02")
+    for request in (plain, renamed, plain, renamed):  # the learnt offsets, then another type, then back
+        assert _NATIVE(*parts, request) == _PURE(*parts, request)
+    assert _NATIVE(*parts, plain) is None  # no queue ("W", 2): no put names topic W
+    prepared = _NATIVE(*parts, renamed)
+    assert prepared is not None and prepared[2].topic == "U"  # queue ("U", 2), by the attribute
