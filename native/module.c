@@ -36,6 +36,7 @@ static const struct {
     {"index_add", rq_py_index_add},
     {"append_singles", rq_py_append_singles},
     {"index_properties", rq_py_index_properties},
+    {"prepare_plain", rq_py_prepare_plain},  /* rocketq.store.putting */
     {"stamp_unique_key", rq_py_stamp_unique_key},
     {"next_unique_key", rq_py_next_unique_key},
     {"stored_answer_at", rq_py_stored_answer_at},

@@ -54,6 +54,7 @@ PyObject *rq_py_append_batch_in_place(PyObject *fallback, PyObject *context, PyO
 PyObject *rq_py_append_singles(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_index_add(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_index_properties(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_prepare_plain(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 /* clientsend.c: the producer's unique key and properties text in one call; a send answer's SendResult;
  * a SEND_MESSAGE_V2 frame from its template. */
 PyObject *rq_py_stamp_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);

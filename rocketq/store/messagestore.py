@@ -138,6 +138,8 @@ class MessageStore:
             storedrecords.RecordEncoder(store_host, settings.max_message_size), self.queues,
             settings.mapped_file_size_commit_log,
             settings.mapped_file_size_commit_log - commitlog_mod.END_FILE_MIN_BLANK_LENGTH)
+        self._plain_parts = self._preparer.plain_parts()
+        """``prepare_plain``'s first three arguments, for ``put_one_now``."""
         self.flusher = flushing.CommitLogFlusher(self.commitlog, settings, fsync)
         self.retention = retention.Retention(settings, self.commitlog, self.queues.all, self.index,
                                              clock=clock, disk_usage=disk_usage, monotonic=monotonic)
@@ -329,6 +331,10 @@ class MessageStore:
         the same appends, results and statistics, without a coroutine per layer (the broker's
         send path calls this once per socket read)."""
         assert not self._sync_flush, "put_group_now on a SYNC_FLUSH store"
+        if len(puts) == 1:  # one put of one message (a read of one send): put_one_now's fewer layers
+            put = puts[0]
+            if put.__class__ is list and len(put) == 1:
+                return [self.put_one_now(put[0])]
         started = self._monotonic()
         results = self._append_many(puts)
         self._count_puts(results, started)
@@ -341,7 +347,14 @@ class MessageStore:
         if self._pending is not None:  # committed-only dispatch (DLedger): the general way
             return self.put_group_now(((request,),))[0]
         started = self._monotonic()
-        result = self._refusal() or self._prepare((request,))
+        result: list[putting.PreparedMessage] | PutResult | None = self._refusal()
+        if result is None:
+            encode, by_topic, max_record = self._plain_parts
+            try:  # the plain put prepared in one call; anything else (None) by the whole Preparer
+                plain = putting.prepare_plain(encode, by_topic, max_record, request)
+            except MessageIllegalError:  # (as _prepare reports it)
+                plain = None
+            result = [plain] if plain is not None else self._prepare((request,))
         if isinstance(result, PutResult):
             self._count_puts([result], started)
             return result

@@ -12,7 +12,7 @@ unpacks it in the append loop, and a tuple costs no Python-level constructor cal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rocketq.protocol import javahash, messageproperties, nativecodecs, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -53,6 +53,43 @@ def index_properties(encoded: str) -> tuple[str | None, str | None, str | None]:
             messageproperties.property_value(encoded, messageproperties.KEYS))
 
 
+@nativecodecs.accelerated_with(index_properties, javahash.tag_hash)
+def prepare_plain(encode: Callable[..., tuple[bytes, int]], by_topic: Mapping[str, Mapping[int, ConsumeQueue]],
+                  max_record: int, r: PutRequest) -> PreparedMessage | None:
+    """``Preparer.prepare`` of one request in the plain case, or None when it is not plain.
+
+    Plain: encoded (str) properties, sys_flag 0 (a whole message, no transaction half), a
+    topic other than SCHEDULE_TOPIC_XXXX (no delay level) whose queue exists, and a record a
+    segment holds. Its prepared message is then exactly the one ``prepare`` builds; anything
+    else (None) goes by ``prepare``'s own loop. ``encode`` raises as in ``prepare`` (an
+    illegal message fails the same way on both paths). The reference for the C twin in
+    native/putfields.c, which makes the calls below without a Python frame.
+    """
+    props = r.properties
+    topic = r.topic
+    if r.sys_flag != 0 or props.__class__ is not str or topic == SCHEDULE_TOPIC:
+        return None
+    by_id = by_topic.get(topic)
+    cq = by_id.get(r.queue_id) if by_id is not None else None
+    if cq is None:
+        return None
+    hint = r.index_keys
+    tags_code = r.tags_code
+    if hint is None or tags_code is None:
+        tags, uniq, keys = index_properties(props)
+        if hint is not None:
+            uniq, keys = hint
+    else:
+        tags = None
+        uniq, keys = hint
+    record, ts_pos = encode(topic, r.queue_id, r.body, r.flag, props, 0, r.born_timestamp, r.born_host,
+                            r.reconsume_times, r.prepared_transaction_offset)
+    if len(record) > max_record:
+        return None
+    tag = tags_code if tags_code is not None else javahash.tag_hash(tags)
+    return (record, ts_pos, cq, True, tag, uniq, keys, None)
+
+
 class Preparer:
     """Encodes puts for one store: its host (in every record), its queues and segment size."""
 
@@ -64,6 +101,11 @@ class Preparer:
         self._max_record = max_record
         """The largest record a segment can hold (its size minus the end-of-file blank)."""
 
+    def plain_parts(self) -> tuple[Callable[..., tuple[bytes, int]], dict[str, dict[int, ConsumeQueue]], int]:
+        """``prepare_plain``'s first three arguments for this store (its encoder, its queues by
+        topic and id, the largest record), for a caller that prepares lone puts itself."""
+        return self._encoder.encode, self._queues.by_topic, self._max_record
+
     def prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[PreparedMessage]:
         """Validate and encode every request (no store state changes); MessageIllegalError
         (PropertiesSizeExceededError for long properties) when any of them cannot be stored."""
@@ -71,8 +113,13 @@ class Preparer:
             return self._prepare_batch(requests)
         encode = self._encoder.encode
         by_topic = self._queues.by_topic
+        max_record = self._max_record
         prepared = []
         for r in requests:
+            plain = prepare_plain(encode, by_topic, max_record, r)
+            if plain is not None:
+                prepared.append(plain)
+                continue
             props = r.properties
             hint = r.index_keys
             if isinstance(props, str):

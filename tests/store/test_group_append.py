@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from store_helpers import put_properties, put_stats, put_summary, running_store, store_files
 
-from rocketq.protocol import nativecodecs
+from rocketq.protocol import javahash, messageproperties, nativecodecs
 from rocketq.protocol.codes import SCHEDULE_TOPIC
 from rocketq.protocol.messagetypes import MessageSysFlag
-from rocketq.store import groupappend, messagestore
+from rocketq.store import groupappend, messagestore, putting
 from rocketq.store.messagestore import MessageStore, PutRequest, PutResult, PutStatus
 
 TOO_LARGE = 70_000
@@ -54,6 +54,8 @@ _NATIVE = groupappend.append_singles
 """The C function when the native codecs are built (else the reference again): taken once, as
 the monkeypatch of one hypothesis example lasts into the next."""
 _REFERENCE = nativecodecs.pure(groupappend.append_singles)
+_PLAIN = putting.prepare_plain
+_PLAIN_REFERENCE = nativecodecs.pure(putting.prepare_plain)
 
 
 def _general(self: MessageStore, prepared: Any, now: int, notify: Any) -> PutResult:
@@ -62,8 +64,16 @@ def _general(self: MessageStore, prepared: Any, now: int, notify: Any) -> PutRes
 
 def _request(topic: str, queue_id: int, size: int, keys: str | None, uniq: str | None, sys_flag: int,
              delay: str) -> PutRequest:
+    """Queue 0's properties are a dict; the others' are encoded, as the broker's sends carry
+    them (the plain case of ``putting.prepare_plain``), odd queues' with the broker's hints."""
     props = put_properties(topic, keys, uniq, delay, SCHEDULE_TOPIC)
-    return PutRequest(topic, queue_id, b"b" * size, properties=props, sys_flag=sys_flag, born_timestamp=7)
+    if queue_id == 0:
+        return PutRequest(topic, queue_id, b"b" * size, properties=props, sys_flag=sys_flag, born_timestamp=7)
+    hinted = queue_id % 2 == 1
+    return PutRequest(topic, queue_id, b"b" * size, properties=messageproperties.encode_properties(props),
+                      sys_flag=sys_flag, born_timestamp=7,
+                      tags_code=javahash.tag_hash(props["TAGS"]) if hinted else None,
+                      index_keys=(uniq, keys) if hinted else None)
 
 
 def _recording(append: Callable[..., int], calls: list[tuple[int, int]]) -> Callable[..., int]:
@@ -104,7 +114,9 @@ async def test_group_appends_leave_the_bytes_and_results_of_the_existing_path(
             monkeypatch.setattr(messagestore, "_now_ms", lambda ticks=ticks: next(ticks))
             if name in ("existing", "general"):  # every put by _append_one (and it by _append_prepared)
                 monkeypatch.setattr(groupappend, "append_singles", lambda *args: args[3])
+                monkeypatch.setattr(putting, "prepare_plain", lambda *args: None)  # and prepared by Preparer's loop
             else:
+                monkeypatch.setattr(putting, "prepare_plain", _PLAIN if name == "native" else _PLAIN_REFERENCE)
                 monkeypatch.setattr(groupappend, "append_singles",
                                     _recording(_NATIVE if name == "native" else _REFERENCE, calls[name]))
             monkeypatch.setattr(MessageStore, "_append_one", _general if name == "general" else _APPEND_ONE)
