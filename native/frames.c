@@ -186,24 +186,27 @@ static PyObject *decode_pure(PyObject *context, PyObject *data, PyObject **whole
     return NULL;
 }
 
-/* split_frames(data, max_frame_size) -> (commands, pos, needed, error): every whole frame at
- * the start of ``data`` (exact bytes), as rocketq.protocol.frames.split_frames does it.
+/* split_frames(data, max_frame_size[, start]) -> (commands, pos, needed, error): every whole
+ * frame of ``data`` (exact bytes) from ``start`` on, as rocketq.protocol.frames.split_frames
+ * does it (pos counts from the start of ``data``).
  *
  * context: _decode_view's four, then the pure _decode_view and FrameError. A length outside
  * [4, max] stops the split with FrameError's message built here (the pure text, word for
  * word); a frame the fast decoder declines goes to the pure decoder, whose FrameError stops
- * the split at that frame. Anything else than (bytes, int) goes to the pure function. */
+ * the split at that frame. Anything else than (bytes, int[, int within the data]) goes to the pure function. */
 PyObject *rq_py_split_frames(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     const unsigned char *p;
-    Py_ssize_t end, pos = 0, needed = 4;
-    long long max_size;
+    Py_ssize_t end, pos, needed = 4;
+    long long max_size, start = 0;
     PyObject *commands, *whole = NULL, *error = NULL, *out;
-    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || PyTuple_GET_SIZE(context) != 6
-            || !rq_int_in(args[1], 0, RQ_INT64_MAX, &max_size) || intern_keys() < 0)
+    if (nargs < 2 || nargs > 3 || !PyBytes_CheckExact(args[0]) || PyTuple_GET_SIZE(context) != 6
+            || !rq_int_in(args[1], 0, RQ_INT64_MAX, &max_size)
+            || (nargs == 3 && !rq_int_in(args[2], 0, PyBytes_GET_SIZE(args[0]), &start)) || intern_keys() < 0)
         return PyErr_Occurred() ? NULL : rq_fallback(fallback, args, nargs);
     p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     end = PyBytes_GET_SIZE(args[0]);
+    pos = (Py_ssize_t)start;  /* a read's head finished a buffered frame: the rest is split in place */
     commands = PyList_New(0);
     if (commands == NULL)
         return NULL;

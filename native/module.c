@@ -43,6 +43,7 @@ static const struct {
     {"answer_result", rq_py_answer_result},
     {"send_frame_of", rq_py_send_frame_of},
     {"stored", rq_py_send_answer_stored},  /* rocketq.broker.sendanswers.stored */
+    {"stored_group", rq_py_send_answer_stored_group},  /* rocketq.broker.sendanswers.stored_group */
     {NULL, NULL},
 };
 

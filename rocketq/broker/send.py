@@ -328,14 +328,11 @@ class SendHandlers:
 
     def _answer_group(self, conn: Connection, admitted: list[_Admitted], results: list[PutResult],
                       answers: list[Answer]) -> None:
-        """Each stored send's answer into ``answers``: SUCCESS from the template, else in full."""
-        ok, json, template = PutStatus.PUT_OK, SerializeType.JSON, sendanswers.stored
-        for (i, request, header, queue_id, _records), result in zip(admitted, results, strict=True):
-            if result.status is ok and request.serialize_type is json:  # _answer_stored's first case, inline
-                answers[i] = template(request.opaque, ",".join(result.offset_msg_ids), queue_id,
-                                      result.queue_offsets[0])
-            else:
-                answers[i] = self._answer_stored(conn, request, header, queue_id, result)
+        """Each stored send's answer into ``answers``: SUCCESS from the template (the whole group
+        in one call, ``sendanswers.stored_group``), else in full."""
+        for k in sendanswers.stored_group(admitted, results, answers):
+            i, request, header, queue_id, _records = admitted[k]
+            answers[i] = self._answer_stored(conn, request, header, queue_id, results[k])
 
     def _answer_stored(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader | None,
                        queue_id: int, result: PutResult) -> Answer:

@@ -288,17 +288,22 @@ def _decode_view(view: memoryview) -> RemotingCommand:
 
 @nativecodecs.accelerated_with(_command_of, SerializeType.JSON, orjson.loads, PROTOCOL_VERSION,
                                nativecodecs.pure(_decode_view), FrameError)
-def split_frames(data: bytes, max_frame_size: int) -> tuple[list[RemotingCommand], int, int, FrameError | None]:
-    """Every whole frame at the start of ``data``: (their commands, where the rest starts, the
-    bytes a buffer starting there needs before its frame can be whole, the FrameError that
-    stopped the split or None). A bad frame (a length outside ``[4, max_frame_size]``, an
-    undecodable header) stops the split at its start; the frames before it are returned.
+def split_frames(data: bytes, max_frame_size: int,
+                 start: int = 0) -> tuple[list[RemotingCommand], int, int, FrameError | None]:
+    """Every whole frame of ``data`` from ``start`` on: (their commands, where the rest starts
+    in ``data``, the bytes a buffer starting there needs before its frame can be whole, the
+    FrameError that stopped the split or None). A bad frame (a length outside ``[4,
+    max_frame_size]``, an undecodable header) stops the split at its start; the frames before
+    it are returned. ``start`` lets a read whose head finished a buffered frame be split in
+    place, without copying the rest of it.
 
     Its C twin (native/frames.c) walks the frames in one loop, decoding each as
     ``_decode_view`` does; this is the reference, and what runs under ``ROCKETQ_NATIVE=0``."""
     commands: list[RemotingCommand] = []
     end = len(data)
-    pos = 0
+    if not 0 <= start <= end:
+        raise ValueError(f"start {start} outside [0, {end}]")
+    pos = start
     with memoryview(data) as view:
         while end - pos >= 4:
             (length,) = _INT32.unpack_from(view, pos)
@@ -319,7 +324,9 @@ class FrameDecoder:
 
     ``split`` gives every whole frame of a read at once (one native call, ``split_frames``).
     Only an incomplete frame at the end of a read is kept (in ``_buffer``); it is decoded once
-    the reads that complete it have arrived, so a large frame trickling in costs one copy.
+    the reads that complete it have arrived, so a large frame trickling in costs one copy. The
+    read that completes it gives the buffer just the frame's missing bytes; the rest of that
+    read is split in place (``split_frames`` from an offset), not copied.
     A bad frame ends the stream: ``error`` says why, and nothing after it is decoded.
     """
 
@@ -342,16 +349,37 @@ class FrameDecoder:
         if self.error is not None:
             return held
         buf = self._buffer
+        start = 0
         if buf:
-            buf += data
-            if len(buf) < self._needed:
+            start, finished = self._finish(data)
+            if start < 0 or self.error is not None:  # all of data buffered, or a bad frame
                 return held
-            data = bytes(buf)
-            buf.clear()
-        commands, pos, self._needed, self.error = split_frames(data, self._max)
+            held = held + finished
+        commands, pos, self._needed, self.error = split_frames(data, self._max, start)
         if pos < len(data) and self.error is None:
             buf += memoryview(data)[pos:]
         return held + commands if held else commands
+
+    def _finish(self, data: bytes) -> tuple[int, list[RemotingCommand]]:
+        """Complete the buffered frame from the head of ``data``: where the rest of ``data``
+        starts and the frame's command (none on a bad frame: ``error``); -1 when all of
+        ``data`` went into the buffer and the frame is still incomplete. Only the frame's own
+        bytes are copied, never the rest of the read (a pipelining peer's reads of ~100 KB end
+        mid-frame: joining buffer and read cost two copies of every such read)."""
+        buf, start, end = self._buffer, 0, len(data)
+        with memoryview(data) as view:
+            while True:
+                take = self._needed - len(buf)
+                if take > end - start:
+                    buf += view[start:]
+                    return -1, []
+                buf += view[start : start + take]
+                start += take
+                # the buffer is the length prefix (validated here) or the whole frame (decoded)
+                finished, _, self._needed, self.error = split_frames(bytes(buf), self._max)
+                if finished or self.error is not None:
+                    buf.clear()
+                    return start, finished
 
     def hold(self, commands: list[RemotingCommand]) -> None:
         """Give back commands ``split`` returned but the reader did not handle (a connection that

@@ -204,3 +204,71 @@ def test_held_commands_come_first() -> None:
     assert [c.opaque for c in decoder.split(third.encode()[:5])] == [2]
     assert [c.opaque for c in decoder.split(third.encode()[5:])] == [3]
     assert decoder.buffered == 0
+
+
+class _JoiningDecoder:
+    """The decoder before round 11, the reference for ``FrameDecoder.split``: a read after a
+    partial frame is joined to the buffer (two copies of the read) and split from its start."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self._buffer, self._needed, self._max = bytearray(), 4, max_frame_size
+        self.error: FrameError | None = None
+
+    def split(self, data: bytes) -> list[RemotingCommand]:
+        if self.error is not None:
+            return []
+        buf = self._buffer
+        if buf:
+            buf += data
+            if len(buf) < self._needed:
+                return []
+            data = bytes(buf)
+            buf.clear()
+        commands, pos, self._needed, self.error = frames.split_frames(data, self._max)
+        if pos < len(data) and self.error is None:
+            buf += memoryview(data)[pos:]
+        return commands
+
+
+@settings(max_examples=400)
+@given(st.lists(commands.map(lambda c: c.encode()) | garbage, min_size=1, max_size=6), st.data(),
+       st.sampled_from([frames.split_frames, nativecodecs.pure(frames.split_frames)]))
+def test_a_read_finishing_a_frame_splits_as_the_joined_read_did(pieces: list[bytes], data: st.DataObject,
+                                                               split: Any) -> None:
+    """A read that completes a buffered frame gives, read after read, the same frames, the
+    same buffered bytes and the same error as joining it to the buffer did (the frame finished
+    from the read's head, the rest split in place), natively and purely; cuts mostly fall
+    inside frames, and a cut can leave a read of one byte or nothing."""
+    stream = b"".join(pieces)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    decoder, reference = FrameDecoder(max_frame_size=4096), _JoiningDecoder(4096)
+    with mock.patch.object(frames, "split_frames", split):
+        for start, stop in itertools.pairwise([0, *cuts, len(stream)]):
+            read = stream[start:stop]
+            assert decoder.split(read) == reference.split(read)
+            assert decoder.buffered == len(reference._buffer)
+            assert _error(decoder.error) == _error(reference.error)
+
+
+@settings(max_examples=300)
+@given(st.lists(commands.map(lambda c: c.encode()) | garbage, max_size=4), st.data())
+def test_split_frames_from_an_offset_is_its_pure_reference(pieces: list[bytes], data: st.DataObject) -> None:
+    """``split_frames(data, max, start)`` natively and purely: the same commands, positions
+    counted from the start of ``data``, and the split of ``data[start:]`` shifted by start."""
+    stream = b"".join(pieces)
+    start = data.draw(st.integers(0, len(stream)))
+    outcomes = []
+    for split in (frames.split_frames, nativecodecs.pure(frames.split_frames)):
+        commands_, pos, needed, error = split(stream, 4096, start)
+        outcomes.append((commands_, pos, needed, _error(error)))
+    assert outcomes[0] == outcomes[1]
+    commands_, pos, needed, error = _split_both_ways(stream[start:], 4096)
+    assert outcomes[0] == (commands_, pos + start, needed, error)
+
+
+@pytest.mark.parametrize("split", [frames.split_frames, nativecodecs.pure(frames.split_frames)])
+def test_split_frames_refuses_a_start_outside_the_data(split: Any) -> None:
+    with pytest.raises(ValueError, match="outside"):
+        split(b"abc", 4096, 4)
+    with pytest.raises(ValueError, match="outside"):
+        split(b"abc", 4096, -1)
