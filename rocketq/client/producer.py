@@ -499,14 +499,14 @@ class _InFlight:
     """The connection is given the flight itself as its answer callback: a bound method would
     be one more object per send."""
 
-    def stored(self, ext: dict[str, str]) -> None:
-        """``answered`` of a SUCCESS answer without a body, given its extFields: a client
-        connection reads those without making the answer's ``RemotingCommand``."""
+    def stored(self, data: bytes, pos: int, end: int) -> None:
+        """``answered`` of a SUCCESS answer without a body, given its frame ``data[pos:end]``: a
+        client connection hands it over without making the answer's ``RemotingCommand``."""
         self._conn = None
         if self.result.done():
             return  # cancelled by its caller
         try:
-            result = sending.stored_result(ext, self._addr, self._out, self._mq)
+            result = sending.stored_result_at(data, pos, end, self._addr, self._out, self._mq)
         except (RemotingError, ClientError) as exc:
             self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
             self._retry(exc)

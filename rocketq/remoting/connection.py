@@ -60,7 +60,7 @@ from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
-from rocketq.remoting.storedanswers import stored_answer_at
+from rocketq.remoting.storedanswers import answer_at
 
 log = logging.getLogger(__name__)
 _FRAME_LENGTH = struct.Struct(">i")
@@ -686,9 +686,10 @@ class ClientConnection(Connection):
     """A client's connection (``RemotingClient``'s): SUCCESS answers read without a command.
 
     A request whose waiter has a ``stored`` method (the producer's send in flight) is told a
-    SUCCESS answer without a body as ``waiter.stored(extFields)``: the read finds such answers
-    with ``storedanswers.stored_answer_at`` (in C: only the extFields dict is built, no
-    ``orjson`` dict of the whole header and no ``RemotingCommand``). The first frame of a read
+    SUCCESS answer without a body as ``waiter.stored(data, pos, end)``, its frame in the read:
+    the read finds such answers with ``storedanswers.answer_at`` (in C: nothing but the
+    ``(opaque, end)`` pair is built: no ``orjson`` dict of the header, no ``RemotingCommand``,
+    no extFields dict; the producer reads its result from the frame itself). The first frame of a read
     that is anything else (another code, another waiter's answer, an unknown opaque, a request)
     goes alone to the general path when it is whole, and the reading goes on; an incomplete
     frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
@@ -720,15 +721,15 @@ class ClientConnection(Connection):
             return
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
-            answer = stored_answer_at(data, pos, largest)
+            answer = answer_at(data, pos, largest)
             if answer is not None:
                 waiting = pending.get(answer[0])
                 stored = getattr(waiting[0], "stored", None) if waiting is not None else None
                 if stored is not None:
                     del pending[answer[0]]
-                    pos = answer[2]
+                    start, pos = pos, answer[1]
                     try:
-                        stored(answer[1])
+                        stored(data, start, pos)
                     except Exception:
                         log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
                     continue
