@@ -402,11 +402,3 @@ def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQ
     except HeaderError as exc:
         raise ProtocolError(f"{addr} answered code {code} with a bad header: {exc}") from None
 
-
-def stored_result_at(data: bytes, pos: int, end: int, addr: str, out: Outgoing, mq: MessageQueue) -> SendResult:
-    """``stored_result`` of the SUCCESS answer ``data[pos:end]`` (``ClientConnection`` hands a
-    send's answer over as its frame): ProtocolError for a bad answer header."""
-    try:
-        return send_result_at(data, pos, end, SendStatus.SEND_OK, out.msg_id, mq)
-    except HeaderError as exc:
-        raise ProtocolError(f"{addr} answered code {ResponseCode.SUCCESS} with a bad header: {exc}") from None

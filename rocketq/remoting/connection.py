@@ -715,6 +715,22 @@ class ClientConnection(Connection):
         self.ready = False
         super().connection_lost(exc)
 
+    def send_frame(self, frame: bytes, opaque: int, code: int, timeout: float, waiter: _Waiter) -> None:
+        """``Connection.send_frame``; a request that joins the frames already queued for this
+        loop turn's flush (a pipelined producer's every send but a turn's first) is queued here
+        without the ``_write`` call, which would do just that."""
+        pending, outbox = self._pending, self._outbox
+        if (not outbox or not self._flush_scheduled or self.closed or self.reading_paused
+                or len(outbox) + 1 >= self._flush_after or len(pending) >= MAX_PENDING_INVOKES):
+            super().send_frame(frame, opaque, code, timeout, waiter)
+            return
+        self.active = True
+        outbox.append(frame)
+        deadline = self._loop.time() + timeout
+        pending[opaque] = (waiter, deadline, code, timeout)
+        if deadline < self._sweep_at:
+            self._arm(deadline)
+
     def data_received(self, data: bytes) -> None:
         if self._decoder.buffered or self.reading_paused:
             super().data_received(data)

@@ -224,3 +224,28 @@ async def test_a_bad_frame_among_answers_ends_the_read() -> None:
     conn.data_received(_answer(1, queueId="1") + bad + _answer(2, queueId="2"))
     assert told == [("stored", {"queueId": "1"})]
     assert transport.aborted and conn._stats.bad_frames == 1 and 2 in conn._pending
+
+
+class Recording(Transport):
+    def __init__(self) -> None:
+        self.writes: list[list[bytes]] = []
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.writes.append(list(chunks))
+
+
+async def test_requests_of_one_turn_are_queued_and_written_in_order() -> None:
+    conn = ClientConnection({}, flush_after_frames=4)
+    transport = Recording()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    told: list[Any] = []
+    for opaque in range(1, 8):
+        conn.send_frame(b"%d" % opaque, opaque, 310, 30.0, Flight(told))
+    # the first at once (nothing in flight), then queued: four frames are written together,
+    # the rest by the loop turn's flush
+    assert transport.writes == [[b"1"], [b"2", b"3", b"4", b"5"]]
+    await asyncio.sleep(0)
+    assert transport.writes[2:] == [[b"6", b"7"]]
+    assert sorted(conn._pending) == list(range(1, 8)) and all(e[2] == 310 for e in conn._pending.values())
+    conn.data_received(b"".join(_answer(opaque, queueId=str(opaque)) for opaque in range(1, 8)))
+    assert [ext["queueId"] for _what, ext in told] == [str(opaque) for opaque in range(1, 8)]
