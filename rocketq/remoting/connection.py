@@ -716,16 +716,21 @@ class ClientConnection(Connection):
         super().connection_lost(exc)
 
     def send_frame(self, frame: bytes, opaque: int, code: int, timeout: float, waiter: _Waiter) -> None:
-        """``Connection.send_frame``; a request that joins the frames already queued for this
-        loop turn's flush (a pipelined producer's every send but a turn's first) is queued here
-        without the ``_write`` call, which would do just that."""
-        pending, outbox = self._pending, self._outbox
-        if (not outbox or not self._flush_scheduled or self.closed or self.reading_paused
-                or len(outbox) + 1 >= self._flush_after or len(pending) >= MAX_PENDING_INVOKES):
+        """``Connection.send_frame`` with ``_write``'s common case inline: a request that joins
+        the frames already queued for this loop turn's flush (a pipelined producer's every send
+        but a turn's first) is queued here; one on an idle connection is written at once, as
+        there. Anything else (closed, too many pending, reading paused) is ``Connection``'s."""
+        pending, outbox, transport = self._pending, self._outbox, self._transport
+        if self.closed or transport is None or self.reading_paused or len(pending) >= MAX_PENDING_INVOKES:
             super().send_frame(frame, opaque, code, timeout, waiter)
             return
         self.active = True
-        outbox.append(frame)
+        if not pending and not outbox:
+            transport.writelines((frame,))
+        elif outbox and self._flush_scheduled and len(outbox) + 1 < self._flush_after:
+            outbox.append(frame)
+        else:
+            self._write(frame)
         deadline = self._loop.time() + timeout
         pending[opaque] = (waiter, deadline, code, timeout)
         if deadline < self._sweep_at:
