@@ -363,23 +363,44 @@ def producer_path(messages: int, batch: bool) -> float:
     return (time.process_time() - started) / (calls * per_call) * 1e6
 
 
+SEED_QUEUES = 8
+"""Queues of the producer cases' topic (a one-digit queue id: ``_answers_by_queue``)."""
 PIPELINE_WINDOW = 1000
 """Sends in flight in ``producer-pipelined`` (the benchmarks' pipelined workload)."""
 BROKER_ADDR = "127.0.0.1:10911"
 
 
-def _answer_frames(opaques: list[int]) -> bytes:
-    """The broker's SEND_MESSAGE_V2 answers to the requests ``opaques``, as one read."""
+def _answer_frames(opaques: list[int], queues: list[int] | None = None) -> bytes:
+    """The broker's SEND_MESSAGE_V2 answers to the requests ``opaques`` (sent to ``queues``,
+    queue 0 if not given), as one read. A broker answers with the queue the request named."""
     return b"".join(frames.RemotingCommand(code=0, flag=frames.RESPONSE_FLAG, opaque=opaque, ext_fields={
-        "msgId": "7F00000100002A9F0000000000000000", "queueId": "0", "queueOffset": str(opaque),
-        "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}).encode() for opaque in opaques)
+        "msgId": "7F00000100002A9F0000000000000000", "queueId": str(queue), "queueOffset": str(opaque),
+        "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}).encode()
+        for opaque, queue in zip(opaques, queues or [0] * len(opaques), strict=True))
+
+
+def _requested_queues(conn: Connection) -> list[int]:
+    """The queue each pending request of ``conn`` was sent to (a send in flight knows its
+    queue; anything else, a heartbeat, says 0), in ``_pending``'s order."""
+    return [getattr(getattr(entry[0], "_mq", None), "queue_id", 0) for entry in conn._pending.values()]
+
+
+def _answers_by_queue(opaques: range) -> dict[int, tuple[bytes, ...]]:
+    """Each opaque's answer for every queue of the seeded route (one digit of queue 0's answer
+    replaced), encoded beforehand: ``AnsweringTransport`` picks the request's."""
+    table = {}
+    for opaque in opaques:
+        frame = _answer_frames([opaque])
+        at = frame.index(b'"queueId":"0"') + len(b'"queueId":"')
+        table[opaque] = tuple(frame[:at] + str(queue).encode() + frame[at + 1:] for queue in range(SEED_QUEUES))
+    return table
 
 
 def _seed_producer(producer: Producer) -> Connection:
     """A route of 8 queues on one broker, and an open connection to it, as after a first send."""
     instance = producer._instance
     assert instance is not None
-    route = TopicRoute((QueueData("broker-a", 8, 8, 6),),
+    route = TopicRoute((QueueData("broker-a", SEED_QUEUES, SEED_QUEUES, 6),),
                        (BrokerData("DefaultCluster", "broker-a", ((0, BROKER_ADDR),)),))
     instance._store_route(TOPIC, route)
     producer._publish_cache[TOPIC] = (route, route.publish_queues(TOPIC))
@@ -391,9 +412,10 @@ def _seed_producer(producer: Producer) -> Connection:
 
 class AnsweringTransport(CollectingTransport):
     """A client connection's transport whose "broker" answers every request written, in the
-    next loop turn, with an answer encoded beforehand (``answers``: opaque -> frame)."""
+    next loop turn, with an answer encoded beforehand (``answers``: opaque -> its frame for
+    each queue; the request's queue is read off the send in flight)."""
 
-    def __init__(self, answers: dict[int, bytes]) -> None:
+    def __init__(self, answers: dict[int, tuple[bytes, ...]]) -> None:
         super().__init__()
         self.answers = answers
         self.conn: Connection | None = None
@@ -406,9 +428,13 @@ class AnsweringTransport(CollectingTransport):
         conn = self.conn
         assert conn is not None
         # a request the table lacks (a heartbeat of the producer's own timer) is answered too
-        read = b"".join(self.answers.get(opaque) or _answer_frames([opaque]) for opaque in conn._pending)
+        answers, read = self.answers, []
+        for opaque, entry in conn._pending.items():  # kept lean: this runs inside the measured time
+            mq = getattr(entry[0], "_mq", None)
+            read.append(answers[opaque][mq.queue_id] if mq is not None and opaque in answers
+                        else _answer_frames([opaque]))
         if read:
-            conn.data_received(read)
+            conn.data_received(read[0] if len(read) == 1 else b"".join(read))
 
     def close(self) -> None:
         if self.conn is not None:
@@ -422,7 +448,7 @@ async def producer_send(messages: int) -> float:
     try:
         conn = _seed_producer(producer)
         first = next(conn._opaques)
-        answers = {opaque: _answer_frames([opaque]) for opaque in range(first + 1, first + messages + 2)}
+        answers = _answers_by_queue(range(first + 1, first + messages + 2))
         transport = AnsweringTransport(answers)
         transport.conn = conn
         conn.connection_made(transport)  # type: ignore[arg-type]
@@ -472,7 +498,7 @@ async def producer_pipelined(messages: int) -> float:
             spent += time.process_time() - started
             if PROFILER is not None:
                 PROFILER.disable()
-            answers = _answer_frames(list(conn._pending))
+            answers = _answer_frames(list(conn._pending), _requested_queues(conn))
             if PROFILER is not None:
                 PROFILER.enable()
             started = time.process_time()

@@ -126,15 +126,61 @@ static PyObject *lookup(PyObject *ext, PyObject *key)
     return PyDict_GetItemWithError(ext, key);
 }
 
+/* The context (SendResult, its field names in order) as the routines here expect it. */
+static int result_context_ok(PyObject *context)
+{
+    PyObject *names;
+    if (PyTuple_GET_SIZE(context) != 2 || !PyType_Check(PyTuple_GET_ITEM(context, 0)))
+        return 0;
+    names = PyTuple_GET_ITEM(context, 1);
+    return PyTuple_CheckExact(names) && PyTuple_GET_SIZE(names) == RESULT_FIELDS;
+}
+
+/* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
+static long long queue_id_of(PyObject *mq)
+{
+    PyObject *raw;
+    long long value;
+    if (intern_answer_names() < 0)
+        return -2;
+    raw = PyObject_GetAttr(mq, queue_id_attr);
+    if (raw == NULL)
+        return -2;
+    value = PyLong_CheckExact(raw) ? PyLong_AsLongLong(raw) : -1;
+    Py_DECREF(raw);
+    if (value == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return value < 0 ? -1 : value;
+}
+
+/* SendResult(status, msg_id, offset_msg_id, mq, queue_offset, region or None), its slots filled
+ * as the frozen dataclass's __init__ fills them. */
+static PyObject *new_result(PyObject *context, PyObject *status, PyObject *msg_id, PyObject *offset_msg_id,
+                            PyObject *mq, long long queue_offset, PyObject *region)
+{
+    PyObject *values[RESULT_FIELDS], *self, *names = PyTuple_GET_ITEM(context, 1);
+    values[0] = status;
+    values[1] = msg_id;
+    values[2] = offset_msg_id;
+    values[3] = mq;
+    values[4] = PyLong_FromLongLong(queue_offset);
+    values[5] = region != NULL ? region : Py_None;
+    if (values[4] == NULL)
+        return NULL;
+    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
+    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
+    }
+    Py_DECREF(values[4]);
+    return self;
+}
+
 PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *ext, *offset_msg_id, *region, *mq_queue, *names, *values[RESULT_FIELDS], *self;
+    PyObject *ext, *offset_msg_id, *region;
     long long queue_id, queue_offset, mq_queue_id;
-    if (nargs != 4 || PyTuple_GET_SIZE(context) != 2 || !PyDict_CheckExact(args[0]))
-        return rq_fallback(fallback, args, nargs);
-    names = PyTuple_GET_ITEM(context, 1);
-    if (!PyType_Check(PyTuple_GET_ITEM(context, 0)) || !PyTuple_CheckExact(names)
-            || PyTuple_GET_SIZE(names) != RESULT_FIELDS)
+    if (nargs != 4 || !result_context_ok(context) || !PyDict_CheckExact(args[0]))
         return rq_fallback(fallback, args, nargs);
     if (intern_answer_names() < 0)
         return NULL;
@@ -149,30 +195,12 @@ PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *c
         return NULL;
     if (queue_id < 0 || queue_offset < 0)
         return rq_fallback(fallback, args, nargs);
-    mq_queue = PyObject_GetAttr(args[3], queue_id_attr);
-    if (mq_queue == NULL)
+    mq_queue_id = queue_id_of(args[3]);
+    if (mq_queue_id == -2)
         return NULL;
-    mq_queue_id = PyLong_CheckExact(mq_queue) ? PyLong_AsLongLong(mq_queue) : -1;
-    Py_DECREF(mq_queue);
-    if (mq_queue_id == -1 && PyErr_Occurred())
-        PyErr_Clear();
     if (mq_queue_id != queue_id)  /* the broker chose another queue: the pure function builds it */
         return rq_fallback(fallback, args, nargs);
-    values[0] = args[1];
-    values[1] = args[2];
-    values[2] = offset_msg_id;
-    values[3] = args[3];
-    values[4] = PyLong_FromLongLong(queue_offset);
-    values[5] = region != NULL ? region : Py_None;
-    if (values[4] == NULL)
-        return NULL;
-    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
-    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
-            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
-    }
-    Py_DECREF(values[4]);
-    return self;
+    return new_result(context, args[1], args[2], offset_msg_id, args[3], queue_offset, region);
 }
 
 /* ``send_frame_of(pieces, opaque, queue_id, sys_flag, born_timestamp, flag, properties, body)``:
@@ -596,11 +624,59 @@ static int scan_ext(Cursor *c, PyObject **ext)
     return 0;
 }
 
+/* The extFields a send's result is read from, as spans of the header (start NULL: absent). */
+enum { FIELD_MSG_ID, FIELD_QUEUE_ID, FIELD_QUEUE_OFFSET, FIELD_REGION, RESULT_EXT_FIELDS };
+
+typedef struct {
+    const char *start[RESULT_EXT_FIELDS];
+    Py_ssize_t length[RESULT_EXT_FIELDS];
+    int seen;  /* extFields was read */
+} Fields;
+
+/* extFields (an object of string values) read into spans, nothing built; -1 if not that shape
+ * or one of the four names twice (the pure reading keeps the last: it decides). */
+static int scan_ext_fields(Cursor *c, Fields *fields)
+{
+    const char *key, *value;
+    Py_ssize_t key_length, value_length;
+    if (scan_literal(c, "{", 1) < 0)
+        return -1;
+    if (c->at < c->end && *c->at == '}') {
+        c->at++;
+        fields->seen = 1;
+        return 0;
+    }
+    for (;;) {
+        if (scan_string(c, &key, &key_length) < 0 || scan_literal(c, ":", 1) < 0
+                || scan_string(c, &value, &value_length) < 0)
+            return -1;
+        for (int i = 0; i < RESULT_EXT_FIELDS; i++) {
+            const char *known = KNOWN_NAMES[i];
+            if ((Py_ssize_t)strlen(known) == key_length && memcmp(known, key, (size_t)key_length) == 0) {
+                if (fields->start[i] != NULL)
+                    return -1;
+                fields->start[i] = value;
+                fields->length[i] = value_length;
+                break;
+            }
+        }
+        if (c->at < c->end && *c->at == ',') {
+            c->at++;
+            continue;
+        }
+        if (scan_literal(c, "}", 1) < 0)
+            return -1;
+        fields->seen = 1;
+        return 0;
+    }
+}
+
 #define KEY_IS(word) (key_length == (Py_ssize_t)sizeof(word) - 1 && memcmp(key, word, sizeof(word) - 1) == 0)
 
-/* The header's fields: 1 when it is a SUCCESS answer (*ext set), 0 when it is surely not one,
- * 2 when this reading cannot tell (the pure function decides), -1 on error. */
-static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext)
+/* The header's fields: 1 when it is a SUCCESS answer (*ext set, or with ``fields`` not NULL the
+ * extFields read into it and *ext left NULL), 0 when it is surely not one, 2 when this reading
+ * cannot tell (the pure function decides), -1 on error. */
+static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext, Fields *fields)
 {
     long long code = -1, flag = 0, ignored;
     const char *key;
@@ -623,6 +699,10 @@ static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext)
             bad = scan_int32(c, opaque);
         } else if (KEY_IS("version")) {
             bad = scan_int32(c, &ignored);
+        } else if (KEY_IS("extFields") && fields != NULL) {
+            if (fields->seen)
+                goto decline;  /* twice: the pure function decides */
+            bad = scan_ext_fields(c, fields) < 0;
         } else if (KEY_IS("extFields")) {
             if (*ext != NULL)
                 goto decline;  /* twice: the pure function decides */
@@ -646,7 +726,7 @@ static int scan_answer_header(Cursor *c, long long *opaque, PyObject **ext)
         Py_CLEAR(*ext);
         return 0;  /* a whole header, not a SUCCESS answer */
     }
-    if (!has_code || *ext == NULL)
+    if (!has_code || (fields != NULL ? !fields->seen : *ext == NULL))
         goto decline;
     return 1;
 decline:
@@ -656,42 +736,194 @@ decline:
 
 #undef KEY_IS
 
-PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+/* The frame at data[pos:] of at most max_frame bytes after its length field, when it is whole,
+ * has a JSON header and no body: 1 with *cursor over the header and *end where the frame ends;
+ * 0 when it is not (None). */
+static int answer_frame(PyObject *bytes, Py_ssize_t pos, Py_ssize_t max_frame, Cursor *cursor, Py_ssize_t *end)
 {
-    const unsigned char *data;
-    Py_ssize_t size, pos, max_frame, header_length;
-    long long length, opaque;
-    PyObject *ext, *answer;
-    Cursor cursor;
-    int found;
-    if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
-        return rq_fallback(fallback, args, nargs);
-    if (intern_known_names() < 0)
-        return NULL;
-    pos = PyLong_AsSsize_t(args[1]);
-    max_frame = PyLong_AsSsize_t(args[2]);
-    size = PyBytes_GET_SIZE(args[0]);
-    if (pos < 0 || max_frame < 0 || pos > size) {
-        PyErr_Clear();
-        return rq_fallback(fallback, args, nargs);
-    }
-    data = (const unsigned char *)PyBytes_AS_STRING(args[0]) + pos;
+    Py_ssize_t size = PyBytes_GET_SIZE(bytes), header_length;
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(bytes) + pos;
+    long long length;
     if (size - pos < 8)
-        Py_RETURN_NONE;
+        return 0;
     length = (long long)((uint32_t)data[0] << 24 | (uint32_t)data[1] << 16 | (uint32_t)data[2] << 8 | data[3]);
     header_length = (Py_ssize_t)data[5] << 16 | (Py_ssize_t)data[6] << 8 | data[7];
     if (data[0] & 0x80 || length < 4 || length > max_frame || size - pos - 4 < length
             || data[4] != 0 || 4 + header_length != length)
-        Py_RETURN_NONE;  /* incomplete, too long, the binary header or a body: the general path */
-    cursor.at = (const char *)data + 8;
-    cursor.end = (const char *)data + 4 + length;
-    found = scan_answer_header(&cursor, &opaque, &ext);
-    if (found < 0)
-        return NULL;
+        return 0;  /* incomplete, too long, the binary header or a body: the general path */
+    cursor->at = (const char *)data + 8;
+    cursor->end = (const char *)data + 4 + length;
+    *end = pos + 4 + (Py_ssize_t)length;
+    return 1;
+}
+
+/* args[0..2] as (bytes, pos, second) with 0 <= pos <= len(bytes) and second >= 0: 0, else -1
+ * (not the fast case: the pure function). */
+static int frame_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *second)
+{
+    if (!PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return -1;
+    *pos = PyLong_AsSsize_t(args[1]);
+    *second = PyLong_AsSsize_t(args[2]);
+    if (*pos < 0 || *second < 0 || *pos > PyBytes_GET_SIZE(args[0])) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* The SUCCESS answer at args (data, pos, max_frame): 1 when read (*end, *opaque, and *ext or
+ * ``fields`` as ``scan_answer_header`` fills them); else 0 with *result what to return (None,
+ * the pure function's answer, or NULL on error). */
+static int read_answer(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs, long long *opaque,
+                       PyObject **ext, Fields *fields, Py_ssize_t *pos, Py_ssize_t *end, PyObject **result)
+{
+    Py_ssize_t max_frame;
+    Cursor cursor;
+    int found;
+    *result = NULL;
+    if (nargs != 3 || frame_args(args, pos, &max_frame) < 0) {
+        *result = rq_fallback(fallback, args, nargs);
+        return 0;
+    }
+    if (intern_known_names() < 0)
+        return 0;
+    if (!answer_frame(args[0], *pos, max_frame, &cursor, end)) {
+        *result = Py_NewRef(Py_None);
+        return 0;
+    }
+    found = scan_answer_header(&cursor, opaque, ext, fields);
     if (found == 0)
-        Py_RETURN_NONE;
-    if (found == 2)
+        *result = Py_NewRef(Py_None);
+    else if (found == 2)
+        *result = rq_fallback(fallback, args, nargs);
+    return found == 1;
+}
+
+PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end;
+    long long opaque;
+    PyObject *ext, *result;
+    if (!read_answer(fallback, args, nargs, &opaque, &ext, NULL, &pos, &end, &result))
+        return result;
+    return Py_BuildValue("(LNn)", opaque, ext, end);
+}
+
+/* The fields of the last answer ``answer_at`` read in C, for the ``send_result_at`` that comes
+ * next for the same frame (the client connection calls one, then the waiter the other): that
+ * call takes the spans instead of reading the header a second time. ``last_read`` holds the
+ * (immutable) bytes the spans point into; ``send_result_at`` lets it go. */
+static struct {
+    PyObject *data;
+    Py_ssize_t pos, end;
+    Fields fields;
+} last_read;
+
+static void remember_read(PyObject *data, Py_ssize_t pos, Py_ssize_t end, const Fields *fields)
+{
+    Py_XSETREF(last_read.data, Py_NewRef(data));
+    last_read.pos = pos;
+    last_read.end = end;
+    last_read.fields = *fields;
+}
+
+/* (first, second) as a new tuple of two ints (Py_BuildValue parses its format every call). */
+static PyObject *pair_of(long long first, Py_ssize_t second)
+{
+    PyObject *pair = PyTuple_New(2), *item;
+    if (pair == NULL)
+        return NULL;
+    if ((item = PyLong_FromLongLong(first)) == NULL) {
+        Py_DECREF(pair);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, item);
+    if ((item = PyLong_FromSsize_t(second)) == NULL) {
+        Py_DECREF(pair);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 1, item);
+    return pair;
+}
+
+/* ``answer_at(data, pos, max_frame)`` (rocketq/remoting/storedanswers.py): ``stored_answer_at``
+ * without its extFields dict: ``(opaque, end)``. The header is read as there (extFields only
+ * checked to be an object of strings); what that reading cannot tell is the pure function's. */
+PyObject *rq_py_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end;
+    long long opaque;
+    PyObject *ignored, *result;
+    Fields fields = {{NULL}, {0}, 0};
+    if (!read_answer(fallback, args, nargs, &opaque, &ignored, &fields, &pos, &end, &result))
+        return result;
+    remember_read(args[0], pos, end, &fields);
+    return pair_of(opaque, end);
+}
+
+/* A span's value as plain digits (``plain_digits`` of its text): -1 if absent or not that. */
+static long long span_digits(const char *start, Py_ssize_t length, Py_ssize_t max_digits)
+{
+    long long value = 0;
+    if (start == NULL || length == 0 || length > max_digits)
+        return -1;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (start[i] < '0' || start[i] > '9')
+            return -1;
+        value = value * 10 + (start[i] - '0');
+    }
+    return value;
+}
+
+/* ``send_result_at(data, pos, end, status, msg_id, mq)`` (rocketq/client/sending.py): the
+ * SendResult of the SUCCESS answer ``data[pos:end]`` (found by ``answer_at``), read from the
+ * header in place: what ``answer_result(stored_answer_at(...)[1], status, msg_id, mq)`` gives,
+ * without the extFields dict. The fast case is ``answer_result``'s (msgId present, queueId the
+ * request's queue, plain digits); anything else is the pure function's. context: as
+ * ``answer_result``'s. */
+PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end, frame_end;
+    long long opaque, queue_id, queue_offset, mq_queue_id;
+    PyObject *ignored, *offset_msg_id, *region = NULL, *result;
+    Fields fields = {{NULL}, {0}, 0};
+    Cursor cursor;
+    int found;
+    if (nargs != 6 || !result_context_ok(context) || frame_args(args, &pos, &end) < 0 || end < pos)
         return rq_fallback(fallback, args, nargs);
-    answer = Py_BuildValue("(LNn)", opaque, ext, pos + 4 + (Py_ssize_t)length);
-    return answer;
+    if (intern_known_names() < 0 || intern_answer_names() < 0)
+        return NULL;
+    if (last_read.data == args[0] && last_read.pos == pos && last_read.end == end) {
+        fields = last_read.fields;  /* answer_at read this very frame: its spans are valid */
+        found = 1;
+    } else if (!answer_frame(args[0], pos, end - pos, &cursor, &frame_end) || frame_end != end) {
+        return rq_fallback(fallback, args, nargs);  /* the frame must be exactly data[pos:end] */
+    } else {
+        found = scan_answer_header(&cursor, &opaque, &ignored, &fields);
+    }
+    Py_CLEAR(last_read.data);
+    if (found != 1 || fields.start[FIELD_MSG_ID] == NULL)
+        return found < 0 ? NULL : rq_fallback(fallback, args, nargs);
+    queue_id = span_digits(fields.start[FIELD_QUEUE_ID], fields.length[FIELD_QUEUE_ID], INT_DIGITS);
+    queue_offset = span_digits(fields.start[FIELD_QUEUE_OFFSET], fields.length[FIELD_QUEUE_OFFSET], LONG_DIGITS);
+    if (queue_id < 0 || queue_offset < 0)
+        return rq_fallback(fallback, args, nargs);
+    mq_queue_id = queue_id_of(args[5]);
+    if (mq_queue_id == -2)
+        return NULL;
+    if (mq_queue_id != queue_id)  /* the broker chose another queue: the pure function builds it */
+        return rq_fallback(fallback, args, nargs);
+    offset_msg_id = ascii_text(fields.start[FIELD_MSG_ID], fields.length[FIELD_MSG_ID]);
+    if (offset_msg_id == NULL)
+        return NULL;
+    if (fields.start[FIELD_REGION] != NULL
+            && (region = ascii_text(fields.start[FIELD_REGION], fields.length[FIELD_REGION])) == NULL) {
+        Py_DECREF(offset_msg_id);
+        return NULL;
+    }
+    result = new_result(context, args[3], args[4], offset_msg_id, args[5], queue_offset, region);
+    Py_DECREF(offset_msg_id);
+    Py_XDECREF(region);
+    return result;
 }

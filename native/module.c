@@ -41,6 +41,8 @@ static const struct {
     {"next_unique_key", rq_py_next_unique_key},
     {"stored_answer_at", rq_py_stored_answer_at},
     {"answer_result", rq_py_answer_result},
+    {"answer_at", rq_py_answer_at},  /* rocketq.remoting.storedanswers */
+    {"send_result_at", rq_py_send_result_at},  /* rocketq.client.sending */
     {"send_frame_of", rq_py_send_frame_of},
     {"stored", rq_py_send_answer_stored},  /* rocketq.broker.sendanswers.stored */
     {"stored_group", rq_py_send_answer_stored_group},  /* rocketq.broker.sendanswers.stored_group */

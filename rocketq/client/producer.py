@@ -43,7 +43,7 @@ from typing import Any
 
 from rocketq.client import namechecks as names  # the SDK's topic/group checks
 from rocketq.client import replies, sending, staleroutes, tracing, wire
-from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError
+from rocketq.client.errors import BrokerError, ClientError, ClientStateError, MessageError, ProtocolError
 from rocketq.client.faults import FIRST_PENALIZED_LATENCY, LatencyFaultTolerance
 from rocketq.client.instance import ClientInstance, ServiceState
 from rocketq.client.queues import MessageQueue
@@ -53,6 +53,7 @@ from rocketq.client.sending import Outgoing, SendResult, SendStatus
 from rocketq.client.settings import ProducerSettings, configure
 from rocketq.protocol.codes import DEFAULT_PRODUCER_GROUP, RequestCode
 from rocketq.protocol.frames import RemotingCommand
+from rocketq.protocol.headers import HeaderError
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
 from rocketq.remoting.connection import Connection, Handler
@@ -499,14 +500,17 @@ class _InFlight:
     """The connection is given the flight itself as its answer callback: a bound method would
     be one more object per send."""
 
-    def stored(self, ext: dict[str, str]) -> None:
-        """``answered`` of a SUCCESS answer without a body, given its extFields: a client
-        connection reads those without making the answer's ``RemotingCommand``."""
+    def stored(self, data: bytes, pos: int, end: int) -> None:
+        """``answered`` of a SUCCESS answer without a body, given its frame ``data[pos:end]``: a
+        client connection hands it over without making the answer's ``RemotingCommand``."""
         self._conn = None
         if self.result.done():
             return  # cancelled by its caller
-        try:
-            result = sending.stored_result(ext, self._addr, self._out, self._mq)
+        try:  # ``sending.stored_result`` of the frame, inline: one call less per send
+            try:
+                result = sending.send_result_at(data, pos, end, SendStatus.SEND_OK, self._out.msg_id, self._mq)
+            except HeaderError as exc:
+                raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
         except (RemotingError, ClientError) as exc:
             self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
             self._retry(exc)

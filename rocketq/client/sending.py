@@ -34,6 +34,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError, SendMessageRequestHeader, SendMessageResponseHeader
 from rocketq.protocol.messagetypes import Message, MessageSysFlag
 from rocketq.protocol.requests import SEND_STATUS_BY_CODE, SendResult, SendStatus
+from rocketq.remoting import storedanswers
 
 __all__ = ["Outgoing", "SendResult", "SendStatus", "check", "header", "prepare", "prepare_batch", "send_ext",
            "to_result"]
@@ -365,6 +366,18 @@ def answer_result(ext: Mapping[str, str], status: SendStatus, msg_id: str, mq: M
     return _result(status, msg_id, SendMessageResponseHeader.from_ext(ext), mq, ext.get("MSG_REGION"))
 
 
+@nativecodecs.accelerated_with(SendResult, tuple(f.name for f in dataclasses.fields(SendResult)))
+def send_result_at(data: bytes, pos: int, end: int, status: SendStatus, msg_id: str, mq: MessageQueue) -> SendResult:
+    """``answer_result`` of the SUCCESS answer whose frame is ``data[pos:end]`` (one
+    ``storedanswers.answer_at`` found), given its frame: its C twin (native/clientsend.c)
+    reads msgId, queueId, queueOffset and MSG_REGION from the header in place, without the
+    extFields dict; anything else comes here (tests/client/test_answer_result.py)."""
+    answer = storedanswers.stored_answer_at(data, pos, end - pos)
+    if answer is None or answer[2] != end:
+        raise HeaderError(f"no SUCCESS answer at {pos}:{end}")
+    return answer_result(answer[1], status, msg_id, mq)
+
+
 _SEND_STATUS: Final = {int(code): status for code, status in SEND_STATUS_BY_CODE.items()}
 """The answers that mean stored, by plain int, and their status."""
 
@@ -388,3 +401,4 @@ def stored_result(ext: Mapping[str, str], addr: str, out: Outgoing, mq: MessageQ
         return answer_result(ext, status, out.msg_id, mq)
     except HeaderError as exc:
         raise ProtocolError(f"{addr} answered code {code} with a bad header: {exc}") from None
+

@@ -60,7 +60,7 @@ from rocketq.remoting import grouping
 from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, RemotingTooMuchRequestError
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
-from rocketq.remoting.storedanswers import stored_answer_at
+from rocketq.remoting.storedanswers import answer_at
 
 log = logging.getLogger(__name__)
 _FRAME_LENGTH = struct.Struct(">i")
@@ -686,9 +686,10 @@ class ClientConnection(Connection):
     """A client's connection (``RemotingClient``'s): SUCCESS answers read without a command.
 
     A request whose waiter has a ``stored`` method (the producer's send in flight) is told a
-    SUCCESS answer without a body as ``waiter.stored(extFields)``: the read finds such answers
-    with ``storedanswers.stored_answer_at`` (in C: only the extFields dict is built, no
-    ``orjson`` dict of the whole header and no ``RemotingCommand``). The first frame of a read
+    SUCCESS answer without a body as ``waiter.stored(data, pos, end)``, its frame in the read:
+    the read finds such answers with ``storedanswers.answer_at`` (in C: nothing but the
+    ``(opaque, end)`` pair is built: no ``orjson`` dict of the header, no ``RemotingCommand``,
+    no extFields dict; the producer reads its result from the frame itself). The first frame of a read
     that is anything else (another code, another waiter's answer, an unknown opaque, a request)
     goes alone to the general path when it is whole, and the reading goes on; an incomplete
     frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
@@ -714,21 +715,42 @@ class ClientConnection(Connection):
         self.ready = False
         super().connection_lost(exc)
 
+    def send_frame(self, frame: bytes, opaque: int, code: int, timeout: float, waiter: _Waiter) -> None:
+        """``Connection.send_frame`` with ``_write``'s common case inline: a request that joins
+        the frames already queued for this loop turn's flush (a pipelined producer's every send
+        but a turn's first) is queued here; one on an idle connection is written at once, as
+        there. Anything else (closed, too many pending, reading paused) is ``Connection``'s."""
+        pending, outbox, transport = self._pending, self._outbox, self._transport
+        if self.closed or transport is None or self.reading_paused or len(pending) >= MAX_PENDING_INVOKES:
+            super().send_frame(frame, opaque, code, timeout, waiter)
+            return
+        self.active = True
+        if not pending and not outbox:
+            transport.writelines((frame,))
+        elif outbox and self._flush_scheduled and len(outbox) + 1 < self._flush_after:
+            outbox.append(frame)
+        else:
+            self._write(frame)
+        deadline = self._loop.time() + timeout
+        pending[opaque] = (waiter, deadline, code, timeout)
+        if deadline < self._sweep_at:
+            self._arm(deadline)
+
     def data_received(self, data: bytes) -> None:
         if self._decoder.buffered or self.reading_paused:
             super().data_received(data)
             return
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
-            answer = stored_answer_at(data, pos, largest)
+            answer = answer_at(data, pos, largest)
             if answer is not None:
                 waiting = pending.get(answer[0])
                 stored = getattr(waiting[0], "stored", None) if waiting is not None else None
                 if stored is not None:
                     del pending[answer[0]]
-                    pos = answer[2]
+                    start, pos = pos, answer[1]
                     try:
-                        stored(answer[1])
+                        stored(data, start, pos)
                     except Exception:
                         log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
                     continue

@@ -14,6 +14,11 @@ decode makes of the frame, narrowed to that shape. Its C twin (native/clientsend
 header in place and builds only the extFields dict; it declines (None) more than the pure one
 does (escapes, white space, non-ASCII text, floats: nothing a broker writes), never gives
 another answer (tests/remoting/test_storedanswers.py, hypothesis).
+
+``answer_at(data, pos, max_frame)`` is the same question without the extFields dict:
+``(opaque, end)``. A client connection asks it of every frame of a read and hands a send's
+answer to the waiter as ``(data, pos, end)``: the producer reads its ``SendResult`` straight
+from the frame (``sending.send_result_at``), so the dict of five strings is not made at all.
 """
 
 from __future__ import annotations
@@ -50,3 +55,11 @@ def stored_answer_at(data: bytes, pos: int, max_frame: int) -> StoredAnswer | No
     if cmd.code != SUCCESS or not cmd.flag & RESPONSE_FLAG:
         return None
     return cmd.opaque, cmd.ext_fields, pos + 4 + length
+
+
+@nativecodecs.accelerated
+def answer_at(data: bytes, pos: int, max_frame: int) -> tuple[int, int] | None:
+    """``(opaque, end)`` of ``stored_answer_at(data, pos, max_frame)``, or None; its C twin
+    (native/clientsend.c) builds no extFields dict."""
+    answer = stored_answer_at(data, pos, max_frame)
+    return None if answer is None else (answer[0], answer[2])

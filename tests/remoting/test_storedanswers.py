@@ -2,9 +2,10 @@
 
 ``stored_answer_at`` must give, for any bytes, what its pure reference gives (the general
 decode of the frame, narrowed to a SUCCESS answer without a body): its C twin reads the header
-in place and hands what it cannot read to the reference. A client connection must tell every
+in place and hands what it cannot read to the reference. ``answer_at`` (C and pure) must give
+its ``(opaque, end)``. A client connection must tell every
 waiter what the general read told it, in the order of the frames: a send in flight (a waiter
-with ``stored``) its SUCCESS answer's extFields, anything else the decoded command.
+with ``stored``) its SUCCESS answer's frame, anything else the decoded command.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from hypothesis import strategies as st
 from rocketq.protocol import nativecodecs
 from rocketq.protocol.frames import RESPONSE_FLAG, FrameDecoder, RemotingCommand, SerializeType
 from rocketq.remoting.connection import ClientConnection
-from rocketq.remoting.storedanswers import stored_answer_at
+from rocketq.remoting.storedanswers import answer_at, stored_answer_at
 
 MAX_FRAME = 1 << 20
 pure = nativecodecs.pure(stored_answer_at)
+pure_at = nativecodecs.pure(answer_at)
 
 ascii_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12)
 any_text = st.one_of(ascii_text, st.text(max_size=6), st.sampled_from(['a"b', "c\\d", "\x01", "é", ""]))
@@ -73,6 +75,9 @@ headers = st.sampled_from([
 def _same(data: bytes, pos: int = 0, max_frame: int = MAX_FRAME) -> Any:
     got = stored_answer_at(data, pos, max_frame)
     assert got == pure(data, pos, max_frame)
+    # answer_at is the same reading without the extFields dict
+    assert answer_at(data, pos, max_frame) == pure_at(data, pos, max_frame) == (
+        None if got is None else (got[0], got[2]))
     return got
 
 
@@ -118,7 +123,8 @@ def test_a_broker_answer_is_read_in_place() -> None:
 
 
 class Flight:
-    """A waiter as the producer's send in flight: told a SUCCESS answer's extFields."""
+    """A waiter as the producer's send in flight: told a SUCCESS answer's frame (noted here as
+    its extFields)."""
 
     def __init__(self, told: list[Any]) -> None:
         self.told = told
@@ -126,8 +132,10 @@ class Flight:
     def __call__(self, response: RemotingCommand | None, error: BaseException | None) -> None:
         self.told.append(("answered", response.code if response is not None else error))
 
-    def stored(self, ext: dict[str, str]) -> None:
-        self.told.append(("stored", ext))
+    def stored(self, data: bytes, pos: int, end: int) -> None:
+        answer = stored_answer_at(data, pos, end - pos)
+        assert answer is not None and answer[2] == end
+        self.told.append(("stored", answer[1]))
 
 
 class Transport:
@@ -196,7 +204,7 @@ async def test_a_failing_stored_callback_does_not_stop_the_read(raises: Exceptio
     told: list[Any] = []
 
     class Broken(Flight):
-        def stored(self, ext: dict[str, str]) -> None:
+        def stored(self, data: bytes, pos: int, end: int) -> None:
             raise raises
 
     conn.send_frame(b"", 1, 310, 30.0, Broken(told))
@@ -216,3 +224,28 @@ async def test_a_bad_frame_among_answers_ends_the_read() -> None:
     conn.data_received(_answer(1, queueId="1") + bad + _answer(2, queueId="2"))
     assert told == [("stored", {"queueId": "1"})]
     assert transport.aborted and conn._stats.bad_frames == 1 and 2 in conn._pending
+
+
+class Recording(Transport):
+    def __init__(self) -> None:
+        self.writes: list[list[bytes]] = []
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.writes.append(list(chunks))
+
+
+async def test_requests_of_one_turn_are_queued_and_written_in_order() -> None:
+    conn = ClientConnection({}, flush_after_frames=4)
+    transport = Recording()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    told: list[Any] = []
+    for opaque in range(1, 8):
+        conn.send_frame(b"%d" % opaque, opaque, 310, 30.0, Flight(told))
+    # the first at once (nothing in flight), then queued: four frames are written together,
+    # the rest by the loop turn's flush
+    assert transport.writes == [[b"1"], [b"2", b"3", b"4", b"5"]]
+    await asyncio.sleep(0)
+    assert transport.writes[2:] == [[b"6", b"7"]]
+    assert sorted(conn._pending) == list(range(1, 8)) and all(e[2] == 310 for e in conn._pending.values())
+    conn.data_received(b"".join(_answer(opaque, queueId=str(opaque)) for opaque in range(1, 8)))
+    assert [ext["queueId"] for _what, ext in told] == [str(opaque) for opaque in range(1, 8)]
