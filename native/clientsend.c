@@ -210,7 +210,7 @@ PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *c
  * exact ints that fit a long long, ASCII properties (escaped as orjson escapes them), an exact
  * bytes body; anything else goes to the pure function.
  */
-enum { FRAME_PIECES = 7, FRAME_INTS = 5, MAX_DECIMAL = 24 };
+enum { FRAME_PIECES = 7, FRAME_INTS = 5 };
 
 /* Bytes of ``text`` (ASCII) as a JSON string's content, as orjson writes it. */
 static Py_ssize_t json_escaped_length(const unsigned char *text, Py_ssize_t length)
@@ -250,29 +250,10 @@ static char *json_escape(char *at, const unsigned char *text, Py_ssize_t length)
     return at;
 }
 
-/* ``value`` in decimal at ``out`` (at most MAX_DECIMAL bytes); returns the length. Written by
- * hand: snprintf's "%lld" cost ~1 200 instructions per number, five numbers per frame. */
-static int write_decimal(char *out, long long value)
-{
-    char digits[MAX_DECIMAL];
-    int count = 0, length = 0;
-    /* the magnitude as unsigned: -LLONG_MIN does not fit a long long */
-    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
-    do {
-        digits[count++] = (char)('0' + magnitude % 10);
-        magnitude /= 10;
-    } while (magnitude != 0);
-    if (value < 0)
-        out[length++] = '-';
-    while (count > 0)
-        out[length++] = digits[--count];
-    return length;
-}
-
 PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *pieces, *properties, *body, *out;
-    char decimals[FRAME_INTS][MAX_DECIMAL];
+    char decimals[FRAME_INTS][RQ_DECIMAL_MAX];
     int decimal_lengths[FRAME_INTS];
     Py_ssize_t header_size, total, escaped, text_length;
     const unsigned char *text;
@@ -299,7 +280,7 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
             PyErr_Clear();
             return rq_fallback(fallback, args, nargs);
         }
-        decimal_lengths[i] = write_decimal(decimals[i], value);
+        decimal_lengths[i] = rq_write_decimal(decimals[i], value);
         header_size += decimal_lengths[i];
     }
     text = (const unsigned char *)PyUnicode_DATA(properties);
