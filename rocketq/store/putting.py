@@ -53,6 +53,18 @@ def index_properties(encoded: str) -> tuple[str | None, str | None, str | None]:
             messageproperties.property_value(encoded, messageproperties.KEYS))
 
 
+def _index_fields(encoded: str, hint: tuple[str | None, str | None] | None,
+                  tags_code: int | None) -> tuple[str | None, str | None, str | None]:
+    """TAGS, UNIQ_KEY and KEYS of a put's encoded properties, from the put's hints where it
+    has them (the broker's sends give both: then no TAGS is needed, the tag hash is known)."""
+    if hint is None or tags_code is None:
+        tags, uniq, keys = index_properties(encoded)
+        if hint is not None:
+            uniq, keys = hint
+        return tags, uniq, keys
+    return None, hint[0], hint[1]
+
+
 @nativecodecs.accelerated_with(index_properties, javahash.tag_hash)
 def prepare_plain(encode: Callable[..., tuple[bytes, int]], by_topic: Mapping[str, Mapping[int, ConsumeQueue]],
                   max_record: int, r: PutRequest) -> PreparedMessage | None:
@@ -73,20 +85,12 @@ def prepare_plain(encode: Callable[..., tuple[bytes, int]], by_topic: Mapping[st
     cq = by_id.get(r.queue_id) if by_id is not None else None
     if cq is None:
         return None
-    hint = r.index_keys
-    tags_code = r.tags_code
-    if hint is None or tags_code is None:
-        tags, uniq, keys = index_properties(props)
-        if hint is not None:
-            uniq, keys = hint
-    else:
-        tags = None
-        uniq, keys = hint
+    tags, uniq, keys = _index_fields(props, r.index_keys, r.tags_code)
     record, ts_pos = encode(topic, r.queue_id, r.body, r.flag, props, 0, r.born_timestamp, r.born_host,
                             r.reconsume_times, r.prepared_transaction_offset)
     if len(record) > max_record:
         return None
-    tag = tags_code if tags_code is not None else javahash.tag_hash(tags)
+    tag = r.tags_code if r.tags_code is not None else javahash.tag_hash(tags)
     return (record, ts_pos, cq, True, tag, uniq, keys, None)
 
 
@@ -124,13 +128,7 @@ class Preparer:
             hint = r.index_keys
             if isinstance(props, str):
                 encoded = props
-                if hint is None or r.tags_code is None:  # the broker's sends give both hints
-                    tags, uniq, keys = index_properties(props)
-                    if hint is not None:
-                        uniq, keys = hint
-                else:
-                    tags = None
-                    uniq, keys = hint
+                tags, uniq, keys = _index_fields(props, hint, r.tags_code)
             else:
                 encoded = messageproperties.encode_properties(props)
                 tags = props.get(messageproperties.TAGS)
