@@ -227,7 +227,7 @@ class PullHandlers:
 
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
         max_nums, max_bytes = _limits(header)
-        tag_filter = None if sub.matches_all or not sub.is_tag_type else sub.matches_tag_code
+        tag_filter = _tag_filter(sub)
         record_filter = None if sub.is_tag_type else self._filters.pull_filter(
             header.consumer_group, sub, in_request=bool(header.sys_flag & pullsysflag.SUBSCRIPTION))
         return self._store.get_messages(
@@ -256,7 +256,7 @@ class PullHandlers:
     ) -> None:
         held = HeldPull(conn, request, header, sub, header.queue_offset)
         if sub.is_tag_type:
-            held.reads = (*_limits(header), None if sub.matches_all else sub.matches_tag_code)
+            held.reads = (*_limits(header), _tag_filter(sub))
         key = (header.topic, header.queue_id)
         self._held[key].append(held)
         self._held_count += 1
@@ -354,6 +354,12 @@ def _limits(header: PullMessageRequestHeader) -> tuple[int, int]:
     """The messages and bytes a pull may read: what it asks for, within the broker's limits."""
     return max(1, min(header.max_msg_nums, MAX_PULL_BATCH)), min(header.max_msg_bytes or MAX_PULL_BYTES,
                                                                  MAX_PULL_BYTES)
+
+
+def _tag_filter(sub: SubscriptionData) -> Callable[[int], bool] | None:
+    """The store read's filter on tag hash codes: None when nothing is filtered that way (every
+    tag matches, or a SQL92 subscription, whose filter reads the records)."""
+    return None if sub.matches_all or not sub.is_tag_type else sub.matches_tag_code
 
 
 def _response_code(status: GetStatus, requested_offset: int) -> int:
