@@ -686,6 +686,8 @@ def _count_calls(name: str, messages: int) -> str:
         PROFILER = None
     if name.endswith(("-sync", "-single", "-flush", "-send")):
         per_message = messages
+    elif name == "consumer-pulls-1":
+        per_message = messages // 8 // PULL_QUEUES * PULL_QUEUES
     else:
         per_call = PIPELINE_WINDOW if name.endswith("-pipelined") else BATCH
         per_message = max(1, messages // per_call) * per_call

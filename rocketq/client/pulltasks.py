@@ -163,8 +163,10 @@ class PullTask:
     def _ready(self) -> SubscriptionData | float:
         """The subscription to pull with now, or the seconds to wait first (flow control, an
         orderly queue's lock, no subscription)."""
-        reason = self._flow_control()
-        if reason is not None:
+        s = self._settings
+        if not self.pq.within(s.pull_threshold_for_queue, s.pull_threshold_size_for_queue,
+                              None if self._orderly else s.consume_concurrently_max_span):
+            reason = self._flow_control()  # the same checks, with the words to log
             self._flow_controlled += 1
             if self._flow_controlled % 1000 == 1:
                 log.warning("%s: flow control on %s: %s", self._group, self.mq, reason)
