@@ -27,6 +27,8 @@ case drives the real code with real bytes, in one process, without sockets:
   consumer``) pulling through a real client ``Connection`` whose transport answers each pull
   written, in the next loop turn, with a FOUND answer of 32 records encoded beforehand, handed
   over in reads of ``PULL_READ_SIZE`` bytes as a socket would (the answers' framing is not counted).
+  ``consumer-pulls-1``: the same with one record per answer (end to end at 5 000 msg/s a pull
+  answers one or two messages), over an eighth of ``--messages``.
 * ``producer-*``: the producer's per-send work without the network: validation, unique key,
   header and frame encoding, then decoding the broker's answer into a ``SendResult``.
 * ``producer-send``: a started ``Producer``'s ``send``, one at a time, awaited, through its real
@@ -526,7 +528,7 @@ _QUEUE_OFFSET_POS = 20
 """A stored record's QUEUEOFFSET field (``storedrecords``)."""
 
 
-def _pull_bodies(pulls: int) -> dict[tuple[int, int], bytes]:
+def _pull_bodies(pulls: int, per_pull: int = BATCH) -> dict[tuple[int, int], bytes]:
     """FOUND answer bodies by (queue, offset): one encoded record per queue, its queue offset
     patched for every position (a cheap setup, so that callgrind counts little of it)."""
     props = "UNIQ_KEY\x017F0000010F2A18B4AAC2000000000000\x02WAIT\x01true\x02"
@@ -536,10 +538,10 @@ def _pull_bodies(pulls: int) -> dict[tuple[int, int], bytes]:
             topic=TOPIC, queue_id=q, body=b"x" * BODY_SIZE, properties=props, born_host=("127.0.0.1", 40123),
             store_host=("127.0.0.1", 10911))
         for p in range(pulls):
-            run = bytearray(record * BATCH)
-            for i in range(BATCH):
-                _QUEUE_OFFSET.pack_into(run, i * len(record) + _QUEUE_OFFSET_POS, p * BATCH + i)
-            out[(q, p * BATCH)] = bytes(run)
+            run = bytearray(record * per_pull)
+            for i in range(per_pull):
+                _QUEUE_OFFSET.pack_into(run, i * len(record) + _QUEUE_OFFSET_POS, p * per_pull + i)
+            out[(q, p * per_pull)] = bytes(run)
     return out
 
 
@@ -548,9 +550,9 @@ class PullAnsweringTransport(CollectingTransport):
     the FOUND answer for its queue and offset (pulls past the last offset are held, as a broker
     holds them), in reads of ``PULL_READ_SIZE``. ``spent``: its own CPU time, not counted."""
 
-    def __init__(self, bodies: dict[tuple[int, int], bytes], last: int) -> None:
+    def __init__(self, bodies: dict[tuple[int, int], bytes], last: int, per_pull: int = BATCH) -> None:
         super().__init__()
-        self.bodies, self.last = bodies, last
+        self.bodies, self.last, self.per_pull = bodies, last, per_pull
         self.conn: Connection | None = None
         self.written: list[bytes] = []
         self.scheduled = False
@@ -575,7 +577,7 @@ class PullAnsweringTransport(CollectingTransport):
             body = self.bodies.get((q, offset))
             if body is not None:
                 answers.append(request.response(ResponseCode.SUCCESS, None, {
-                    "suggestWhichBrokerId": "0", "nextBeginOffset": str(offset + BATCH), "minOffset": "0",
+                    "suggestWhichBrokerId": "0", "nextBeginOffset": str(offset + self.per_pull), "minOffset": "0",
                     "maxOffset": str(self.last)}, body).encode())
         read = b"".join(answers)
         reads = [read[i:i + PULL_READ_SIZE] for i in range(0, len(read), PULL_READ_SIZE)]
@@ -585,9 +587,9 @@ class PullAnsweringTransport(CollectingTransport):
             self.conn.data_received(chunk)
 
 
-async def consumer_pulls(messages: int) -> float:
-    pulls = max(1, messages // BATCH // PULL_QUEUES)
-    total = pulls * BATCH * PULL_QUEUES
+async def consumer_pulls(messages: int, per_pull: int = BATCH) -> float:
+    pulls = max(1, messages // per_pull // PULL_QUEUES)
+    total = pulls * per_pull * PULL_QUEUES
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     counted = 0
 
@@ -604,7 +606,7 @@ async def consumer_pulls(messages: int) -> float:
     instance._store_route(TOPIC, TopicRoute((QueueData("broker-a", PULL_QUEUES, PULL_QUEUES, 6),),
                                             (BrokerData("DefaultCluster", "broker-a", ((0, BROKER_ADDR),)),)))
     conn = ClientConnection({}, name="hotpath-consumer", flush_after_frames=COALESCE_FRAMES)  # as RemotingClient
-    transport = PullAnsweringTransport(_pull_bodies(pulls), pulls * BATCH)
+    transport = PullAnsweringTransport(_pull_bodies(pulls, per_pull), pulls * per_pull, per_pull)
     transport.conn = conn
     conn.connection_made(transport)  # type: ignore[arg-type]
     instance.remoting._connections[BROKER_ADDR] = conn
@@ -640,6 +642,7 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "consumer-decode": consumer_decode,
     "consumer-path": lambda root, n: consumer_path(n),
     "consumer-pulls": lambda root, n: consumer_pulls(n),
+    "consumer-pulls-1": lambda root, n: consumer_pulls(n // 8, per_pull=1),
     "producer-sync": lambda root, n: producer_path(n, batch=False),
     "producer-batch": lambda root, n: producer_path(n, batch=True),
     "producer-send": lambda root, n: producer_send(n),
@@ -683,6 +686,8 @@ def _count_calls(name: str, messages: int) -> str:
         PROFILER = None
     if name.endswith(("-sync", "-single", "-flush", "-send")):
         per_message = messages
+    elif name == "consumer-pulls-1":
+        per_message = messages // 8 // PULL_QUEUES * PULL_QUEUES
     else:
         per_call = PIPELINE_WINDOW if name.endswith("-pipelined") else BATCH
         per_message = max(1, messages // per_call) * per_call

@@ -88,6 +88,15 @@ class ProcessQueue:
         cached = self._messages
         return next(reversed(cached)) - next(iter(cached)) if cached else 0
 
+    def within(self, count: int, size_mib: int, span: int | None) -> bool:
+        """Flow control's limits in one call: at most ``count`` messages, ``size_mib`` MiB of
+        bodies (as ``msg_size_mib``) and, unless ``span`` is None, ``span`` between the smallest
+        and largest offset (as ``max_span``)."""
+        cached = self._messages
+        if len(cached) > count or self.msg_size // MIB > size_mib:
+            return False
+        return span is None or not cached or next(reversed(cached)) - next(iter(cached)) <= span
+
     def put(self, messages: Iterable[MessageExt]) -> int:
         """Cache pulled messages; returns how many were new (an offset already held is skipped)."""
         cached = self._messages

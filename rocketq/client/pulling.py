@@ -36,7 +36,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
 from rocketq.protocol import messageerrors, messageproperties, nativecodecs, requests
 from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.messagetypes import MessageExt
 from rocketq.protocol.pullsysflag import build as sys_flag
 from rocketq.protocol.requests import PULL_STATUS_BY_CODE, PullResult, PullStatus
@@ -48,8 +48,8 @@ _SPLICED: Final = (b'"opaque":0,', b'"queueOffset":"0"', b'"sysFlag":"0"', b'"co
 """The fields of a pull request that change between a queue's pulls, as encoded with zeros. A
 key-value pair occurs once in the header: inside a JSON string a quote is always escaped."""
 
-__all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "request_header", "stamped_messages",
-           "sys_flag", "to_result"]
+__all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "found_messages", "request_header",
+           "stamped_messages", "sys_flag", "to_result"]
 
 
 def request_header(
@@ -133,13 +133,17 @@ def stamped_messages(body: bytes, min_offset: int, max_offset: int) -> list[Mess
 _native = nativecodecs.native
 
 
+def found_messages(body: bytes, header: PullMessageResponseHeader, sub: SubscriptionData) -> list[MessageExt]:
+    """A FOUND answer's messages, stamped with the queue's bounds, those of other tags dropped."""
+    messages = stamped_messages(body, header.min_offset, header.max_offset)
+    if not sub.matches_all:
+        messages = [m for m in messages if sub.matches_tag(m.tags)]
+    return messages
+
+
 def to_result(reply: PullReply, sub: SubscriptionData) -> PullResult:
     header = reply.header
     status = PULL_STATUS_BY_CODE[reply.code]
-    messages: list[MessageExt] = []
-    if status is PullStatus.FOUND:
-        messages = stamped_messages(reply.body, header.min_offset, header.max_offset)
-        if not sub.matches_all:
-            messages = [m for m in messages if sub.matches_tag(m.tags)]
+    messages = found_messages(reply.body, header, sub) if status is PullStatus.FOUND else []
     return PullResult(status, header.next_begin_offset, header.min_offset, header.max_offset, messages,
                       header.suggest_which_broker_id)

@@ -24,6 +24,12 @@ timer's offset commits. Outcomes:
 The broker may suggest pulling from a slave (``suggestWhichBrokerId``); the next pull follows
 it, and a pull from a slave never carries COMMIT_OFFSET (only a master stores offsets).
 
+On an open connection the pulls are chained by their answers: the read that brings an answer
+hands it to the task's callback, which caches and submits its messages and sends the next pull
+right there, with no future and no task step per pull; the task waits for the chain to end
+(a delay to wait, an error, OFFSET_ILLEGAL) and goes on from there as after one pull. What a
+pull does is the same either way (``PullTask._answered`` and the section above it).
+
 An orderly queue (``orderly=True``) has no span limit (its cache is consumed in order anyway)
 and, in CLUSTERING, is pulled only while this client holds its broker lock: otherwise the
 pull waits 3 s and looks again.
@@ -44,12 +50,12 @@ from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
-from rocketq.protocol.codes import MASTER_ID, RequestCode
+from rocketq.protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.requests import command
 from rocketq.protocol.subscription import SubscriptionData
-from rocketq.remoting.connection import Connection
+from rocketq.remoting.connection import ClientConnection
 from rocketq.remoting.errors import RemotingError
 from rocketq.tasks import OwnedTask
 
@@ -67,18 +73,8 @@ _WITHOUT_COMMIT: Final = pulling.sys_flag(commit_offset=False, suspend=True, sub
 
 
 _PULL_MESSAGE: Final = int(RequestCode.PULL_MESSAGE)
-
-
-def _request_frame(loop: asyncio.AbstractEventLoop, conn: Connection, requests: pulling.PullRequests,
-                   offset: int, flag: int, commit: int, timeout: float) -> asyncio.Future[RemotingCommand]:
-    """``conn.request(command(PULL_MESSAGE, requests.ext_fields(...)), timeout)`` with the frame
-    made from the queue's template: the same bytes, future and outcomes; a cancelled future
-    (the pull task stopped) withdraws the request, as ``request``'s does."""
-    opaque = conn.next_opaque()
-    fut: asyncio.Future[RemotingCommand] = loop.create_future()
-    conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, fut)
-    fut.add_done_callback(lambda done: conn.forget(opaque) if done.cancelled() else None)
-    return fut
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+"""A FOUND answer's code."""
 
 
 class ConsumeService(Protocol):
@@ -111,6 +107,10 @@ class PullTask:
         self._requests: pulling.PullRequests | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The running loop, once the task runs (a test may call ``pull_once`` directly)."""
+        self._chain: asyncio.Future[pulling.PullResult | float] | None = None
+        """What the task awaits while pulls are chained by their answers (``_chained``)."""
+        self._out: tuple[ClientConnection, int, str, SubscriptionData] | None = None
+        """The chained pull out: its connection, opaque, address and subscription."""
         self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
@@ -140,9 +140,33 @@ class PullTask:
         return None
 
     async def pull_once(self) -> float:
-        """One flow-control check or pull; returns the seconds to wait before the next one."""
-        reason = self._flow_control()
-        if reason is not None:
+        """One flow-control check or pull; returns the seconds to wait before the next one. A pull
+        on an open connection is answered to ``_answered``, which sends the next pull itself while
+        nothing has to wait: then this returns when that chain of pulls ends (see ``_chained``)."""
+        ready = self._ready()
+        if ready.__class__ is float:
+            return ready
+        try:
+            outcome = await self._pull(ready)  # type: ignore[arg-type]
+        except (ClientError, RemotingError) as exc:
+            log.warning("%s: pull of %s at %d failed: %s", self._group, self.mq, self.next_offset, exc)
+            return await self._after_failure(exc)
+        if outcome.__class__ is float:  # a chain of pulls ended
+            return outcome
+        result: pulling.PullResult = outcome  # type: ignore[assignment]
+        if self.pq.dropped:
+            return 0.0
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            return await self._restart_at(result)
+        return self._handle(result)
+
+    def _ready(self) -> SubscriptionData | float:
+        """The subscription to pull with now, or the seconds to wait first (flow control, an
+        orderly queue's lock, no subscription)."""
+        s = self._settings
+        if not self.pq.within(s.pull_threshold_for_queue, s.pull_threshold_size_for_queue,
+                              None if self._orderly else s.consume_concurrently_max_span):
+            reason = self._flow_control()  # the same checks, with the words to log
             self._flow_controlled += 1
             if self._flow_controlled % 1000 == 1:
                 log.warning("%s: flow control on %s: %s", self._group, self.mq, reason)
@@ -152,16 +176,7 @@ class PullTask:
         sub = self._subscription(self.mq.topic)
         if sub is None:
             return NO_SUBSCRIPTION_DELAY
-        try:
-            result = await self._pull(sub)
-        except (ClientError, RemotingError) as exc:
-            log.warning("%s: pull of %s at %d failed: %s", self._group, self.mq, self.next_offset, exc)
-            return await self._after_failure(exc)
-        if self.pq.dropped:
-            return 0.0
-        if result.status is PullStatus.OFFSET_ILLEGAL:
-            return await self._restart_at(result)
-        return self._handle(result)
+        return sub
 
     async def _after_failure(self, error: Exception) -> float:
         """The delay before the next pull: none when a route refresh moved the queue to another
@@ -174,37 +189,132 @@ class PullTask:
         now = self._instance.subscribe_addr(self.mq.broker_name)
         return 0.0 if now is not None and now[0] != failed else ERROR_DELAY
 
-    async def _pull(self, sub: SubscriptionData) -> pulling.PullResult:
+    async def _pull(self, sub: SubscriptionData) -> pulling.PullResult | float:
+        """One pull's result; or, when it went out chained (``_send_chained``), the delay its chain
+        of pulls ended with."""
         self._pulled_from = None
         found = self._instance.subscribe_addr(self.mq.broker_name, self._suggested_broker)
         if found is None:  # no route known yet: ``find_subscribe_addr`` fetches it, or raises
             found = await self._instance.find_subscribe_addr(self.mq, self._suggested_broker)
         addr, is_slave = found
         self._pulled_from = addr
+        if self._send_chained(addr, is_slave, sub):
+            return await self._chained()
+        offset, flag, commit = self._request_values(is_slave)
+        header = self._requests_for(sub).ext_fields(offset, flag, commit)
+        timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
+        remoting = self._instance.remoting
+        conn = remoting.ready_connection(addr)
+        if conn is not None:
+            reply = wire.pull_reply(await conn.request(command(RequestCode.PULL_MESSAGE, header), timeout), addr)
+        else:
+            reply = await wire.pull(remoting, addr, header, timeout)
+        result = pulling.to_result(reply, sub)
+        self._suggested_broker = result.suggest_which_broker_id
+        return result
+
+    def _request_values(self, is_slave: bool) -> tuple[int, int, int]:
+        """The pull's offset, sysFlag and commit offset (only a master is told the commit offset)."""
         commit = None
         if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
             commit = self._offsets.read_memory(self.mq)
         flag = _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT
-        requests, offset, commit = self._requests_for(sub), self.next_offset, commit or 0
+        return self.next_offset, flag, commit or 0
+
+    # --- pulls chained by their answers -----------------------------------------------------------
+    #
+    # On an open connection a pull's answer is handed to ``_answered`` from inside the read that
+    # brings it: no future, no task step. A FOUND answer's messages go to the process queue and
+    # the consume service there, and the next pull is sent there too when nothing has to wait
+    # (no pull interval, no flow control, the lock held, the route and connection at hand). The
+    # task meanwhile awaits ``_chain``, which ends with the delay the last answer asked for, an
+    # OFFSET_ILLEGAL result or an error: what ``pull_once`` does next with them is what it
+    # does after a single pull. Stopping the task cancels ``_chain`` and withdraws the pull out.
+
+    def _send_chained(self, addr: str, is_slave: bool, sub: SubscriptionData) -> bool:
+        """Send the pull to ``addr`` from the queue's template on its open connection, answered to
+        ``_answered``; False, having sent nothing, when that connection is not ready."""
+        conn = self._instance.remoting.ready_connection(addr)
+        if conn is None:
+            return False
+        offset, flag, commit = self._request_values(is_slave)
+        if offset.__class__ is not int or commit.__class__ is not int:  # the template writes exact ints
+            return False
+        requests = self._requests_for(sub)
         timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
-        remoting = self._instance.remoting
-        conn = remoting.ready_connection(addr)
+        opaque = conn.next_opaque()
+        conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, self._answered)
+        self._out = (conn, opaque, addr, sub)
+        return True
+
+    async def _chained(self) -> pulling.PullResult | float:
+        """Wait for the chain of pulls begun by ``_send_chained`` to end (see above)."""
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
-        if conn is not None and offset.__class__ is int and commit.__class__ is int:
-            # the open connection: the request from the queue's template, its answer's future,
-            # without three coroutines in between
-            reply = wire.pull_reply(await _request_frame(loop, conn, requests, offset, flag, commit, timeout), addr)
+        chain = self._chain = loop.create_future()
+        try:
+            return await chain
+        finally:
+            self._chain = None
+            out, self._out = self._out, None
+            if out is not None:  # stopped with a pull out: its answer, if one comes, is dropped
+                out[0].forget(out[1])
+
+    def _answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        """A chained pull's outcome (``Connection.request_callback``'s form): handled here, and the
+        next pull sent, or the chain ended for the task (see above)."""
+        out, self._out = self._out, None
+        chain = self._chain
+        if out is None or chain is None or chain.done():
+            return  # the task was stopped
+        try:
+            if response is None:
+                raise error if error is not None else RemotingError("pull ended without an answer")
+            end = self._take(response, out[2], out[3])
+            if end is None:
+                end = self._pull_next()
+                if end is None:
+                    return  # the next pull is out
+        except Exception as exc:
+            chain.set_exception(exc)
+            return
+        chain.set_result(end)
+
+    def _take(self, response: RemotingCommand, addr: str, sub: SubscriptionData) -> pulling.PullResult | float | None:
+        """An answer of the chain: its messages to the process queue and the consume service.
+        None when the next pull may go at once; else how the chain ends (the delay before the
+        next pull, or the OFFSET_ILLEGAL result for the task)."""
+        if response.code == _SUCCESS:  # FOUND: no PullReply, no PullResult
+            header = wire.pull_header(response, addr)  # the only FOUND code: no lookup
+            self._suggested_broker = header.suggest_which_broker_id
+            messages = pulling.found_messages(response.body, header, sub)
+            if self.pq.dropped:
+                return 0.0
+            delay = self._found(header.next_begin_offset, messages)
         else:
-            header = requests.ext_fields(offset, flag, commit)
-            if conn is not None:
-                reply = wire.pull_reply(await conn.request(command(RequestCode.PULL_MESSAGE, header), timeout), addr)
-            else:
-                reply = await wire.pull(remoting, addr, header, timeout)
-        result = pulling.to_result(reply, sub)
-        self._suggested_broker = result.suggest_which_broker_id
-        return result
+            result = pulling.to_result(wire.pull_reply(response, addr), sub)
+            self._suggested_broker = result.suggest_which_broker_id
+            if self.pq.dropped:
+                return 0.0
+            if result.status is PullStatus.OFFSET_ILLEGAL:
+                return result
+            delay = self._handle(result)
+        return None if delay == 0 else delay
+
+    def _pull_next(self) -> float | None:
+        """From an answer: the next pull sent now (None), or the delay the chain ends with (0.0
+        when only the task can go on: no route at hand, the connection not ready)."""
+        ready = self._ready()
+        if ready.__class__ is float:
+            return ready
+        self._pulled_from = None
+        found = self._instance.subscribe_addr(self.mq.broker_name, self._suggested_broker)
+        if found is None:
+            return 0.0
+        addr, is_slave = found
+        self._pulled_from = addr
+        return None if self._send_chained(addr, is_slave, ready) else 0.0  # type: ignore[arg-type]
 
     def _requests_for(self, sub: SubscriptionData) -> pulling.PullRequests:
         s, requests = self._settings, self._requests
@@ -215,10 +325,18 @@ class PullTask:
 
     def _handle(self, result: pulling.PullResult) -> float:
         """A FOUND, NO_NEW_MSG or NO_MATCHED_MSG answer (nothing here waits: no coroutine per pull)."""
+        if result.status is PullStatus.FOUND:
+            return self._found(result.next_begin_offset, result.messages)
         self.next_offset = result.next_begin_offset
-        if result.status is PullStatus.FOUND and result.messages:
-            self.pq.put(result.messages)
-            self._consume.submit(result.messages, self.pq, self.mq)
+        self._mark_consumed_if_idle()
+        return 0.0
+
+    def _found(self, next_begin_offset: int, messages: list[MessageExt]) -> float:
+        """A FOUND answer's messages (none left when the tag filter took them all)."""
+        self.next_offset = next_begin_offset
+        if messages:
+            self.pq.put(messages)
+            self._consume.submit(messages, self.pq, self.mq)
             return self._settings.pull_interval / 1000
         self._mark_consumed_if_idle()
         return 0.0

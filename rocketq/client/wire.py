@@ -227,8 +227,13 @@ def pull_reply(response: RemotingCommand, addr: str) -> PullReply:
     code = _PULL_RESPONSE_CODES.get(response.code)
     if code is None:
         raise _fail(response, addr)
-    reply_header = _response_header(headers.PullMessageResponseHeader, response, addr)
-    return PullReply(code, reply_header, response.body)
+    return PullReply(code, pull_header(response, addr), response.body)
+
+
+def pull_header(response: RemotingCommand, addr: str) -> headers.PullMessageResponseHeader:
+    """The header of a pull answer whose code is one of the four outcomes (ProtocolError when
+    it does not parse)."""
+    return _response_header(headers.PullMessageResponseHeader, response, addr)
 
 
 _PULL_RESPONSE_CODES: Final = {int(code): ResponseCode(code) for code in PULL_CODES}

@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -342,3 +343,23 @@ async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None
             return
         await asyncio.sleep(0.01)
     raise AssertionError("condition not reached")
+
+
+class KeepingTransport:
+    """A client connection's socket whose peer never answers by itself: keeps what is written
+    (a test decodes it and hands the connection the answers it chooses)."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 10911) if name in ("peername", "sockname") else default
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.written.extend(bytes(chunk) for chunk in chunks)
+
+    def write(self, data: bytes) -> None:
+        self.written.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return False

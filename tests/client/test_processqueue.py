@@ -149,3 +149,15 @@ def test_native_loops_raise_what_the_pure_ones_raise() -> None:
     unset = MessageExt.__new__(MessageExt)  # the learned class with its slots left empty
     with pytest.raises(AttributeError):
         _native.cache_put({}, [unset], -1)
+
+
+@given(st.lists(st.tuples(st.integers(0, 500), st.integers(0, 3 * processqueue.MIB)), max_size=20),
+       st.integers(0, 25), st.integers(0, 3), st.one_of(st.none(), st.integers(0, 600)))
+def test_within_is_the_three_flow_control_checks(cached: list[tuple[int, int]], count: int, size_mib: int,
+                                                  span: int | None) -> None:
+    """The pull loop's one call agrees with the checks it stands for (the limits' edges included)."""
+    pq = ProcessQueue()
+    pq.put([ext(offset, b"x" * size) for offset, size in cached])
+    over = (pq.msg_count > count or pq.msg_size_mib > size_mib
+            or (span is not None and pq.max_span() > span))
+    assert pq.within(count, size_mib, span) is not over

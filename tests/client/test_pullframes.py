@@ -6,8 +6,8 @@ non-ASCII text included: a template cut in the wrong place would show here)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from client_fakes import KeepingTransport
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,22 +47,6 @@ def test_frame_from_the_template_is_the_encoded_command(
     assert [(c.code, c.opaque, c.ext_fields) for c in decoded] == [(cmd.code, opaque, cmd.ext_fields)]
 
 
-class _HeldTransport:
-    """A socket whose peer holds every pull (a broker with nothing new): keeps what is written."""
-
-    def __init__(self) -> None:
-        self.written: list[bytes] = []
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 10911) if name in ("peername", "sockname") else default
-
-    def writelines(self, chunks: list[bytes]) -> None:
-        self.written.extend(bytes(chunk) for chunk in chunks)
-
-    def is_closing(self) -> bool:
-        return False
-
-
 async def test_a_stopped_pull_task_withdraws_its_held_pull() -> None:
     """The templated pull is sent on the open connection, and stopping the task (a rebalance
     dropping the queue) forgets the request there, as ``Connection.request``'s future does."""
@@ -71,7 +55,7 @@ async def test_a_stopped_pull_task_withdraws_its_held_pull() -> None:
     instance._store_route("T", TopicRoute((QueueData("broker-a", 1, 1, 6),),
                                           (BrokerData("DefaultCluster", "broker-a", ((0, _BROKER),)),)))
     conn = ClientConnection({}, name="test-consumer")
-    transport = _HeldTransport()
+    transport = KeepingTransport()  # a broker with nothing new: it holds every pull
     conn.connection_made(transport)  # type: ignore[arg-type]
     instance.remoting._connections[_BROKER] = conn
     offsets = RemoteBrokerOffsetStore(instance, "G")
