@@ -8,7 +8,8 @@
  * and goes to the pure function, which refuses (or accepts) it as it always did.
  *
  * ``next_unique_key(ids)`` (rocketq/protocol/msgid.py) is a generator's ``next_id`` in one call;
- * it is at the end of this file.
+ * ``prepare(msg, settings)`` (at the end of this file) does both, with the checks and the
+ * Outgoing, for a plain message.
  */
 #include "rocketq_native.h"
 
@@ -107,17 +108,34 @@ static long long plain_digits(PyObject *raw, Py_ssize_t max_digits)
     return value;
 }
 
+/* Each words[i] interned into *targets[i], once: 0, or -1 on error. */
+static int intern_words(PyObject **const targets[], const char *const words[], int count)
+{
+    for (int i = 0; i < count; i++)
+        if (*targets[i] == NULL && (*targets[i] = PyUnicode_InternFromString(words[i])) == NULL)
+            return -1;
+    return 0;
+}
+
 static int intern_answer_names(void)
 {
-    if (msg_id_key != NULL)
-        return 0;
-    msg_id_key = PyUnicode_InternFromString("msgId");
-    queue_id_key = PyUnicode_InternFromString("queueId");
-    queue_offset_key = PyUnicode_InternFromString("queueOffset");
-    region_key = PyUnicode_InternFromString("MSG_REGION");
-    queue_id_attr = PyUnicode_InternFromString("queue_id");
-    empty_tuple = PyTuple_New(0);
-    return msg_id_key && queue_id_key && queue_offset_key && region_key && queue_id_attr && empty_tuple ? 0 : -1;
+    static PyObject **const targets[] = {&msg_id_key, &queue_id_key, &queue_offset_key, &region_key, &queue_id_attr};
+    static const char *const words[] = {"msgId", "queueId", "queueOffset", "MSG_REGION", "queue_id"};
+    if (empty_tuple == NULL && (empty_tuple = PyTuple_New(0)) == NULL)
+        return -1;
+    return intern_words(targets, words, 5);
+}
+
+/* An instance of the slots class ``type`` with its slots ``names`` set to ``values`` (as a
+ * dataclass's __init__ sets them, without running it), or NULL on error. */
+static PyObject *slots_object(PyObject *type, PyObject *names, PyObject *const *values)
+{
+    PyObject *self = PyBaseObject_Type.tp_new((PyTypeObject *)type, empty_tuple, NULL);
+    for (Py_ssize_t i = 0; self != NULL && i < PyTuple_GET_SIZE(names); i++) {
+        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
+    }
+    return self;
 }
 
 /* A dict lookup by an interned str key: a borrowed value, or NULL (absent, or an error set). */
@@ -136,14 +154,12 @@ static int result_context_ok(PyObject *context)
     return PyTuple_CheckExact(names) && PyTuple_GET_SIZE(names) == RESULT_FIELDS;
 }
 
-/* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
-static long long queue_id_of(PyObject *mq)
+/* obj's attribute ``name`` as a C value: -1 when it is not an exact int in 0..LLONG_MAX, -2 on
+ * error (the attribute missing). */
+static long long natural_attr(PyObject *obj, PyObject *name)
 {
-    PyObject *raw;
+    PyObject *raw = PyObject_GetAttr(obj, name);
     long long value;
-    if (intern_answer_names() < 0)
-        return -2;
-    raw = PyObject_GetAttr(mq, queue_id_attr);
     if (raw == NULL)
         return -2;
     value = PyLong_CheckExact(raw) ? PyLong_AsLongLong(raw) : -1;
@@ -151,6 +167,12 @@ static long long queue_id_of(PyObject *mq)
     if (value == -1 && PyErr_Occurred())
         PyErr_Clear();
     return value < 0 ? -1 : value;
+}
+
+/* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
+static long long queue_id_of(PyObject *mq)
+{
+    return intern_answer_names() < 0 ? -2 : natural_attr(mq, queue_id_attr);
 }
 
 /* SendResult(status, msg_id, offset_msg_id, mq, queue_offset, region or None), its slots filled
@@ -167,11 +189,7 @@ static PyObject *new_result(PyObject *context, PyObject *status, PyObject *msg_i
     values[5] = region != NULL ? region : Py_None;
     if (values[4] == NULL)
         return NULL;
-    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
-    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
-            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
-    }
+    self = slots_object(PyTuple_GET_ITEM(context, 0), names, values);
     Py_DECREF(values[4]);
     return self;
 }
@@ -907,4 +925,204 @@ PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *
     Py_DECREF(offset_msg_id);
     Py_XDECREF(region);
     return result;
+}
+
+/* ``prepare(msg, settings)`` (rocketq/client/sending.py): the Outgoing of a plain message in one
+ * call: the checks ``prepare`` makes inline, a new unique key (``next_unique_key``) stamped as
+ * the properties' last entry (``stamp_unique_key``) and the Outgoing built slot by slot. The
+ * plain case: a message of one of the plain classes, a topic already validated, an exact bytes
+ * body of 1..maxMessageSize bytes below the compression threshold, an i32 exact int flag, an
+ * exact dict of properties without a UNIQ_KEY entry whose text is surely within the limit.
+ * Anything else (the map put back as it was) is the pure function's; a key drawn for a message
+ * that then goes there is not reused (keys only need to be unique).
+ *
+ * context: (Outgoing, its field names in order, the plain message classes, the set of checked
+ * topics, the generator's getter, next_unique_key, MAX_PROPERTIES_LENGTH, MSG_TYPE, its reply
+ * value)
+ */
+enum {
+    PREPARE_CONTEXT = 9, OUTGOING_FIELDS = 8,
+    CTX_OUTGOING = 0, CTX_FIELDS, CTX_PLAIN_TYPES, CTX_CHECKED_TOPICS, CTX_UNIQ_IDS, CTX_NEXT_KEY, CTX_LIMIT,
+    CTX_MSG_TYPE, CTX_REPLY,
+};
+
+static PyObject *attr_topic, *attr_body, *attr_flag, *attr_properties, *attr_max_size, *attr_compress_over;
+
+static int intern_prepare_names(void)
+{
+    static PyObject **const targets[] = {&attr_topic, &attr_body, &attr_flag, &attr_properties, &attr_max_size,
+                                         &attr_compress_over};
+    static const char *const words[] = {"topic", "body", "flag", "properties", "max_message_size",
+                                        "compress_msg_body_over_howmuch"};
+    return intern_words(targets, words, 6);
+}
+
+static int prepare_context_ok(PyObject *context)
+{
+    return PyTuple_GET_SIZE(context) == PREPARE_CONTEXT && PyType_Check(PyTuple_GET_ITEM(context, CTX_OUTGOING))
+        && PyTuple_CheckExact(PyTuple_GET_ITEM(context, CTX_FIELDS))
+        && PyTuple_GET_SIZE(PyTuple_GET_ITEM(context, CTX_FIELDS)) == OUTGOING_FIELDS
+        && PyAnySet_Check(PyTuple_GET_ITEM(context, CTX_PLAIN_TYPES))
+        && PyAnySet_Check(PyTuple_GET_ITEM(context, CTX_CHECKED_TOPICS))
+        && PyLong_CheckExact(PyTuple_GET_ITEM(context, CTX_LIMIT))
+        && PyUnicode_CheckExact(PyTuple_GET_ITEM(context, CTX_MSG_TYPE))
+        && PyUnicode_CheckExact(PyTuple_GET_ITEM(context, CTX_REPLY));
+}
+
+
+/* The message's fields read for the plain case: 1 when they are plain (new references in
+ * fields[0..3]: topic, body, flag, properties), 0 when not (none held), -1 on error. */
+static int plain_message(PyObject *context, PyObject *msg, PyObject *settings, PyObject **fields)
+{
+    PyObject *names[4] = {attr_topic, attr_body, attr_flag, attr_properties};
+    long long max_size, compress_over, flag;
+    Py_ssize_t size;
+    int found, overflow = 0;
+    found = PySet_Contains(PyTuple_GET_ITEM(context, CTX_PLAIN_TYPES), (PyObject *)Py_TYPE(msg));
+    if (found <= 0)
+        return found;
+    for (int i = 0; i < 4; i++)
+        fields[i] = NULL;
+    for (int i = 0; i < 4; i++) {
+        if ((fields[i] = PyObject_GetAttr(msg, names[i])) == NULL)
+            goto error;
+    }
+    if (!PyUnicode_CheckExact(fields[0]) || !PyBytes_CheckExact(fields[1]) || !PyLong_CheckExact(fields[2])
+            || !PyDict_CheckExact(fields[3]))
+        goto not_plain;
+    found = PySet_Contains(PyTuple_GET_ITEM(context, CTX_CHECKED_TOPICS), fields[0]);
+    if (found <= 0)
+        goto decline;
+    flag = PyLong_AsLongLongAndOverflow(fields[2], &overflow);
+    if (overflow || flag < INT32_MIN || flag > INT32_MAX)
+        goto not_plain;
+    max_size = natural_attr(settings, attr_max_size);
+    compress_over = max_size >= 0 ? natural_attr(settings, attr_compress_over) : max_size;
+    if (max_size == -2 || compress_over == -2)
+        goto error;
+    size = PyBytes_GET_SIZE(fields[1]);
+    if (max_size < 0 || compress_over < 0 || size == 0 || size > max_size || size >= compress_over)
+        goto not_plain;
+    return 1;
+not_plain:
+    found = 0;
+decline:
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(fields[i]);
+    return found;
+error:
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(fields[i]);
+    return -1;
+}
+
+/* The message's new unique key: ``next_unique_key(uniq_ids())``, a new reference or NULL. */
+static PyObject *new_unique_key(PyObject *context)
+{
+    PyObject *ids = PyObject_CallNoArgs(PyTuple_GET_ITEM(context, CTX_UNIQ_IDS)), *key;
+    if (ids == NULL)
+        return NULL;
+    key = PyObject_CallOneArg(PyTuple_GET_ITEM(context, CTX_NEXT_KEY), ids);
+    Py_DECREF(ids);
+    if (key != NULL && !PyUnicode_CheckExact(key))
+        Py_CLEAR(key);  /* not a generator's key: cannot happen, and the pure path would say so */
+    return key;
+}
+
+/* Outgoing(topic, body, 0, flag, properties, msg_id, False, reply), its slots filled as the
+ * dataclass's __init__ fills them. */
+static PyObject *new_outgoing(PyObject *context, PyObject *const *fields, PyObject *properties, PyObject *msg_id,
+                              int reply)
+{
+    PyObject *values[OUTGOING_FIELDS], *self, *names = PyTuple_GET_ITEM(context, CTX_FIELDS), *zero;
+    if ((zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
+    values[0] = fields[0];
+    values[1] = fields[1];
+    values[2] = zero;
+    values[3] = fields[2];
+    values[4] = properties;
+    values[5] = msg_id;
+    values[6] = Py_False;
+    values[7] = reply ? Py_True : Py_False;
+    self = slots_object(PyTuple_GET_ITEM(context, CTX_OUTGOING), names, values);
+    Py_DECREF(zero);
+    return self;
+}
+
+/* The stamped properties' text and whether MSG_TYPE is the reply flag, given the key is now in
+ * ``props``: 1 with *text (a new reference), 0 when the text is not the plain case's, -1 on
+ * error. */
+static int stamped_text(PyObject *context, PyObject *props, PyObject **text, int *reply)
+{
+    PyObject *msg_type;
+    Py_ssize_t limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(context, CTX_LIMIT));
+    if (limit < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    *text = rq_encode_properties(props);
+    if (*text == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!surely_within(*text, limit)) {
+        Py_CLEAR(*text);
+        return 0;
+    }
+    /* every value is an exact str now (rq_encode_properties checked): no Python code runs */
+    msg_type = PyDict_GetItemWithError(props, PyTuple_GET_ITEM(context, CTX_MSG_TYPE));
+    *reply = msg_type != NULL && PyUnicode_Compare(msg_type, PyTuple_GET_ITEM(context, CTX_REPLY)) == 0;
+    return 1;
+}
+
+/* Stamps ``key`` into ``props`` and makes the Outgoing: the Outgoing (a new reference), NULL
+ * with no error set when the text is not the plain case's (the map put back as it was), NULL
+ * with an error set on error. */
+static PyObject *stamped_outgoing(PyObject *context, PyObject *const *fields, PyObject *key)
+{
+    PyObject *props = fields[3], *text = NULL, *out;
+    int reply = 0, stamped;
+    if (PyDict_SetItem(props, uniq_key_name, key) < 0)
+        return NULL;
+    stamped = stamped_text(context, props, &text, &reply);
+    if (stamped <= 0) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PyDict_DelItem(props, uniq_key_name) < 0) {  /* the map as it was */
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            return NULL;
+        }
+        PyErr_Restore(type, value, traceback);
+        return NULL;
+    }
+    out = new_outgoing(context, fields, text, key, reply);
+    Py_DECREF(text);
+    return out;
+}
+
+PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *fields[4], *key, *out = NULL;
+    int plain;
+    if (nargs != 2 || !prepare_context_ok(context))
+        return rq_fallback(fallback, args, nargs);
+    if (intern_prepare_names() < 0 || intern_answer_names() < 0)
+        return NULL;
+    if (uniq_key_name == NULL && (uniq_key_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL)
+        return NULL;
+    plain = plain_message(context, args[0], args[1], fields);
+    if (plain <= 0)
+        return plain < 0 ? NULL : rq_fallback(fallback, args, nargs);
+    /* a key of the caller's (or an error) is the pure function's; exact str keys only are
+     * plain (rq_encode_properties checks), so no Python code runs for the lookup */
+    if (PyDict_Contains(fields[3], uniq_key_name) == 0 && (key = new_unique_key(context)) != NULL) {
+        out = stamped_outgoing(context, fields, key);
+        Py_DECREF(key);
+    }
+    for (int i = 0; i < 4; i++)
+        Py_DECREF(fields[i]);
+    if (out != NULL || PyErr_Occurred())
+        return out;
+    return rq_fallback(fallback, args, nargs);
 }

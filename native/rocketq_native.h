@@ -64,6 +64,7 @@ PyObject *rq_py_answer_at(PyObject *fallback, PyObject *context, PyObject *const
 PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_answer_stored(PyObject *fallback, PyObject *context, PyObject *const *args,
                                    Py_ssize_t nargs);
 PyObject *rq_py_send_answer_stored_group(PyObject *fallback, PyObject *context, PyObject *const *args,
