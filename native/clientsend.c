@@ -14,6 +14,7 @@
 #include "rocketq_native.h"
 
 #include <string.h>
+#include <structmember.h>
 #include <time.h>
 
 static PyObject *uniq_key_name;  /* "UNIQ_KEY", interned once */
@@ -126,13 +127,58 @@ static int intern_answer_names(void)
     return intern_words(targets, words, 5);
 }
 
-/* An instance of the slots class ``type`` with its slots ``names`` set to ``values`` (as a
- * dataclass's __init__ sets them, without running it), or NULL on error. */
-static PyObject *slots_object(PyObject *type, PyObject *names, PyObject *const *values)
+/* Where a slots class keeps some of its fields: the byte offsets of their slots in an
+ * instance, learnt once per class. The class's version tag (CPython gives each state of a
+ * class a new one, and 0 to a class just changed) says the table still holds. */
+enum { MAX_TABLE_SLOTS = 8 };
+
+typedef struct {
+    PyTypeObject *type;  /* compared only, together with the tag */
+    unsigned int tag;
+    Py_ssize_t offsets[MAX_TABLE_SLOTS];
+} SlotTable;
+
+/* 1 when each of ``names`` (a tuple) is a plain object slot of ``type`` (``table`` then holds
+ * their offsets), 0 when not (a property, a class attribute, too many names, no version tag). */
+static int learn_slots(SlotTable *table, PyTypeObject *type, PyObject *names)
 {
+    Py_ssize_t count = PyTuple_GET_SIZE(names), offsets[MAX_TABLE_SLOTS];
+    if (type == table->type && type->tp_version_tag == table->tag && table->tag != 0)
+        return 1;
+    if (count > MAX_TABLE_SLOTS)
+        return 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *descr = _PyType_Lookup(type, PyTuple_GET_ITEM(names, i));  /* borrowed; assigns the tag */
+        PyMemberDef *member;
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+            return 0;
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0
+                || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
+            return 0;
+        offsets[i] = member->offset;
+    }
+    if (type->tp_version_tag == 0)
+        return 0;  /* CPython ran out of tags: nothing to tell a changed class by */
+    memcpy(table->offsets, offsets, (size_t)count * sizeof(Py_ssize_t));
+    table->type = type;
+    table->tag = type->tp_version_tag;
+    return 1;
+}
+
+#define SLOT_AT(self, offset) (*(PyObject **)((char *)(self) + (offset)))
+
+/* An instance of the slots class ``type`` with its slots ``names`` set to ``values`` (as a
+ * dataclass's __init__ sets them, without running it), or NULL on error. The slots a table
+ * knows are written directly, as the member descriptors' setter would. */
+static PyObject *slots_object(SlotTable *table, PyObject *type, PyObject *names, PyObject *const *values)
+{
+    int direct = learn_slots(table, (PyTypeObject *)type, names);
     PyObject *self = PyBaseObject_Type.tp_new((PyTypeObject *)type, empty_tuple, NULL);
     for (Py_ssize_t i = 0; self != NULL && i < PyTuple_GET_SIZE(names); i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+        if (direct)  /* the new instance's slots are empty (tp_alloc zero-fills them) */
+            SLOT_AT(self, table->offsets[i]) = Py_NewRef(values[i]);
+        else if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
             Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
     }
     return self;
@@ -160,13 +206,14 @@ static long long natural_attr(PyObject *obj, PyObject *name)
 {
     PyObject *raw = PyObject_GetAttr(obj, name);
     long long value;
+    int overflow = 0;
     if (raw == NULL)
         return -2;
-    value = PyLong_CheckExact(raw) ? PyLong_AsLongLong(raw) : -1;
+    /* the overflow-reporting conversion: PyLong_AsLongLong of a multi-digit int (over 2**30)
+     * goes through _PyLong_AsByteArray, some 200 instructions */
+    value = PyLong_CheckExact(raw) ? PyLong_AsLongLongAndOverflow(raw, &overflow) : -1;
     Py_DECREF(raw);
-    if (value == -1 && PyErr_Occurred())
-        PyErr_Clear();
-    return value < 0 ? -1 : value;
+    return value < 0 || overflow ? -1 : value;
 }
 
 /* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
@@ -189,7 +236,8 @@ static PyObject *new_result(PyObject *context, PyObject *status, PyObject *msg_i
     values[5] = region != NULL ? region : Py_None;
     if (values[4] == NULL)
         return NULL;
-    self = slots_object(PyTuple_GET_ITEM(context, 0), names, values);
+    static SlotTable results;
+    self = slots_object(&results, PyTuple_GET_ITEM(context, 0), names, values);
     Py_DECREF(values[4]);
     return self;
 }
@@ -364,18 +412,17 @@ static long long long_attr(PyObject *obj, PyObject *name, int *ok)
 {
     PyObject *value = PyObject_GetAttr(obj, name);
     long long result;
+    int overflow = 0;
     if (value == NULL || !PyLong_CheckExact(value)) {
         Py_XDECREF(value);
         PyErr_Clear();
         *ok = 0;
         return 0;
     }
-    result = PyLong_AsLongLong(value);
+    result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_attr */
     Py_DECREF(value);
-    if (result == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+    if (overflow)
         *ok = 0;
-    }
     return result;
 }
 
@@ -474,15 +521,42 @@ static void fill_plain_bytes(void)
         plain_byte[b] = b != '"' && b != '\\';
 }
 
+/* The first byte of [p, end) that is not plain (a quote, a backslash, a control or non-ASCII
+ * byte), or end. Eight bytes at a time where the machine is little-endian: a word's bytes
+ * less than 0x20, equal to '"', '\\' or 0x7F (each test a byte-wise subtraction that
+ * underflows), or with the high bit set are flagged. A borrow only ever flags a byte above
+ * one that truly underflowed, so the lowest flag is exact: the first flagged byte of the
+ * first flagged word is the answer. The tail (under 8 bytes) goes byte by byte. */
+static const char *first_unplain(const char *p, const char *end)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        uint64_t word, quote, backslash, del, flagged;
+        memcpy(&word, p, 8);
+        quote = word ^ (ones * '"');
+        backslash = word ^ (ones * '\\');
+        del = word ^ (ones * 0x7F);
+        /* the usual "byte < n" test is (x - n) & ~x & highs; ~x's high bit is set for every
+         * ASCII byte of all four words, and a non-ASCII byte is flagged by ``word`` itself */
+        flagged = ((word - ones * 0x20) | (quote - ones) | (backslash - ones) | (del - ones) | word) & highs;
+        if (flagged != 0)
+            return p + (__builtin_ctzll(flagged) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && plain_byte[(unsigned char)*p])
+        p++;
+    return p;
+}
+
 /* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
 static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
 {
     const char *p;
     if (c->at >= c->end || *c->at != '"')
         return -1;
-    p = ++c->at;
-    while (p < c->end && plain_byte[(unsigned char)*p])
-        p++;
+    p = first_unplain(++c->at, c->end);
     if (p >= c->end || *p != '"')
         return -1;
     *start = c->at;
@@ -970,22 +1044,56 @@ static int prepare_context_ok(PyObject *context)
 }
 
 
+/* msg's topic, body, flag and properties into fields[0..3] (new references): 0, or -1 on
+ * error (none held). A plain message class's slots are read directly (the last two classes
+ * seen are known); another class's attributes the generic way. */
+static int read_message(PyObject *msg, PyObject **fields)
+{
+    static SlotTable tables[2];
+    static int next_table;
+    static PyObject *names;
+    PyTypeObject *type = Py_TYPE(msg);
+    SlotTable *table = tables[0].type == type ? &tables[0] : &tables[1];
+    if (names == NULL && (names = PyTuple_Pack(4, attr_topic, attr_body, attr_flag, attr_properties)) == NULL)
+        return -1;
+    if (table->type != type) {
+        table = &tables[next_table];
+        next_table ^= 1;
+    }
+    if (learn_slots(table, type, names)) {
+        for (int i = 0; i < 4; i++) {
+            if ((fields[i] = SLOT_AT(msg, table->offsets[i])) == NULL)
+                break;  /* an empty slot: the generic reading raises its AttributeError */
+            Py_INCREF(fields[i]);
+            if (i == 3)
+                return 0;
+        }
+        for (int i = 0; i < 4 && fields[i] != NULL; i++)
+            Py_DECREF(fields[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        if ((fields[i] = PyObject_GetAttr(msg, PyTuple_GET_ITEM(names, i))) == NULL) {
+            while (--i >= 0)
+                Py_DECREF(fields[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The message's fields read for the plain case: 1 when they are plain (new references in
  * fields[0..3]: topic, body, flag, properties), 0 when not (none held), -1 on error. */
 static int plain_message(PyObject *context, PyObject *msg, PyObject *settings, PyObject **fields)
 {
-    PyObject *names[4] = {attr_topic, attr_body, attr_flag, attr_properties};
     long long max_size, compress_over, flag;
     Py_ssize_t size;
     int found, overflow = 0;
     found = PySet_Contains(PyTuple_GET_ITEM(context, CTX_PLAIN_TYPES), (PyObject *)Py_TYPE(msg));
     if (found <= 0)
         return found;
-    for (int i = 0; i < 4; i++)
-        fields[i] = NULL;
-    for (int i = 0; i < 4; i++) {
-        if ((fields[i] = PyObject_GetAttr(msg, names[i])) == NULL)
-            goto error;
+    if (read_message(msg, fields) < 0) {
+        PyErr_Clear();
+        return 0;  /* a field missing: the pure function raises what it raises */
     }
     if (!PyUnicode_CheckExact(fields[0]) || !PyBytes_CheckExact(fields[1]) || !PyLong_CheckExact(fields[2])
             || !PyDict_CheckExact(fields[3]))
@@ -1045,7 +1153,8 @@ static PyObject *new_outgoing(PyObject *context, PyObject *const *fields, PyObje
     values[5] = msg_id;
     values[6] = Py_False;
     values[7] = reply ? Py_True : Py_False;
-    self = slots_object(PyTuple_GET_ITEM(context, CTX_OUTGOING), names, values);
+    static SlotTable outgoings;
+    self = slots_object(&outgoings, PyTuple_GET_ITEM(context, CTX_OUTGOING), names, values);
     Py_DECREF(zero);
     return self;
 }

@@ -98,3 +98,17 @@ def test_a_plain_message_is_stamped_last_and_its_outgoing_complete() -> None:
 def test_keys_are_new_for_each_message() -> None:
     keys = {sending.prepare(Message("TopicA", b"x"), SETTINGS).msg_id for _ in range(100)}
     assert len(keys) == 100
+
+
+@needs_native
+@pytest.mark.parametrize("unset", ["topic", "body", "flag", "properties"])
+def test_a_message_with_an_empty_slot_fails_as_the_pure_prepare_fails(unset: str) -> None:
+    def outcome(prepare: Any) -> tuple[type[BaseException], str]:
+        msg = _message(messages.Message, "TopicA", b"x", 0, {})
+        delattr(msg, unset)
+        with pytest.raises(Exception) as caught:
+            prepare(msg, SETTINGS)
+        return caught.type, str(caught.value)
+
+    sending._check_send_topic("TopicA")
+    assert outcome(sending.prepare) == outcome(nativecodecs.pure(sending.prepare))
