@@ -122,6 +122,8 @@ static int intern_answer_names(void)
 {
     static PyObject **const targets[] = {&msg_id_key, &queue_id_key, &queue_offset_key, &region_key, &queue_id_attr};
     static const char *const words[] = {"msgId", "queueId", "queueOffset", "MSG_REGION", "queue_id"};
+    if (empty_tuple != NULL && queue_id_attr != NULL)
+        return 0;  /* all made (queue_id_attr is the last word) */
     if (empty_tuple == NULL && (empty_tuple = PyTuple_New(0)) == NULL)
         return -1;
     return intern_words(targets, words, 5);
@@ -184,6 +186,40 @@ static PyObject *slots_object(SlotTable *table, PyObject *type, PyObject *names,
     return self;
 }
 
+/* obj's attributes ``names`` (a tuple) into values[] (new references): 0, or -1 on error (none
+ * held). Slots a table knows are read directly; an empty slot, or another layout, the generic
+ * way (which raises the AttributeError). */
+static int read_slots(SlotTable *table, PyObject *obj, PyObject *names, PyObject **values)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(names), i;
+    if (learn_slots(table, Py_TYPE(obj), names)) {
+        for (i = 0; i < count && (values[i] = SLOT_AT(obj, table->offsets[i])) != NULL; i++)
+            Py_INCREF(values[i]);
+        if (i == count)
+            return 0;
+        while (--i >= 0)
+            Py_DECREF(values[i]);
+    }
+    for (i = 0; i < count; i++) {
+        if ((values[i] = PyObject_GetAttr(obj, PyTuple_GET_ITEM(names, i))) == NULL) {
+            while (--i >= 0)
+                Py_DECREF(values[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* raw as a C value: -1 when it is not an exact int in 0..LLONG_MAX. The overflow-reporting
+ * conversion: PyLong_AsLongLong of a multi-digit int (over 2**30) goes through
+ * _PyLong_AsByteArray, some 200 instructions. */
+static long long natural_value(PyObject *raw)
+{
+    int overflow = 0;
+    long long value = PyLong_CheckExact(raw) ? PyLong_AsLongLongAndOverflow(raw, &overflow) : -1;
+    return value < 0 || overflow ? -1 : value;
+}
+
 /* A dict lookup by an interned str key: a borrowed value, or NULL (absent, or an error set). */
 static PyObject *lookup(PyObject *ext, PyObject *key)
 {
@@ -200,26 +236,19 @@ static int result_context_ok(PyObject *context)
     return PyTuple_CheckExact(names) && PyTuple_GET_SIZE(names) == RESULT_FIELDS;
 }
 
-/* obj's attribute ``name`` as a C value: -1 when it is not an exact int in 0..LLONG_MAX, -2 on
- * error (the attribute missing). */
-static long long natural_attr(PyObject *obj, PyObject *name)
-{
-    PyObject *raw = PyObject_GetAttr(obj, name);
-    long long value;
-    int overflow = 0;
-    if (raw == NULL)
-        return -2;
-    /* the overflow-reporting conversion: PyLong_AsLongLong of a multi-digit int (over 2**30)
-     * goes through _PyLong_AsByteArray, some 200 instructions */
-    value = PyLong_CheckExact(raw) ? PyLong_AsLongLongAndOverflow(raw, &overflow) : -1;
-    Py_DECREF(raw);
-    return value < 0 || overflow ? -1 : value;
-}
-
 /* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
 static long long queue_id_of(PyObject *mq)
 {
-    return intern_answer_names() < 0 ? -2 : natural_attr(mq, queue_id_attr);
+    static SlotTable queues;
+    static PyObject *names;
+    PyObject *raw;
+    long long value;
+    if (intern_answer_names() < 0 || (names == NULL && (names = PyTuple_Pack(1, queue_id_attr)) == NULL)
+            || read_slots(&queues, mq, names, &raw) < 0)
+        return -2;
+    value = natural_value(raw);
+    Py_DECREF(raw);
+    return value;
 }
 
 /* SendResult(status, msg_id, offset_msg_id, mq, queue_offset, region or None), its slots filled
@@ -419,7 +448,7 @@ static long long long_attr(PyObject *obj, PyObject *name, int *ok)
         *ok = 0;
         return 0;
     }
-    result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_attr */
+    result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_value */
     Py_DECREF(value);
     if (overflow)
         *ok = 0;
@@ -521,42 +550,15 @@ static void fill_plain_bytes(void)
         plain_byte[b] = b != '"' && b != '\\';
 }
 
-/* The first byte of [p, end) that is not plain (a quote, a backslash, a control or non-ASCII
- * byte), or end. Eight bytes at a time where the machine is little-endian: a word's bytes
- * less than 0x20, equal to '"', '\\' or 0x7F (each test a byte-wise subtraction that
- * underflows), or with the high bit set are flagged. A borrow only ever flags a byte above
- * one that truly underflowed, so the lowest flag is exact: the first flagged byte of the
- * first flagged word is the answer. The tail (under 8 bytes) goes byte by byte. */
-static const char *first_unplain(const char *p, const char *end)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    while (end - p >= 8) {
-        uint64_t word, quote, backslash, del, flagged;
-        memcpy(&word, p, 8);
-        quote = word ^ (ones * '"');
-        backslash = word ^ (ones * '\\');
-        del = word ^ (ones * 0x7F);
-        /* the usual "byte < n" test is (x - n) & ~x & highs; ~x's high bit is set for every
-         * ASCII byte of all four words, and a non-ASCII byte is flagged by ``word`` itself */
-        flagged = ((word - ones * 0x20) | (quote - ones) | (backslash - ones) | (del - ones) | word) & highs;
-        if (flagged != 0)
-            return p + (__builtin_ctzll(flagged) >> 3);
-        p += 8;
-    }
-#endif
-    while (p < end && plain_byte[(unsigned char)*p])
-        p++;
-    return p;
-}
-
 /* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
 static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
 {
     const char *p;
     if (c->at >= c->end || *c->at != '"')
         return -1;
-    p = first_unplain(++c->at, c->end);
+    p = ++c->at;
+    while (p < c->end && plain_byte[(unsigned char)*p])
+        p++;
     if (p >= c->end || *p != '"')
         return -1;
     *start = c->at;
@@ -1044,6 +1046,24 @@ static int prepare_context_ok(PyObject *context)
 }
 
 
+/* settings' maxMessageSize and compressMsgBodyOverHowmuch (-1 for one that is not an exact
+ * int >= 0): 0, or -1 on error. */
+static int read_settings(PyObject *settings, long long *max_size, long long *compress_over)
+{
+    static SlotTable tables;
+    static PyObject *names;
+    PyObject *values[2];
+    if (names == NULL && (names = PyTuple_Pack(2, attr_max_size, attr_compress_over)) == NULL)
+        return -1;
+    if (read_slots(&tables, settings, names, values) < 0)
+        return -1;
+    *max_size = natural_value(values[0]);
+    *compress_over = natural_value(values[1]);
+    Py_DECREF(values[0]);
+    Py_DECREF(values[1]);
+    return 0;
+}
+
 /* msg's topic, body, flag and properties into fields[0..3] (new references): 0, or -1 on
  * error (none held). A plain message class's slots are read directly (the last two classes
  * seen are known); another class's attributes the generic way. */
@@ -1060,25 +1080,7 @@ static int read_message(PyObject *msg, PyObject **fields)
         table = &tables[next_table];
         next_table ^= 1;
     }
-    if (learn_slots(table, type, names)) {
-        for (int i = 0; i < 4; i++) {
-            if ((fields[i] = SLOT_AT(msg, table->offsets[i])) == NULL)
-                break;  /* an empty slot: the generic reading raises its AttributeError */
-            Py_INCREF(fields[i]);
-            if (i == 3)
-                return 0;
-        }
-        for (int i = 0; i < 4 && fields[i] != NULL; i++)
-            Py_DECREF(fields[i]);
-    }
-    for (int i = 0; i < 4; i++) {
-        if ((fields[i] = PyObject_GetAttr(msg, PyTuple_GET_ITEM(names, i))) == NULL) {
-            while (--i >= 0)
-                Py_DECREF(fields[i]);
-            return -1;
-        }
-    }
-    return 0;
+    return read_slots(table, msg, names, fields);
 }
 
 /* The message's fields read for the plain case: 1 when they are plain (new references in
@@ -1104,9 +1106,7 @@ static int plain_message(PyObject *context, PyObject *msg, PyObject *settings, P
     flag = PyLong_AsLongLongAndOverflow(fields[2], &overflow);
     if (overflow || flag < INT32_MIN || flag > INT32_MAX)
         goto not_plain;
-    max_size = natural_attr(settings, attr_max_size);
-    compress_over = max_size >= 0 ? natural_attr(settings, attr_compress_over) : max_size;
-    if (max_size == -2 || compress_over == -2)
+    if (read_settings(settings, &max_size, &compress_over) < 0)
         goto error;
     size = PyBytes_GET_SIZE(fields[1]);
     if (max_size < 0 || compress_over < 0 || size == 0 || size > max_size || size >= compress_over)
