@@ -550,8 +550,9 @@ static void fill_plain_bytes(void)
         plain_byte[b] = b != '"' && b != '\\';
 }
 
-/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
-static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
+/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length).
+ * Inline: some twenty per answer header, where a call costs as much as the scan. */
+static inline int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
 {
     const char *p;
     if (c->at >= c->end || *c->at != '"')
@@ -621,6 +622,20 @@ static const char *const KNOWN_NAMES[] = {"msgId", "queueId", "queueOffset", "MS
 enum { KNOWN_NAME_COUNT = 6 };
 static PyObject *known_names[KNOWN_NAME_COUNT];
 
+#define NAME_LENGTH(word) ((Py_ssize_t)sizeof(word) - 1)
+static const Py_ssize_t KNOWN_LENGTHS[KNOWN_NAME_COUNT] = {
+    NAME_LENGTH("msgId"), NAME_LENGTH("queueId"), NAME_LENGTH("queueOffset"), NAME_LENGTH("MSG_REGION"),
+    NAME_LENGTH("TRACE_ON"), NAME_LENGTH("transactionId"),
+};
+#undef NAME_LENGTH
+
+/* KNOWN_NAMES[i] when it is the ``length`` bytes at ``start``, else 0 (lengths compared first,
+ * from a table: a strlen call per name and key otherwise). */
+static int is_known_name(int i, const char *start, Py_ssize_t length)
+{
+    return KNOWN_LENGTHS[i] == length && memcmp(KNOWN_NAMES[i], start, (size_t)length) == 0;
+}
+
 static int intern_known_names(void)
 {
     if (known_names[KNOWN_NAME_COUNT - 1] != NULL)
@@ -638,8 +653,7 @@ static PyObject *ascii_text(const char *start, Py_ssize_t length);
 static PyObject *ext_name(const char *start, Py_ssize_t length)
 {
     for (int i = 0; i < KNOWN_NAME_COUNT; i++) {
-        const char *known = KNOWN_NAMES[i];
-        if ((Py_ssize_t)strlen(known) == length && memcmp(known, start, (size_t)length) == 0)
+        if (is_known_name(i, start, length))
             return Py_NewRef(known_names[i]);
     }
     return ascii_text(start, length);
@@ -726,8 +740,7 @@ static int scan_ext_fields(Cursor *c, Fields *fields)
                 || scan_string(c, &value, &value_length) < 0)
             return -1;
         for (int i = 0; i < RESULT_EXT_FIELDS; i++) {
-            const char *known = KNOWN_NAMES[i];
-            if ((Py_ssize_t)strlen(known) == key_length && memcmp(known, key, (size_t)key_length) == 0) {
+            if (is_known_name(i, key, key_length)) {
                 if (fields->start[i] != NULL)
                     return -1;
                 fields->start[i] = value;
