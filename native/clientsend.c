@@ -307,39 +307,53 @@ PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *c
  */
 enum { FRAME_PIECES = 7, FRAME_INTS = 5 };
 
+/* The width of each ASCII byte in a JSON string as orjson writes it: 1 (itself), 2 (a
+ * shorthand escape: \" \\ \b \t \n \f \r) or 6 (\u00XX, the other controls). Filled once. */
+static unsigned char json_width[128];
+
+static void fill_json_widths(void)
+{
+    if (json_width[' '] != 0)
+        return;
+    for (int ch = 0; ch < 128; ch++)
+        json_width[ch] = ch < 0x20 ? 6 : 1;
+    json_width['"'] = json_width['\\'] = json_width['\b'] = json_width['\t'] = 2;
+    json_width['\n'] = json_width['\f'] = json_width['\r'] = 2;
+}
+
 /* Bytes of ``text`` (ASCII) as a JSON string's content, as orjson writes it. */
 static Py_ssize_t json_escaped_length(const unsigned char *text, Py_ssize_t length)
 {
     Py_ssize_t size = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        unsigned char ch = text[i];
-        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\t' || ch == '\n' || ch == '\f' || ch == '\r')
-            size += 2;
-        else if (ch < 0x20)
-            size += 6;  /* \u00XX */
-        else
-            size += 1;
-    }
+    fill_json_widths();
+    for (Py_ssize_t i = 0; i < length; i++)
+        size += json_width[text[i] & 0x7F];
     return size;
 }
 
+/* ``text`` (ASCII) as a JSON string's content at ``at``, as orjson writes it: a byte of width
+ * 1 as itself (one table look-up: most bytes of a properties text), else its escape (the
+ * properties' \x01 and \x02 separators are controls: \u0001, \u0002). */
 static char *json_escape(char *at, const unsigned char *text, Py_ssize_t length)
 {
     static const char hex[] = "0123456789abcdef";
     for (Py_ssize_t i = 0; i < length; i++) {
         unsigned char ch = text[i];
-        char shorthand = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\t' ? 't'
-                       : ch == '\n' ? 'n' : ch == '\f' ? 'f' : ch == '\r' ? 'r' : 0;
+        char shorthand;
+        if (json_width[ch & 0x7F] == 1) {
+            *at++ = (char)ch;
+            continue;
+        }
+        shorthand = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\t' ? 't'
+                  : ch == '\n' ? 'n' : ch == '\f' ? 'f' : ch == '\r' ? 'r' : 0;
         if (shorthand) {
             *at++ = '\\';
             *at++ = shorthand;
-        } else if (ch < 0x20) {
+        } else {
             memcpy(at, "\\u00", 4);
             at[4] = hex[ch >> 4];
             at[5] = hex[ch & 0xF];
             at += 6;
-        } else {
-            *at++ = (char)ch;
         }
     }
     return at;
