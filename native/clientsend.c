@@ -14,7 +14,6 @@
 #include "rocketq_native.h"
 
 #include <string.h>
-#include <structmember.h>
 #include <time.h>
 
 static PyObject *uniq_key_name;  /* "UNIQ_KEY", interned once */
@@ -150,15 +149,10 @@ static int learn_slots(SlotTable *table, PyTypeObject *type, PyObject *names)
     if (count > MAX_TABLE_SLOTS)
         return 0;
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *descr = _PyType_Lookup(type, PyTuple_GET_ITEM(names, i));  /* borrowed; assigns the tag */
-        PyMemberDef *member;
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        /* _PyType_Lookup: borrowed, from the type's lookup cache; it assigns the version tag */
+        offsets[i] = rq_plain_slot_offset(type, _PyType_Lookup(type, PyTuple_GET_ITEM(names, i)));
+        if (offsets[i] < 0)
             return 0;
-        member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0
-                || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
-            return 0;
-        offsets[i] = member->offset;
     }
     if (type->tp_version_tag == 0)
         return 0;  /* CPython ran out of tags: nothing to tell a changed class by */
