@@ -8,7 +8,8 @@
  * and goes to the pure function, which refuses (or accepts) it as it always did.
  *
  * ``next_unique_key(ids)`` (rocketq/protocol/msgid.py) is a generator's ``next_id`` in one call;
- * it is at the end of this file.
+ * ``prepare(msg, settings)`` (at the end of this file) does both, with the checks and the
+ * Outgoing, for a plain message.
  */
 #include "rocketq_native.h"
 
@@ -107,17 +108,110 @@ static long long plain_digits(PyObject *raw, Py_ssize_t max_digits)
     return value;
 }
 
+/* Each words[i] interned into *targets[i], once: 0, or -1 on error. */
+static int intern_words(PyObject **const targets[], const char *const words[], int count)
+{
+    for (int i = 0; i < count; i++)
+        if (*targets[i] == NULL && (*targets[i] = PyUnicode_InternFromString(words[i])) == NULL)
+            return -1;
+    return 0;
+}
+
 static int intern_answer_names(void)
 {
-    if (msg_id_key != NULL)
+    static PyObject **const targets[] = {&msg_id_key, &queue_id_key, &queue_offset_key, &region_key, &queue_id_attr};
+    static const char *const words[] = {"msgId", "queueId", "queueOffset", "MSG_REGION", "queue_id"};
+    if (empty_tuple != NULL && queue_id_attr != NULL)
+        return 0;  /* all made (queue_id_attr is the last word) */
+    if (empty_tuple == NULL && (empty_tuple = PyTuple_New(0)) == NULL)
+        return -1;
+    return intern_words(targets, words, 5);
+}
+
+/* Where a slots class keeps some of its fields: the byte offsets of their slots in an
+ * instance, learnt once per class. The class's version tag (CPython gives each state of a
+ * class a new one, and 0 to a class just changed) says the table still holds. */
+enum { MAX_TABLE_SLOTS = 8 };
+
+typedef struct {
+    PyTypeObject *type;  /* compared only, together with the tag */
+    unsigned int tag;
+    Py_ssize_t offsets[MAX_TABLE_SLOTS];
+} SlotTable;
+
+/* 1 when each of ``names`` (a tuple) is a plain object slot of ``type`` (``table`` then holds
+ * their offsets), 0 when not (a property, a class attribute, too many names, no version tag). */
+static int learn_slots(SlotTable *table, PyTypeObject *type, PyObject *names)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(names), offsets[MAX_TABLE_SLOTS];
+    if (type == table->type && type->tp_version_tag == table->tag && table->tag != 0)
+        return 1;
+    if (count > MAX_TABLE_SLOTS)
         return 0;
-    msg_id_key = PyUnicode_InternFromString("msgId");
-    queue_id_key = PyUnicode_InternFromString("queueId");
-    queue_offset_key = PyUnicode_InternFromString("queueOffset");
-    region_key = PyUnicode_InternFromString("MSG_REGION");
-    queue_id_attr = PyUnicode_InternFromString("queue_id");
-    empty_tuple = PyTuple_New(0);
-    return msg_id_key && queue_id_key && queue_offset_key && region_key && queue_id_attr && empty_tuple ? 0 : -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* _PyType_Lookup: borrowed, from the type's lookup cache; it assigns the version tag */
+        offsets[i] = rq_plain_slot_offset(type, _PyType_Lookup(type, PyTuple_GET_ITEM(names, i)));
+        if (offsets[i] < 0)
+            return 0;
+    }
+    if (type->tp_version_tag == 0)
+        return 0;  /* CPython ran out of tags: nothing to tell a changed class by */
+    memcpy(table->offsets, offsets, (size_t)count * sizeof(Py_ssize_t));
+    table->type = type;
+    table->tag = type->tp_version_tag;
+    return 1;
+}
+
+#define SLOT_AT(self, offset) (*(PyObject **)((char *)(self) + (offset)))
+
+/* An instance of the slots class ``type`` with its slots ``names`` set to ``values`` (as a
+ * dataclass's __init__ sets them, without running it), or NULL on error. The slots a table
+ * knows are written directly, as the member descriptors' setter would. */
+static PyObject *slots_object(SlotTable *table, PyObject *type, PyObject *names, PyObject *const *values)
+{
+    int direct = learn_slots(table, (PyTypeObject *)type, names);
+    PyObject *self = PyBaseObject_Type.tp_new((PyTypeObject *)type, empty_tuple, NULL);
+    for (Py_ssize_t i = 0; self != NULL && i < PyTuple_GET_SIZE(names); i++) {
+        if (direct)  /* the new instance's slots are empty (tp_alloc zero-fills them) */
+            SLOT_AT(self, table->offsets[i]) = Py_NewRef(values[i]);
+        else if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
+            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
+    }
+    return self;
+}
+
+/* obj's attributes ``names`` (a tuple) into values[] (new references): 0, or -1 on error (none
+ * held). Slots a table knows are read directly; an empty slot, or another layout, the generic
+ * way (which raises the AttributeError). */
+static int read_slots(SlotTable *table, PyObject *obj, PyObject *names, PyObject **values)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(names), i;
+    if (learn_slots(table, Py_TYPE(obj), names)) {
+        for (i = 0; i < count && (values[i] = SLOT_AT(obj, table->offsets[i])) != NULL; i++)
+            Py_INCREF(values[i]);
+        if (i == count)
+            return 0;
+        while (--i >= 0)
+            Py_DECREF(values[i]);
+    }
+    for (i = 0; i < count; i++) {
+        if ((values[i] = PyObject_GetAttr(obj, PyTuple_GET_ITEM(names, i))) == NULL) {
+            while (--i >= 0)
+                Py_DECREF(values[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* raw as a C value: -1 when it is not an exact int in 0..LLONG_MAX. The overflow-reporting
+ * conversion: PyLong_AsLongLong of a multi-digit int (over 2**30) goes through
+ * _PyLong_AsByteArray, some 200 instructions. */
+static long long natural_value(PyObject *raw)
+{
+    int overflow = 0;
+    long long value = PyLong_CheckExact(raw) ? PyLong_AsLongLongAndOverflow(raw, &overflow) : -1;
+    return value < 0 || overflow ? -1 : value;
 }
 
 /* A dict lookup by an interned str key: a borrowed value, or NULL (absent, or an error set). */
@@ -139,18 +233,16 @@ static int result_context_ok(PyObject *context)
 /* mq.queue_id as a C value: -1 when it is not an exact int in range, -2 on error. */
 static long long queue_id_of(PyObject *mq)
 {
+    static SlotTable queues;
+    static PyObject *names;
     PyObject *raw;
     long long value;
-    if (intern_answer_names() < 0)
+    if (intern_answer_names() < 0 || (names == NULL && (names = PyTuple_Pack(1, queue_id_attr)) == NULL)
+            || read_slots(&queues, mq, names, &raw) < 0)
         return -2;
-    raw = PyObject_GetAttr(mq, queue_id_attr);
-    if (raw == NULL)
-        return -2;
-    value = PyLong_CheckExact(raw) ? PyLong_AsLongLong(raw) : -1;
+    value = natural_value(raw);
     Py_DECREF(raw);
-    if (value == -1 && PyErr_Occurred())
-        PyErr_Clear();
-    return value < 0 ? -1 : value;
+    return value;
 }
 
 /* SendResult(status, msg_id, offset_msg_id, mq, queue_offset, region or None), its slots filled
@@ -167,11 +259,8 @@ static PyObject *new_result(PyObject *context, PyObject *status, PyObject *msg_i
     values[5] = region != NULL ? region : Py_None;
     if (values[4] == NULL)
         return NULL;
-    self = PyBaseObject_Type.tp_new((PyTypeObject *)PyTuple_GET_ITEM(context, 0), empty_tuple, NULL);
-    for (Py_ssize_t i = 0; self != NULL && i < RESULT_FIELDS; i++) {
-        if (PyObject_GenericSetAttr(self, PyTuple_GET_ITEM(names, i), values[i]) < 0)
-            Py_CLEAR(self);  /* a slot that cannot be set is an error of the table, not of the input */
-    }
+    static SlotTable results;
+    self = slots_object(&results, PyTuple_GET_ITEM(context, 0), names, values);
     Py_DECREF(values[4]);
     return self;
 }
@@ -212,39 +301,53 @@ PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *c
  */
 enum { FRAME_PIECES = 7, FRAME_INTS = 5 };
 
+/* The width of each ASCII byte in a JSON string as orjson writes it: 1 (itself), 2 (a
+ * shorthand escape: \" \\ \b \t \n \f \r) or 6 (\u00XX, the other controls). Filled once. */
+static unsigned char json_width[128];
+
+static void fill_json_widths(void)
+{
+    if (json_width[' '] != 0)
+        return;
+    for (int ch = 0; ch < 128; ch++)
+        json_width[ch] = ch < 0x20 ? 6 : 1;
+    json_width['"'] = json_width['\\'] = json_width['\b'] = json_width['\t'] = 2;
+    json_width['\n'] = json_width['\f'] = json_width['\r'] = 2;
+}
+
 /* Bytes of ``text`` (ASCII) as a JSON string's content, as orjson writes it. */
 static Py_ssize_t json_escaped_length(const unsigned char *text, Py_ssize_t length)
 {
     Py_ssize_t size = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        unsigned char ch = text[i];
-        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\t' || ch == '\n' || ch == '\f' || ch == '\r')
-            size += 2;
-        else if (ch < 0x20)
-            size += 6;  /* \u00XX */
-        else
-            size += 1;
-    }
+    fill_json_widths();
+    for (Py_ssize_t i = 0; i < length; i++)
+        size += json_width[text[i] & 0x7F];
     return size;
 }
 
+/* ``text`` (ASCII) as a JSON string's content at ``at``, as orjson writes it: a byte of width
+ * 1 as itself (one table look-up: most bytes of a properties text), else its escape (the
+ * properties' \x01 and \x02 separators are controls: \u0001, \u0002). */
 static char *json_escape(char *at, const unsigned char *text, Py_ssize_t length)
 {
     static const char hex[] = "0123456789abcdef";
     for (Py_ssize_t i = 0; i < length; i++) {
         unsigned char ch = text[i];
-        char shorthand = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\t' ? 't'
-                       : ch == '\n' ? 'n' : ch == '\f' ? 'f' : ch == '\r' ? 'r' : 0;
+        char shorthand;
+        if (json_width[ch & 0x7F] == 1) {
+            *at++ = (char)ch;
+            continue;
+        }
+        shorthand = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\t' ? 't'
+                  : ch == '\n' ? 'n' : ch == '\f' ? 'f' : ch == '\r' ? 'r' : 0;
         if (shorthand) {
             *at++ = '\\';
             *at++ = shorthand;
-        } else if (ch < 0x20) {
+        } else {
             memcpy(at, "\\u00", 4);
             at[4] = hex[ch >> 4];
             at[5] = hex[ch & 0xF];
             at += 6;
-        } else {
-            *at++ = (char)ch;
         }
     }
     return at;
@@ -346,18 +449,17 @@ static long long long_attr(PyObject *obj, PyObject *name, int *ok)
 {
     PyObject *value = PyObject_GetAttr(obj, name);
     long long result;
+    int overflow = 0;
     if (value == NULL || !PyLong_CheckExact(value)) {
         Py_XDECREF(value);
         PyErr_Clear();
         *ok = 0;
         return 0;
     }
-    result = PyLong_AsLongLong(value);
+    result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_value */
     Py_DECREF(value);
-    if (result == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+    if (overflow)
         *ok = 0;
-    }
     return result;
 }
 
@@ -456,8 +558,9 @@ static void fill_plain_bytes(void)
         plain_byte[b] = b != '"' && b != '\\';
 }
 
-/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length). */
-static int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
+/* A JSON string of printable ASCII without escapes: its content [*start, *start + *length).
+ * Inline: some twenty per answer header, where a call costs as much as the scan. */
+static inline int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
 {
     const char *p;
     if (c->at >= c->end || *c->at != '"')
@@ -527,6 +630,20 @@ static const char *const KNOWN_NAMES[] = {"msgId", "queueId", "queueOffset", "MS
 enum { KNOWN_NAME_COUNT = 6 };
 static PyObject *known_names[KNOWN_NAME_COUNT];
 
+#define NAME_LENGTH(word) ((Py_ssize_t)sizeof(word) - 1)
+static const Py_ssize_t KNOWN_LENGTHS[KNOWN_NAME_COUNT] = {
+    NAME_LENGTH("msgId"), NAME_LENGTH("queueId"), NAME_LENGTH("queueOffset"), NAME_LENGTH("MSG_REGION"),
+    NAME_LENGTH("TRACE_ON"), NAME_LENGTH("transactionId"),
+};
+#undef NAME_LENGTH
+
+/* KNOWN_NAMES[i] when it is the ``length`` bytes at ``start``, else 0 (lengths compared first,
+ * from a table: a strlen call per name and key otherwise). */
+static int is_known_name(int i, const char *start, Py_ssize_t length)
+{
+    return KNOWN_LENGTHS[i] == length && memcmp(KNOWN_NAMES[i], start, (size_t)length) == 0;
+}
+
 static int intern_known_names(void)
 {
     if (known_names[KNOWN_NAME_COUNT - 1] != NULL)
@@ -544,8 +661,7 @@ static PyObject *ascii_text(const char *start, Py_ssize_t length);
 static PyObject *ext_name(const char *start, Py_ssize_t length)
 {
     for (int i = 0; i < KNOWN_NAME_COUNT; i++) {
-        const char *known = KNOWN_NAMES[i];
-        if ((Py_ssize_t)strlen(known) == length && memcmp(known, start, (size_t)length) == 0)
+        if (is_known_name(i, start, length))
             return Py_NewRef(known_names[i]);
     }
     return ascii_text(start, length);
@@ -632,8 +748,7 @@ static int scan_ext_fields(Cursor *c, Fields *fields)
                 || scan_string(c, &value, &value_length) < 0)
             return -1;
         for (int i = 0; i < RESULT_EXT_FIELDS; i++) {
-            const char *known = KNOWN_NAMES[i];
-            if ((Py_ssize_t)strlen(known) == key_length && memcmp(known, key, (size_t)key_length) == 0) {
+            if (is_known_name(i, key, key_length)) {
                 if (fields->start[i] != NULL)
                     return -1;
                 fields->start[i] = value;
@@ -907,4 +1022,237 @@ PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *
     Py_DECREF(offset_msg_id);
     Py_XDECREF(region);
     return result;
+}
+
+/* ``prepare(msg, settings)`` (rocketq/client/sending.py): the Outgoing of a plain message in one
+ * call: the checks ``prepare`` makes inline, a new unique key (``next_unique_key``) stamped as
+ * the properties' last entry (``stamp_unique_key``) and the Outgoing built slot by slot. The
+ * plain case: a message of one of the plain classes, a topic already validated, an exact bytes
+ * body of 1..maxMessageSize bytes below the compression threshold, an i32 exact int flag, an
+ * exact dict of properties without a UNIQ_KEY entry whose text is surely within the limit.
+ * Anything else (the map put back as it was) is the pure function's; a key drawn for a message
+ * that then goes there is not reused (keys only need to be unique).
+ *
+ * context: (Outgoing, its field names in order, the plain message classes, the set of checked
+ * topics, the generator's getter, next_unique_key, MAX_PROPERTIES_LENGTH, MSG_TYPE, its reply
+ * value)
+ */
+enum {
+    PREPARE_CONTEXT = 9, OUTGOING_FIELDS = 8,
+    CTX_OUTGOING = 0, CTX_FIELDS, CTX_PLAIN_TYPES, CTX_CHECKED_TOPICS, CTX_UNIQ_IDS, CTX_NEXT_KEY, CTX_LIMIT,
+    CTX_MSG_TYPE, CTX_REPLY,
+};
+
+static PyObject *attr_topic, *attr_body, *attr_flag, *attr_properties, *attr_max_size, *attr_compress_over;
+
+static int intern_prepare_names(void)
+{
+    static PyObject **const targets[] = {&attr_topic, &attr_body, &attr_flag, &attr_properties, &attr_max_size,
+                                         &attr_compress_over};
+    static const char *const words[] = {"topic", "body", "flag", "properties", "max_message_size",
+                                        "compress_msg_body_over_howmuch"};
+    return intern_words(targets, words, 6);
+}
+
+static int prepare_context_ok(PyObject *context)
+{
+    return PyTuple_GET_SIZE(context) == PREPARE_CONTEXT && PyType_Check(PyTuple_GET_ITEM(context, CTX_OUTGOING))
+        && PyTuple_CheckExact(PyTuple_GET_ITEM(context, CTX_FIELDS))
+        && PyTuple_GET_SIZE(PyTuple_GET_ITEM(context, CTX_FIELDS)) == OUTGOING_FIELDS
+        && PyAnySet_Check(PyTuple_GET_ITEM(context, CTX_PLAIN_TYPES))
+        && PyAnySet_Check(PyTuple_GET_ITEM(context, CTX_CHECKED_TOPICS))
+        && PyLong_CheckExact(PyTuple_GET_ITEM(context, CTX_LIMIT))
+        && PyUnicode_CheckExact(PyTuple_GET_ITEM(context, CTX_MSG_TYPE))
+        && PyUnicode_CheckExact(PyTuple_GET_ITEM(context, CTX_REPLY));
+}
+
+
+/* settings' maxMessageSize and compressMsgBodyOverHowmuch (-1 for one that is not an exact
+ * int >= 0): 0, or -1 on error. */
+static int read_settings(PyObject *settings, long long *max_size, long long *compress_over)
+{
+    static SlotTable tables;
+    static PyObject *names;
+    PyObject *values[2];
+    if (names == NULL && (names = PyTuple_Pack(2, attr_max_size, attr_compress_over)) == NULL)
+        return -1;
+    if (read_slots(&tables, settings, names, values) < 0)
+        return -1;
+    *max_size = natural_value(values[0]);
+    *compress_over = natural_value(values[1]);
+    Py_DECREF(values[0]);
+    Py_DECREF(values[1]);
+    return 0;
+}
+
+/* msg's topic, body, flag and properties into fields[0..3] (new references): 0, or -1 on
+ * error (none held). A plain message class's slots are read directly (the last two classes
+ * seen are known); another class's attributes the generic way. */
+static int read_message(PyObject *msg, PyObject **fields)
+{
+    static SlotTable tables[2];
+    static int next_table;
+    static PyObject *names;
+    PyTypeObject *type = Py_TYPE(msg);
+    SlotTable *table = tables[0].type == type ? &tables[0] : &tables[1];
+    if (names == NULL && (names = PyTuple_Pack(4, attr_topic, attr_body, attr_flag, attr_properties)) == NULL)
+        return -1;
+    if (table->type != type) {
+        table = &tables[next_table];
+        next_table ^= 1;
+    }
+    return read_slots(table, msg, names, fields);
+}
+
+/* The message's fields read for the plain case: 1 when they are plain (new references in
+ * fields[0..3]: topic, body, flag, properties), 0 when not (none held), -1 on error. */
+static int plain_message(PyObject *context, PyObject *msg, PyObject *settings, PyObject **fields)
+{
+    long long max_size, compress_over, flag;
+    Py_ssize_t size;
+    int found, overflow = 0;
+    found = PySet_Contains(PyTuple_GET_ITEM(context, CTX_PLAIN_TYPES), (PyObject *)Py_TYPE(msg));
+    if (found <= 0)
+        return found;
+    if (read_message(msg, fields) < 0) {
+        PyErr_Clear();
+        return 0;  /* a field missing: the pure function raises what it raises */
+    }
+    if (!PyUnicode_CheckExact(fields[0]) || !PyBytes_CheckExact(fields[1]) || !PyLong_CheckExact(fields[2])
+            || !PyDict_CheckExact(fields[3]))
+        goto not_plain;
+    found = PySet_Contains(PyTuple_GET_ITEM(context, CTX_CHECKED_TOPICS), fields[0]);
+    if (found <= 0)
+        goto decline;
+    flag = PyLong_AsLongLongAndOverflow(fields[2], &overflow);
+    if (overflow || flag < INT32_MIN || flag > INT32_MAX)
+        goto not_plain;
+    if (read_settings(settings, &max_size, &compress_over) < 0)
+        goto error;
+    size = PyBytes_GET_SIZE(fields[1]);
+    if (max_size < 0 || compress_over < 0 || size == 0 || size > max_size || size >= compress_over)
+        goto not_plain;
+    return 1;
+not_plain:
+    found = 0;
+decline:
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(fields[i]);
+    return found;
+error:
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(fields[i]);
+    return -1;
+}
+
+/* The message's new unique key: ``next_unique_key(uniq_ids())``, a new reference or NULL. */
+static PyObject *new_unique_key(PyObject *context)
+{
+    PyObject *ids = PyObject_CallNoArgs(PyTuple_GET_ITEM(context, CTX_UNIQ_IDS)), *key;
+    if (ids == NULL)
+        return NULL;
+    key = PyObject_CallOneArg(PyTuple_GET_ITEM(context, CTX_NEXT_KEY), ids);
+    Py_DECREF(ids);
+    if (key != NULL && !PyUnicode_CheckExact(key))
+        Py_CLEAR(key);  /* not a generator's key: cannot happen, and the pure path would say so */
+    return key;
+}
+
+/* Outgoing(topic, body, 0, flag, properties, msg_id, False, reply), its slots filled as the
+ * dataclass's __init__ fills them. */
+static PyObject *new_outgoing(PyObject *context, PyObject *const *fields, PyObject *properties, PyObject *msg_id,
+                              int reply)
+{
+    PyObject *values[OUTGOING_FIELDS], *self, *names = PyTuple_GET_ITEM(context, CTX_FIELDS), *zero;
+    if ((zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
+    values[0] = fields[0];
+    values[1] = fields[1];
+    values[2] = zero;
+    values[3] = fields[2];
+    values[4] = properties;
+    values[5] = msg_id;
+    values[6] = Py_False;
+    values[7] = reply ? Py_True : Py_False;
+    static SlotTable outgoings;
+    self = slots_object(&outgoings, PyTuple_GET_ITEM(context, CTX_OUTGOING), names, values);
+    Py_DECREF(zero);
+    return self;
+}
+
+/* The stamped properties' text and whether MSG_TYPE is the reply flag, given the key is now in
+ * ``props``: 1 with *text (a new reference), 0 when the text is not the plain case's, -1 on
+ * error. */
+static int stamped_text(PyObject *context, PyObject *props, PyObject **text, int *reply)
+{
+    PyObject *msg_type;
+    Py_ssize_t limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(context, CTX_LIMIT));
+    if (limit < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    *text = rq_encode_properties(props);
+    if (*text == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!surely_within(*text, limit)) {
+        Py_CLEAR(*text);
+        return 0;
+    }
+    /* every value is an exact str now (rq_encode_properties checked): no Python code runs */
+    msg_type = PyDict_GetItemWithError(props, PyTuple_GET_ITEM(context, CTX_MSG_TYPE));
+    *reply = msg_type != NULL && PyUnicode_Compare(msg_type, PyTuple_GET_ITEM(context, CTX_REPLY)) == 0;
+    return 1;
+}
+
+/* Stamps ``key`` into ``props`` and makes the Outgoing: the Outgoing (a new reference), NULL
+ * with no error set when the text is not the plain case's (the map put back as it was), NULL
+ * with an error set on error. */
+static PyObject *stamped_outgoing(PyObject *context, PyObject *const *fields, PyObject *key)
+{
+    PyObject *props = fields[3], *text = NULL, *out;
+    int reply = 0, stamped;
+    if (PyDict_SetItem(props, uniq_key_name, key) < 0)
+        return NULL;
+    stamped = stamped_text(context, props, &text, &reply);
+    if (stamped <= 0) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PyDict_DelItem(props, uniq_key_name) < 0) {  /* the map as it was */
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            return NULL;
+        }
+        PyErr_Restore(type, value, traceback);
+        return NULL;
+    }
+    out = new_outgoing(context, fields, text, key, reply);
+    Py_DECREF(text);
+    return out;
+}
+
+PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *fields[4], *key, *out = NULL;
+    int plain;
+    if (nargs != 2 || !prepare_context_ok(context))
+        return rq_fallback(fallback, args, nargs);
+    if (intern_prepare_names() < 0 || intern_answer_names() < 0)
+        return NULL;
+    if (uniq_key_name == NULL && (uniq_key_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL)
+        return NULL;
+    plain = plain_message(context, args[0], args[1], fields);
+    if (plain <= 0)
+        return plain < 0 ? NULL : rq_fallback(fallback, args, nargs);
+    /* a key of the caller's (or an error) is the pure function's; exact str keys only are
+     * plain (rq_encode_properties checks), so no Python code runs for the lookup */
+    if (PyDict_Contains(fields[3], uniq_key_name) == 0 && (key = new_unique_key(context)) != NULL) {
+        out = stamped_outgoing(context, fields, key);
+        Py_DECREF(key);
+    }
+    for (int i = 0; i < 4; i++)
+        Py_DECREF(fields[i]);
+    if (out != NULL || PyErr_Occurred())
+        return out;
+    return rq_fallback(fallback, args, nargs);
 }

@@ -44,6 +44,7 @@ static const struct {
     {"answer_at", rq_py_answer_at},  /* rocketq.remoting.storedanswers */
     {"send_result_at", rq_py_send_result_at},  /* rocketq.client.sending */
     {"send_frame_of", rq_py_send_frame_of},
+    {"prepare", rq_py_prepare_message},  /* rocketq.client.sending.prepare */
     {"stored", rq_py_send_answer_stored},  /* rocketq.broker.sendanswers.stored */
     {"stored_group", rq_py_send_answer_stored_group},  /* rocketq.broker.sendanswers.stored_group */
     {NULL, NULL},

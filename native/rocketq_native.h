@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <structmember.h>  /* T_OBJECT_EX, READONLY: rq_plain_slot_offset */
 
 /* crc32.c: zlib's CRC-32 (reflected polynomial 0xEDB88320), table-driven 8 bytes at a time. */
 void rq_crc32_init(void);
@@ -64,6 +65,7 @@ PyObject *rq_py_answer_at(PyObject *fallback, PyObject *context, PyObject *const
 PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_answer_stored(PyObject *fallback, PyObject *context, PyObject *const *args,
                                    Py_ssize_t nargs);
 PyObject *rq_py_send_answer_stored_group(PyObject *fallback, PyObject *context, PyObject *const *args,
@@ -180,6 +182,21 @@ static inline int rq_int_in(PyObject *obj, long long low, long long high, long l
         return 0;
     *out = v;
     return 1;
+}
+
+/* The byte offset of the plain object slot (a writable __slots__ member) that ``descr`` (a
+ * borrowed attribute of ``type``) describes within a ``type`` instance, or -1 when it is not
+ * one: what a slots dataclass's fields are, read and written directly at that offset. */
+static inline Py_ssize_t rq_plain_slot_offset(PyTypeObject *type, PyObject *descr)
+{
+    PyMemberDef *member;
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0
+            || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
+        return -1;
+    return member->offset;
 }
 
 #define RQ_INT32_MIN (-2147483647LL - 1)

@@ -143,8 +143,24 @@ def check(msg: Message, settings: ProducerSettings) -> None:
     _check_properties(msg)
 
 
+_PLAIN_MESSAGE_TYPES: Final = frozenset({Message, messages.Message})
+"""The message classes whose fields ``prepare``'s C twin and ``_prepare_plain_batch`` read
+directly (the protocol's and the SDK's, which adds only a constructor); a subclass of the
+caller's goes the general way."""
+
+
+@nativecodecs.accelerated_with(Outgoing, tuple(f.name for f in dataclasses.fields(Outgoing)), _PLAIN_MESSAGE_TYPES,
+                               _checked_topics, _uniq_ids, msgid.next_unique_key,
+                               messageproperties.MAX_PROPERTIES_LENGTH, messageproperties.MSG_TYPE,
+                               replies.REPLY_MESSAGE_FLAG)
 def prepare(msg: Message, settings: ProducerSettings) -> Outgoing:
-    """Validate, stamp the unique key, compress if large."""
+    """Validate, stamp the unique key, compress if large.
+
+    Its C twin (native/clientsend.c) makes the plain message's ``Outgoing`` in one call: a
+    message of ``_PLAIN_MESSAGE_TYPES`` to a checked topic, an exact bytes body below the
+    compression threshold, an i32 flag, a dict of properties without UNIQ_KEY (the key, the
+    stamped text and the ``Outgoing`` as here: tests/client/test_prepare_native.py). Anything
+    else comes here."""
     if (msg.__class__ is not Message or msg.topic.__class__ is not str or msg.topic not in _checked_topics
             or msg.body.__class__ is not bytes or not 0 < len(msg.body) <= settings.max_message_size
             or msg.flag.__class__ is not int or not -(1 << 31) <= msg.flag < (1 << 31)):
@@ -209,10 +225,6 @@ def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings) -> Outgoi
     plain = _prepare_plain_batch(msgs, settings)
     return plain if plain is not None else _prepare_checked_batch(msgs, settings)
 
-
-_PLAIN_MESSAGE_TYPES: Final = frozenset({Message, messages.Message})
-"""The message classes whose fields ``_prepare_plain_batch`` reads directly (the protocol's and
-the SDK's, which adds only a constructor); a subclass of the caller's goes the general way."""
 
 _UNIQ_ENTRY_LENGTH: Final = len(f"{messageproperties.UNIQ_KEY}\x01\x02")
 """UTF-8 bytes a new unique key's entry adds to the properties, besides the key itself."""

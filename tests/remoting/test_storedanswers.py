@@ -112,6 +112,26 @@ def test_unusual_headers_read_as_the_reference(header: bytes, body: bytes) -> No
     _same(_json_frame(header, body))
 
 
+plain_bytes = st.binary(max_size=30).map(lambda raw: bytes(0x20 + b % 0x5F for b in raw).replace(b'"', b"a")
+                                          .replace(b"\\", b"b"))
+"""printable ASCII without the quote and the backslash: what the C reading reads in place"""
+odd_bytes = st.one_of(st.integers(0, 0x1F).map(lambda b: bytes([b])), st.integers(0x7F, 0xFF).map(lambda b: bytes([b])),
+                      st.sampled_from([b'"', b"\\", b"\\n", b'\\"', b"\\u0041", "\u00e9".encode(), b"\x7f"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain_bytes, st.one_of(st.just(b""), odd_bytes), plain_bytes, st.sampled_from(["name", "value"]))
+def test_strings_with_an_odd_byte_anywhere_read_as_the_reference(before: bytes, odd: bytes, after: bytes,
+                                                                 where: str) -> None:
+    """The C reading takes eight bytes of a string at a time: a quote, a backslash, a control,
+    DEL or non-ASCII byte at any place in a long string must still be seen where it is."""
+    text = before + odd + after
+    field = b'"%s":"1"' % text if where == "name" else b'"msgId":"%s"' % text
+    header = b'{"code":0,"flag":1,"opaque":7,"extFields":{%s,"queueId":"1","queueOffset":"2"}}' % field
+    _same(_json_frame(header))
+    _same(_json_frame(header) + b"tail", 0)
+
+
 def test_a_broker_answer_is_read_in_place() -> None:
     ext = {"msgId": "7F00000100002A9F000000000001E240", "queueId": "3", "queueOffset": "12", "MSG_REGION": "R"}
     frame = RemotingCommand(code=0, opaque=41, flag=RESPONSE_FLAG, ext_fields=ext).encode()
