@@ -273,7 +273,8 @@ class SendHandlers:
                 and self._takes_plain(put, table) and self._broker_accepts()):
             result = self._store.put_one_now(put)
             if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
-                return [sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), put.queue_id,
+                # (a put of one message: its one id is the whole of msgId)
+                return [sendanswers.stored(request.opaque, result.offset_msg_ids[0], put.queue_id,
                                            result.queue_offsets[0])]
             return [self._answer_stored(conn, request, None, put.queue_id, result)]
         try:
