@@ -381,10 +381,11 @@ class MessageStore:
             if held_ms > stats.max_put_lock_ms or held_ms >= self.settings.os_page_cache_busy_timeout_mills:
                 self._note_hold_time(began, ended)
         put = placed[0]
-        self._notify_queues(touched)
         if not put.wrote_offsets:
+            self._notify_queues(touched)
             self._count_puts([put], started)
             return put
+        self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
         stats.put_requests += 1  # _count_puts of one stored message, without its loop
         stats.put_message_times += 1
         stats.put_message_bytes += put.wrote_sizes[0]
@@ -693,15 +694,17 @@ class MessageStore:
             self._busy_until = ended + held
             log.warning("a put held the commitlog for %.0f ms: page cache busy", held_ms)
 
-    def _notify_queues(self, touched: dict[int, ConsumeQueue]) -> None:
+    def _notify_queues(self, touched: dict[int, ConsumeQueue], next_offset: int = -1) -> None:
         """``_notify`` of every queue a group added units to, in one call for the group (a
-        read of single sends usually touches as many queues as it has sends)."""
+        read of single sends usually touches as many queues as it has sends). ``next_offset``:
+        the ``max_offset`` of the one queue in ``touched``, when the caller knows it (a lone
+        put); -1: each queue's is read."""
         listeners = self._listeners
         for cq in touched.values():
-            next_offset = cq.max_offset
+            offset = cq.max_offset if next_offset < 0 else next_offset
             for listener in listeners:
                 try:
-                    listener(cq.topic, cq.queue_id, next_offset)
+                    listener(cq.topic, cq.queue_id, offset)
                 except Exception:
                     log.exception("message arrival listener failed")
         for done in self._round_listeners:
