@@ -492,7 +492,7 @@ class SendHandlers:
                     or (self._write_gate is not None and self._write_gate() is not None)
                     or not self.broker_permission & _WRITE or not self._identity.writable
                     or self._in_flight >= self._behaviour.max_sends_in_flight
-                    or self._store.is_os_page_cache_busy())
+                    or (self._store.busy_until > 0.0 and self._store.is_os_page_cache_busy()))
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         accept_from = self._behaviour.start_accept_send_request_time_stamp

@@ -150,7 +150,10 @@ class MessageStore:
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
         self._round_listeners: list[RoundListener] = []
-        self._busy_until = 0.0
+        self.busy_until = 0.0
+        """The monotonic time until which puts are refused as OS_PAGECACHE_BUSY (a put held the
+        CommitLog too long); 0.0 while no such period was ever set, so that a caller can skip
+        ``is_os_page_cache_busy`` (the broker's check of every read of sends)."""
         self._write_failure: OSError | None = None
         self._lock_fd = -1
         self.state = StoreState.NEW
@@ -352,7 +355,7 @@ class MessageStore:
         monotonic = self._monotonic
         started = monotonic()
         if (self.state is StoreState.RUNNING and self._write_failure is None and self.flusher.failure is None
-                and not self.retention.disk_full and self._busy_until == 0.0 and self.append_hook is None):
+                and not self.retention.disk_full and self.busy_until == 0.0 and self.append_hook is None):
             prepared: list[putting.PreparedMessage] | PutResult | None = None  # no refusal can apply
         else:
             prepared = self._refusal()
@@ -454,7 +457,7 @@ class MessageStore:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is not writeable: {failure}")
         if self.retention.disk_full and self.retention.refuses_writes():
             return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
-        if self._busy_until > 0.0 and self.is_os_page_cache_busy():  # the call only when it can be
+        if self.busy_until > 0.0 and self.is_os_page_cache_busy():  # the call only when it can be
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
         if self.append_hook is not None:
             why = self.append_hook.refusal()
@@ -691,7 +694,7 @@ class MessageStore:
             self.stats.max_put_lock_ms = held_ms
         if held_ms >= self.settings.os_page_cache_busy_timeout_mills:
             # The page cache could not keep up: refuse puts for as long as this one took.
-            self._busy_until = ended + held
+            self.busy_until = ended + held
             log.warning("a put held the commitlog for %.0f ms: page cache busy", held_ms)
 
     def _notify_queues(self, touched: dict[int, ConsumeQueue], next_offset: int = -1) -> None:
@@ -718,7 +721,7 @@ class MessageStore:
 
     def is_os_page_cache_busy(self) -> bool:
         """True while the broker should answer SYSTEM_BUSY instead of putting."""
-        return self._busy_until > 0.0 and self._monotonic() < self._busy_until
+        return self.busy_until > 0.0 and self._monotonic() < self.busy_until
 
     # --- get ----------------------------------------------------------------------------------
 

@@ -98,6 +98,10 @@ class RecordingStore:
         self.busy = busy
         self.puts: list[tuple[str, Any]] = []
 
+    @property
+    def busy_until(self) -> float:
+        return 1.0 if self.busy else 0.0
+
     def is_os_page_cache_busy(self) -> bool:
         return self.busy
 
