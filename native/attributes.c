@@ -1,8 +1,54 @@
 /* Reading and moving the counters of Python store objects (MappedFile, IndexFile) from C, for
  * the routines that append in place (inplace.c, indexput.c, batchappend.c, groupappend.c). Attribute names are interned
  * once; a value of an unexpected type is reported, never raised, so that the caller can hand
- * the call to its pure-Python twin. */
+ * the call to its pure-Python twin.
+ *
+ * MappedFile and IndexFile keep their fields in __slots__: an attribute that is a slot of the
+ * object's type is read and written at its slot (rq_get_attr, rq_set_attr), as Python's own
+ * generic getattr and setattr do through the slot's member descriptor (a data descriptor: it
+ * comes before any instance dict), without the descriptor call. Anything else (no slot of that
+ * name, a type with its own getattr or setattr, an empty slot) goes by PyObject_GetAttr /
+ * PyObject_SetAttr, so the result, and any error, is Python's. */
 #include "rocketq_native.h"
+
+#include <structmember.h>
+
+/* The slot of ``name`` in obj, when obj's type holds it as a plain object slot reached by the
+ * generic getattr (or setattr, ``writing``) of its type; else NULL. */
+static PyObject **object_slot(PyObject *obj, PyObject *name, int writing)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *descr;
+    PyMemberDef *member;
+    if (writing ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr)
+        return NULL;
+    descr = _PyType_Lookup(type, name);  /* borrowed; the type's method cache; sets no error */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            || !PyObject_TypeCheck(obj, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
+        return NULL;
+    member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & (READONLY | PY_AUDIT_READ)) || member->offset <= 0
+            || (size_t)member->offset + sizeof(PyObject *) > (size_t)type->tp_basicsize)
+        return NULL;
+    return (PyObject **)((char *)obj + member->offset);
+}
+
+PyObject *rq_get_attr(PyObject *obj, PyObject *name)
+{
+    PyObject **slot = object_slot(obj, name, 0);
+    if (slot != NULL && *slot != NULL)
+        return Py_NewRef(*slot);
+    return PyObject_GetAttr(obj, name);  /* (an empty slot raises AttributeError there) */
+}
+
+int rq_set_attr(PyObject *obj, PyObject *name, PyObject *value)
+{
+    PyObject **slot = object_slot(obj, name, 1);
+    if (slot == NULL)
+        return PyObject_SetAttr(obj, name, value);
+    Py_XSETREF(*slot, Py_NewRef(value));  /* as the member descriptor's set */
+    return 0;
+}
 
 int rq_intern_names(PyObject **const *slots, const char *const *texts, size_t count)
 {
@@ -22,7 +68,7 @@ int rq_intern_names(PyObject **const *slots, const char *const *texts, size_t co
 
 int rq_int_attr(PyObject *obj, PyObject *name, long long low, long long high, long long *out)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
+    PyObject *value = rq_get_attr(obj, name);
     int ok;
     if (value == NULL) {
         PyErr_Clear();
@@ -39,14 +85,14 @@ int rq_set_int_attr(PyObject *obj, PyObject *name, long long value)
     int rc;
     if (number == NULL)
         return -1;
-    rc = PyObject_SetAttr(obj, name, number);
+    rc = rq_set_attr(obj, name, number);
     Py_DECREF(number);
     return rc;
 }
 
 PyObject *rq_last_item(PyObject *obj, PyObject *name, int *empty)
 {
-    PyObject *list = PyObject_GetAttr(obj, name), *last = NULL;
+    PyObject *list = rq_get_attr(obj, name), *last = NULL;
     *empty = 0;
     if (list == NULL) {
         PyErr_Clear();
@@ -64,7 +110,7 @@ PyObject *rq_last_item(PyObject *obj, PyObject *name, int *empty)
 
 int rq_writable_map(PyObject *obj, PyObject *name, Py_ssize_t needed, Py_buffer *map)
 {
-    PyObject *buf = PyObject_GetAttr(obj, name);
+    PyObject *buf = rq_get_attr(obj, name);
     int ok;
     if (buf == NULL) {
         PyErr_Clear();

@@ -126,7 +126,7 @@ static int index_entries(Group *g, const Put *p, int32_t *hashes)
     ready = index_ready(g);
     if (ready <= 0)
         return ready < 0 ? -2 : -1;
-    topic = PyObject_GetAttr(p->queue, name_topic);
+    topic = rq_get_attr(p->queue, name_topic);
     if (topic == NULL) {
         PyErr_Clear();
         return -1;

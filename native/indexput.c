@@ -175,7 +175,7 @@ int rq_index_store(PyObject *file, unsigned char *map, const IndexState *s, cons
         || (s->begin_ts != was->begin_ts && rq_set_int_attr(file, n_begin_timestamp, s->begin_ts) < 0)
         || (s->begin_phy != was->begin_phy && rq_set_int_attr(file, n_begin_phy_offset, s->begin_phy) < 0)
         || rq_set_int_attr(file, n_end_timestamp, stamp) < 0 || rq_set_int_attr(file, n_end_phy_offset, phy) < 0
-        || PyObject_SetAttr(file, n_header_dirty, Py_False) < 0 || PyObject_SetAttr(file, n_flushed, Py_False) < 0
+        || rq_set_attr(file, n_header_dirty, Py_False) < 0 || rq_set_attr(file, n_flushed, Py_False) < 0
         ? -1 : 0;
 }
 

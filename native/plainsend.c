@@ -71,20 +71,82 @@ static PyObject *java_boolean(PyObject *raw)
     Py_RETURN_TRUE;
 }
 
+/* Is ``key`` (an exact str of hash ``hash``) the table's key ``want`` (an exact str)? As the
+ * dict's own lookup decides for exact str keys: the same object, or equal hashes and text. */
+static int same_key(PyObject *want, PyObject *key, Py_hash_t hash)
+{
+    Py_ssize_t length;
+    Py_hash_t cached;
+    if (want == key)
+        return 1;
+    length = PyUnicode_GET_LENGTH(want);
+    cached = ((PyASCIIObject *)want)->hash;  /* (a str's hash, once computed, is kept in it) */
+    return (cached != -1 ? cached : PyObject_Hash(want)) == hash && PyUnicode_GET_LENGTH(key) == length
+        && PyUnicode_KIND(want) == PyUnicode_KIND(key)
+        && memcmp(PyUnicode_DATA(want), PyUnicode_DATA(key), (size_t)(length * PyUnicode_KIND(want))) == 0;
+}
+
+/* The ext's value of each of the table's keys into raw[] (borrowed, NULL: absent), by one walk
+ * over the ext (every key an exact str; a producer writes the fields in the table's order, so
+ * the next field is tried first): the number found, -1 when a key is not a field's and
+ * ``whole`` (V2: the pure parser reads other keys), -2 for a key of another kind (then the
+ * table's keys are looked up one by one, as the dict does for them). */
+static Py_ssize_t walk_ext(PyObject *ext, PyObject *table, int whole, PyObject **raw)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(table), pos = 0, next = 0, found = 0;
+    PyObject *key, *value;
+    for (Py_ssize_t i = 0; i < count; i++)
+        raw[i] = NULL;
+    Py_hash_t hash;
+    while (_PyDict_Next(ext, &pos, &key, &value, &hash)) {  /* (with the hash the dict keeps of each key) */
+        Py_ssize_t i, tried;
+        if (!PyUnicode_CheckExact(key))
+            return -2;
+        for (i = next, tried = 0; tried < count; tried++, i = i + 1 == count ? 0 : i + 1) {
+            if (same_key(PyTuple_GET_ITEM(PyTuple_GET_ITEM(table, i), 1), key, hash))
+                break;
+        }
+        if (tried == count) {  /* not a field's key */
+            if (whole)
+                return -1;
+            continue;
+        }
+        raw[i] = value;  /* (keys are distinct: each field found once) */
+        found++;
+        next = i + 1 == count ? 0 : i + 1;
+    }
+    return found;
+}
+
 /* The header's fields (new references into values[]), 1; 0 when the pure function decides. */
 static int header_fields(PyObject *ext, PyObject *table, int whole, PyObject **values)
 {
-    Py_ssize_t count = PyTuple_GET_SIZE(table), found = 0;
+    Py_ssize_t count = PyTuple_GET_SIZE(table), found;
+    PyObject *raws[MAX_FIELDS];
+    for (Py_ssize_t i = 0; i < count; i++) {  /* the table's shape (str keys), before any value is read */
+        PyObject *spec = PyTuple_GET_ITEM(table, i);
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_ITEMS
+                || !PyUnicode_CheckExact(PyTuple_GET_ITEM(spec, 1)))
+            return 0;
+    }
+    found = walk_ext(ext, table, whole, raws);
+    if (found == -1)
+        return 0;
+    if (found == -2) {  /* an odd key: each field's key looked up by the dict */
+        found = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            raws[i] = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(PyTuple_GET_ITEM(table, i), 1));
+            if (raws[i] == NULL && PyErr_Occurred())
+                return 0;
+            found += raws[i] != NULL;
+        }
+    }
+    if (whole && found != PyDict_GET_SIZE(ext))
+        return 0;  /* (keys are distinct) no key but the fields' */
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(table, i), *raw;
+        PyObject *spec = PyTuple_GET_ITEM(table, i), *raw = raws[i];
         long kind;
         long long number, low, high;
-        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_ITEMS)
-            return 0;
-        raw = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(spec, 1));
-        if (raw == NULL && PyErr_Occurred())
-            return 0;
-        found += raw != NULL;
         kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
         if (raw != NULL && raw != Py_None && !PyUnicode_CheckExact(raw))
             return 0;
@@ -107,11 +169,12 @@ static int header_fields(PyObject *ext, PyObject *table, int whole, PyObject **v
                 return 0;
         }
     }
-    return !whole || found == PyDict_GET_SIZE(ext);  /* (keys are distinct) no key but the fields' */
+    return 1;
 }
 
-/* Does text[start, start + length) read ``name`` (ASCII)? */
-static int name_is(int kind, const void *data, Py_ssize_t start, Py_ssize_t length, const char *name)
+/* Does text[start, start + length) read ``name`` (ASCII)? Inline: the compiler folds the
+ * length of each literal name, so most names are told apart by their length alone. */
+static inline int name_is(int kind, const void *data, Py_ssize_t start, Py_ssize_t length, const char *name)
 {
     if ((size_t)length != strlen(name))
         return 0;

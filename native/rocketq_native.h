@@ -99,6 +99,9 @@ PyObject *rq_read_units(PyObject *module, PyObject *const *args, Py_ssize_t narg
 /* attributes.c: the counters of Python store objects, for the in-place appends. Each returns
  * 1 (done) or 0 (an unusual value: no exception left set), except where noted. */
 int rq_intern_names(PyObject **const *slots, const char *const *texts, size_t count);  /* 0, or -1 raised */
+/* PyObject_GetAttr and PyObject_SetAttr, a slot of the object's type read or written in place. */
+PyObject *rq_get_attr(PyObject *obj, PyObject *name);  /* a new reference, or NULL raised */
+int rq_set_attr(PyObject *obj, PyObject *name, PyObject *value);  /* 0, or -1 raised */
 int rq_int_attr(PyObject *obj, PyObject *name, long long low, long long high, long long *out);
 int rq_set_int_attr(PyObject *obj, PyObject *name, long long value);  /* 0, or -1 raised */
 /* A MappedFile's counters (each a non-negative exact int): 1, else 0 (nothing raised). */

@@ -212,8 +212,18 @@ class SendHandlers:
             return None
         table, routed = self._topics.table, self.retry_router is not None
         born_host = self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr)
-        if len(requests) == 1:  # a producer sending one at a time: no lists, one put
-            return self._lone_now(conn, requests[0], table, routed, born_host)
+        if len(requests) == 1:  # a producer sending one at a time: no lists, one put, here
+            request = requests[0]
+            put = plain_put(request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
+            if (put is not None and not (routed and put.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX))
+                    and self._takes_plain(put, table) and self._broker_accepts()):
+                result = self._store.put_one_now(put)
+                if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
+                    # (a put of one message: its one id is the whole of msgId)
+                    return [sendanswers.stored(request.opaque, result.offset_msg_ids[0], put.queue_id,
+                                               result.queue_offsets[0])]
+                return [self._answer_stored(conn, request, None, put.queue_id, result)]
+            return self._lone_checked(conn, request, table, routed)
         accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
         admitted: list[_Admitted] = []
         if accepted:  # the plain sends the broker takes as they are, up to the first other one
@@ -265,17 +275,10 @@ class SendHandlers:
                 self._admit(conn, i, request, put, answers, admitted, accepted)
         return True
 
-    def _lone_now(self, conn: Connection, request: RemotingCommand, table: dict[str, TopicConfig],
-                  routed: bool, born_host: tuple[str, int]) -> list[Answer] | None:
-        """``send_group_now`` of a read holding one send."""
-        put = plain_put(request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
-        if (put is not None and not (routed and put.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX))
-                and self._takes_plain(put, table) and self._broker_accepts()):
-            result = self._store.put_one_now(put)
-            if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
-                return [sendanswers.stored(request.opaque, ",".join(result.offset_msg_ids), put.queue_id,
-                                           result.queue_offsets[0])]
-            return [self._answer_stored(conn, request, None, put.queue_id, result)]
+    def _lone_checked(self, conn: Connection, request: RemotingCommand, table: dict[str, TopicConfig],
+                      routed: bool) -> list[Answer] | None:
+        """``send_group_now`` of a read holding one send that is not plain or that the
+        broker's checks must look at: ``_checked_records``, then one put."""
         try:
             header = self._parse_header(request)
         except HeaderError as exc:
@@ -489,7 +492,7 @@ class SendHandlers:
                     or (self._write_gate is not None and self._write_gate() is not None)
                     or not self.broker_permission & _WRITE or not self._identity.writable
                     or self._in_flight >= self._behaviour.max_sends_in_flight
-                    or self._store.is_os_page_cache_busy())
+                    or (self._store.busy_until > 0.0 and self._store.is_os_page_cache_busy()))
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         accept_from = self._behaviour.start_accept_send_request_time_stamp

@@ -46,6 +46,9 @@ def unit_file_size(configured: int) -> int:
 class ConsumeQueue:
     """One queue's units, in files of ``file_size`` bytes."""
 
+    # slots: the C appends read ``files`` and ``topic`` at their slots (native/attributes.c)
+    __slots__ = ("directory", "file_size", "files", "min_offset", "queue_id", "repaired", "topic")
+
     def __init__(self, directory: Path, topic: str, queue_id: int, file_size: int) -> None:
         self.directory = directory
         self.topic = topic

@@ -84,6 +84,11 @@ def file_name(millis: int) -> str:
 class IndexFile:
     """One index file, mapped in memory; ``put`` and ``lookup`` never leave the map."""
 
+    # slots: the C appends (native/indexput.c) read and move the counters at their slots
+    __slots__ = ("_entries_at", "begin_phy_offset", "begin_timestamp", "buf", "end_phy_offset", "end_timestamp",
+                 "fd", "flushed", "hash_slot_count", "header_dirty", "index_count", "index_num", "path", "reserved",
+                 "size", "slot_num")
+
     def __init__(self, path: Path, slot_num: int, index_num: int, *, create: bool) -> None:
         self.path = path
         self.slot_num = slot_num

@@ -58,6 +58,11 @@ def is_segment_name(name: str) -> bool:
 class MappedFile:
     """One segment file mapped in memory."""
 
+    # slots: the C appends read and move ``wrote``, ``size``, ``reserved`` and ``start`` at their
+    # slots (native/attributes.c), cheaper than through an instance dict
+    __slots__ = ("_fd", "buf", "closed", "flushed", "path", "repaired_from", "reserve_window", "reserved", "size",
+                 "start", "view", "wrote")
+
     def __init__(self, path: Path, size: int, *, create: bool = False, reserve_window: int = RESERVE_WINDOW) -> None:
         """Map an existing segment, or with ``create`` make a new one (which must not exist)."""
         if not is_segment_name(path.name):

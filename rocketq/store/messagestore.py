@@ -127,6 +127,10 @@ class MessageStore:
         self._clock = clock
         self._fsync = fsync
         self._sync_flush = settings.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.puts_wait: Final = self._sync_flush
+        """A put may wait after its append (SYNC_FLUSH's group commit): ``put_group_now`` is
+        only for a store where this is False. An attribute, not a property: the broker reads
+        it once per read of sends."""
         self._sync_timeout = settings.sync_flush_timeout / 1000
         self._delay_levels = settings.delay_levels_ms
         self.commitlog = CommitLog(settings.commitlog_dir, settings.mapped_file_size_commit_log)
@@ -146,7 +150,10 @@ class MessageStore:
         self._logic_flusher: flushing.LogicFlusher | None = None
         self._listeners: list[ArrivalListener] = []
         self._round_listeners: list[RoundListener] = []
-        self._busy_until = 0.0
+        self.busy_until = 0.0
+        """The monotonic time until which puts are refused as OS_PAGECACHE_BUSY (a put held the
+        CommitLog too long); 0.0 while no such period was ever set, so that a caller can skip
+        ``is_os_page_cache_busy`` (the broker's check of every read of sends)."""
         self._write_failure: OSError | None = None
         self._lock_fd = -1
         self.state = StoreState.NEW
@@ -320,12 +327,6 @@ class MessageStore:
         """
         return await self._put_many(puts)
 
-    @property
-    def puts_wait(self) -> bool:
-        """A put may wait after its append (SYNC_FLUSH's group commit): ``put_group_now`` is
-        only for a store where this is False."""
-        return self._sync_flush
-
     def put_group_now(self, puts: Sequence[Sequence[PutRequest] | BatchPutRequest]) -> list[PutResult]:
         """``put_group`` for a store whose puts never wait (``puts_wait`` is False, ASYNC_FLUSH):
         the same appends, results and statistics, without a coroutine per layer (the broker's
@@ -342,42 +343,56 @@ class MessageStore:
 
     def put_one_now(self, request: PutRequest) -> PutResult:
         """``put_group_now`` of one put of one message (a lone send): the same append, result,
-        arrival notice and statistics, through fewer layers (no group lists, one clock less)."""
+        arrival notice and statistics, through fewer layers: no group lists, ``_refusal``'s
+        checks inline while none can apply, the plain put prepared by one C call (a put it
+        declines is prepared by ``Preparer`` without asking it again), three clock reads (the
+        put's latency ends with its append, where its hold of the CommitLog ends; the arrival
+        notices that follow are not the put's), ``_note_hold_time`` called only for a hold it
+        has to record."""
         assert not self._sync_flush, "put_one_now on a SYNC_FLUSH store"
         if self._pending is not None:  # committed-only dispatch (DLedger): the general way
             return self.put_group_now(((request,),))[0]
-        started = self._monotonic()
-        result: list[putting.PreparedMessage] | PutResult | None = self._refusal()
-        if result is None:
+        monotonic = self._monotonic
+        started = monotonic()
+        if (self.state is StoreState.RUNNING and self._write_failure is None and self.flusher.failure is None
+                and not self.retention.disk_full and self.busy_until == 0.0 and self.append_hook is None):
+            prepared: list[putting.PreparedMessage] | PutResult | None = None  # no refusal can apply
+        else:
+            prepared = self._refusal()
+        if prepared is None:
             encode, by_topic, max_record = self._plain_parts
             try:  # the plain put prepared in one call; anything else (None) by the whole Preparer
                 plain = putting.prepare_plain(encode, by_topic, max_record, request)
             except MessageIllegalError:  # (as _prepare reports it)
                 plain = None
-            result = [plain] if plain is not None else self._prepare((request,))
-        if isinstance(result, PutResult):
-            self._count_puts([result], started)
-            return result
-        began = self._monotonic()
+            prepared = [plain] if plain is not None else self._prepare((request,), plain_tried=True)
+        if isinstance(prepared, PutResult):
+            self._count_puts([prepared], started)
+            return prepared
+        began = monotonic()
         touched: dict[int, ConsumeQueue] = {}
         placed: list[PutResult] = []
         try:  # _append_singles of one put, inline
             now = _now_ms()
-            if not groupappend.append_singles(self.commitlog, self.index, result, 0, now, self._msg_id_prefix,
+            if not groupappend.append_singles(self.commitlog, self.index, prepared, 0, now, self._msg_id_prefix,
                                               placed, touched):
-                placed.append(self._append_one(result[0], now, touched))
+                placed.append(self._append_one(prepared[0], now, touched))
         finally:
-            self._note_hold_time(began)
+            ended = monotonic()
+            held_ms = (ended - began) * 1000
+            stats = self.stats
+            if held_ms > stats.max_put_lock_ms or held_ms >= self.settings.os_page_cache_busy_timeout_mills:
+                self._note_hold_time(began, ended)
         put = placed[0]
-        self._notify_queues(touched)
         if not put.wrote_offsets:
+            self._notify_queues(touched)
             self._count_puts([put], started)
             return put
-        stats = self.stats  # _count_puts of one stored message, without its loop
-        stats.put_requests += 1
+        self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
+        stats.put_requests += 1  # _count_puts of one stored message, without its loop
         stats.put_message_times += 1
         stats.put_message_bytes += put.wrote_sizes[0]
-        stats.put_latency[bisect.bisect_left(PUT_LATENCY_BOUNDS_MS, (self._monotonic() - started) * 1000)] += 1
+        stats.put_latency[bisect.bisect_left(PUT_LATENCY_BOUNDS_MS, (ended - started) * 1000)] += 1
         return put
 
     async def _put(self, requests: Sequence[PutRequest] | BatchPutRequest) -> PutResult:
@@ -442,7 +457,7 @@ class MessageStore:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"message store is not writeable: {failure}")
         if self.retention.disk_full and self.retention.refuses_writes():
             return PutResult(PutStatus.DISK_FULL, error="disk usage above diskSpaceWarningLevelRatio")
-        if self._busy_until > 0.0 and self.is_os_page_cache_busy():  # the call only when it can be
+        if self.busy_until > 0.0 and self.is_os_page_cache_busy():  # the call only when it can be
             return PutResult(PutStatus.OS_PAGECACHE_BUSY, error="[PC_SYNCHRONIZED]broker busy")
         if self.append_hook is not None:
             why = self.append_hook.refusal()
@@ -450,11 +465,13 @@ class MessageStore:
                 return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=why)
         return None
 
-    def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[putting.PreparedMessage] | PutResult:
+    def _prepare(self, requests: Sequence[PutRequest] | BatchPutRequest,
+                 plain_tried: bool = False) -> list[putting.PreparedMessage] | PutResult:
+        """``Preparer.prepare``, its errors as results (``plain_tried``: as there)."""
         if not len(requests):
             return PutResult(PutStatus.MESSAGE_ILLEGAL, error="empty batch")
         try:
-            return self._preparer.prepare(requests)
+            return self._preparer.prepare(requests, plain_tried)
         except PropertiesSizeExceededError as exc:
             return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
         except MessageIllegalError as exc:
@@ -667,26 +684,30 @@ class MessageStore:
         _WRITE_ERRORS.log(logging.ERROR, "other", "put refused: append failed: %s", exc)
         return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, error=str(exc))
 
-    def _note_hold_time(self, began: float) -> None:
-        ended = self._monotonic()
+    def _note_hold_time(self, began: float, ended: float | None = None) -> None:
+        """Record a hold of the CommitLog from ``began`` to ``ended`` (now if None)."""
+        if ended is None:
+            ended = self._monotonic()
         held = ended - began
         held_ms = held * 1000
         if held_ms > self.stats.max_put_lock_ms:
             self.stats.max_put_lock_ms = held_ms
         if held_ms >= self.settings.os_page_cache_busy_timeout_mills:
             # The page cache could not keep up: refuse puts for as long as this one took.
-            self._busy_until = ended + held
+            self.busy_until = ended + held
             log.warning("a put held the commitlog for %.0f ms: page cache busy", held_ms)
 
-    def _notify_queues(self, touched: dict[int, ConsumeQueue]) -> None:
+    def _notify_queues(self, touched: dict[int, ConsumeQueue], next_offset: int = -1) -> None:
         """``_notify`` of every queue a group added units to, in one call for the group (a
-        read of single sends usually touches as many queues as it has sends)."""
+        read of single sends usually touches as many queues as it has sends). ``next_offset``:
+        the ``max_offset`` of the one queue in ``touched``, when the caller knows it (a lone
+        put); -1: each queue's is read."""
         listeners = self._listeners
         for cq in touched.values():
-            next_offset = cq.max_offset
+            offset = cq.max_offset if next_offset < 0 else next_offset
             for listener in listeners:
                 try:
-                    listener(cq.topic, cq.queue_id, next_offset)
+                    listener(cq.topic, cq.queue_id, offset)
                 except Exception:
                     log.exception("message arrival listener failed")
         for done in self._round_listeners:
@@ -700,7 +721,7 @@ class MessageStore:
 
     def is_os_page_cache_busy(self) -> bool:
         """True while the broker should answer SYSTEM_BUSY instead of putting."""
-        return self._busy_until > 0.0 and self._monotonic() < self._busy_until
+        return self.busy_until > 0.0 and self._monotonic() < self.busy_until
 
     # --- get ----------------------------------------------------------------------------------
 

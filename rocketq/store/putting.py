@@ -110,9 +110,12 @@ class Preparer:
         topic and id, the largest record), for a caller that prepares lone puts itself."""
         return self._encoder.encode, self._queues.by_topic, self._max_record
 
-    def prepare(self, requests: Sequence[PutRequest] | BatchPutRequest) -> list[PreparedMessage]:
+    def prepare(self, requests: Sequence[PutRequest] | BatchPutRequest,
+                plain_tried: bool = False) -> list[PreparedMessage]:
         """Validate and encode every request (no store state changes); MessageIllegalError
-        (PropertiesSizeExceededError for long properties) when any of them cannot be stored."""
+        (PropertiesSizeExceededError for long properties) when any of them cannot be stored.
+        ``plain_tried``: the caller has had ``prepare_plain`` decline these requests (or raise),
+        so it is not asked again."""
         if isinstance(requests, BatchPutRequest):
             return self._prepare_batch(requests)
         encode = self._encoder.encode
@@ -120,7 +123,7 @@ class Preparer:
         max_record = self._max_record
         prepared = []
         for r in requests:
-            plain = prepare_plain(encode, by_topic, max_record, r)
+            plain = None if plain_tried else prepare_plain(encode, by_topic, max_record, r)
             if plain is not None:
                 prepared.append(plain)
                 continue

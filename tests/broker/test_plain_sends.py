@@ -98,6 +98,10 @@ class RecordingStore:
         self.busy = busy
         self.puts: list[tuple[str, Any]] = []
 
+    @property
+    def busy_until(self) -> float:
+        return 1.0 if self.busy else 0.0
+
     def is_os_page_cache_busy(self) -> bool:
         return self.busy
 
@@ -243,3 +247,25 @@ def test_plain_put_in_c_leaves_odd_calls_to_the_pure_function() -> None:
                  (int(RequestCode.SEND_MESSAGE_V2), {**ext, "m": "true"}), (True, ext), ("310", ext)]:
         assert plainsend.plain_put(*args, b"", "", ("h", 1)) == nativecodecs.pure(plainsend.plain_put)(
             *args, b"", "", ("h", 1))
+
+
+class _Key(str):
+    """An extFields key of another kind than str (the dict compares it by its own ``__eq__``)."""
+
+    __slots__ = ()
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(send_ext(), st.data())
+def test_plain_put_in_c_reads_the_ext_in_any_order_and_with_any_key(sent: tuple[int, dict[str, str]],
+                                                                   data: st.DataObject) -> None:
+    """The C function walks the extFields once, trying the next field's key first: keys in any
+    order, and one of another kind (then it looks each field up), give the pure result."""
+    code, ext = sent
+    keys = data.draw(st.permutations(list(ext)))
+    odd = data.draw(st.sampled_from([None, *keys]))
+    shuffled = {(_Key(key) if key == odd else key): ext[key] for key in keys}
+    reference = nativecodecs.pure(plainsend.plain_put)
+    got = plainsend.plain_put(code, shuffled, b"body", "", ("10.0.0.7", 51234))
+    assert got == reference(code, shuffled, b"body", "", ("10.0.0.7", 51234))

@@ -77,7 +77,7 @@ def _enter(broker: Broker, state: str) -> None:
     if state == "read_only":
         send.broker_permission = int(codes.Perm.READ)
     elif state == "page_cache_busy":
-        broker.store._busy_until = time.monotonic() + 3600
+        broker.store.busy_until = time.monotonic() + 3600
     elif state == "in_flight_full":
         send._in_flight = send._behaviour.max_sends_in_flight
     elif state == "not_yet":

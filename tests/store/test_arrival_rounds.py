@@ -40,3 +40,19 @@ async def test_a_replicated_range_is_one_round(tmp_path: Path, make_store: Store
     assert view is not None
     slave.append_replicated(master.commitlog.min_offset, view)
     assert seen == [("T", 0, 2), ("T", 1, 2), ("T", 2, 2), "end"]
+
+
+async def test_a_lone_put_notices_its_queue_s_next_offset(make_store: StoreFactory) -> None:
+    """``put_one_now``'s notice gives the queue's ``max_offset`` after the put, across its
+    ConsumeQueue files (50 units each in ``small_settings``) and CommitLog segments, and for a
+    put that is refused (no notice of its queue, still a round)."""
+    store = await make_store()
+    seen = record_rounds(store)
+    for i in range(120):
+        queue_id = i % 2
+        assert store.put_one_now(request(queue_id=queue_id, body=b"x" * 700)).ok
+        assert seen[-2:] == [("T", queue_id, store.queues.get_or_create("T", queue_id).max_offset), "end"]
+    assert len(store.commitlog.segments) > 1 and len(store.queues.get_or_create("T", 0).files) > 1
+    seen.clear()
+    assert not store.put_one_now(request(queue_id=1, body=b"x" * (64 * 1024))).ok  # larger than a segment
+    assert seen == []  # refused before any append: no notice, no round (as put_group_now)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_helpers import StoreFactory
 
 from rocketq.protocol import javahash, messageproperties, nativecodecs, storedrecords
 from rocketq.protocol.codes import SCHEDULE_TOPIC
@@ -115,3 +116,25 @@ def test_fields_are_read_as_python_reads_them(preparer: putting.Preparer) -> Non
     assert _NATIVE(*parts, plain) is None  # no queue ("W", 2): no put names topic W
     prepared = _NATIVE(*parts, renamed)
     assert prepared is not None and prepared[2].topic == "U"  # queue ("U", 2), by the attribute
+
+
+@pytest.mark.parametrize("request_", [
+    PutRequest("T", 0, b"body", properties={"TAGS": "a"}),  # dict properties: not plain
+    PutRequest("New", 1, b"body", properties="TAGS\x01a\x02"),  # its queue is to be created
+    PutRequest(SCHEDULE_TOPIC, 0, b"body", properties="DELAY\x013\x02"),  # a delay level
+], ids=["dict-properties", "new-queue", "schedule-topic"])
+async def test_a_lone_put_asks_prepare_plain_once(request_: PutRequest, make_store: StoreFactory,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``put_one_now`` of a put ``prepare_plain`` declines prepares it by ``Preparer``'s loop
+    without asking ``prepare_plain`` a second time, and stores it."""
+    store = await make_store()
+    asked: list[PutRequest] = []
+    real = putting.prepare_plain
+
+    def counting(*args: Any) -> putting.PreparedMessage | None:
+        asked.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(putting, "prepare_plain", counting)
+    assert store.put_one_now(request_).ok
+    assert asked == [request_]
