@@ -11,7 +11,6 @@
  * PyObject_SetAttr, so the result, and any error, is Python's. */
 #include "rocketq_native.h"
 
-#include <structmember.h>
 
 /* The slot of ``name`` in obj, when obj's type holds it as a plain object slot reached by the
  * generic getattr (or setattr, ``writing``) of its type; else NULL. */
@@ -19,18 +18,14 @@ static PyObject **object_slot(PyObject *obj, PyObject *name, int writing)
 {
     PyTypeObject *type = Py_TYPE(obj);
     PyObject *descr;
-    PyMemberDef *member;
+    Py_ssize_t offset;
     if (writing ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr)
         return NULL;
     descr = _PyType_Lookup(type, name);  /* borrowed; the type's method cache; sets no error */
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
-            || !PyObject_TypeCheck(obj, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
+    offset = rq_plain_slot_offset(type, descr);
+    if (offset < 0 || !PyObject_TypeCheck(obj, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
         return NULL;
-    member = ((PyMemberDescrObject *)descr)->d_member;
-    if (member->type != T_OBJECT_EX || (member->flags & (READONLY | PY_AUDIT_READ)) || member->offset <= 0
-            || (size_t)member->offset + sizeof(PyObject *) > (size_t)type->tp_basicsize)
-        return NULL;
-    return (PyObject **)((char *)obj + member->offset);
+    return (PyObject **)((char *)obj + offset);
 }
 
 PyObject *rq_get_attr(PyObject *obj, PyObject *name)

@@ -196,7 +196,7 @@ static inline Py_ssize_t rq_plain_slot_offset(PyTypeObject *type, PyObject *desc
     if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
         return -1;
     member = ((PyMemberDescrObject *)descr)->d_member;
-    if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0
+    if (member->type != T_OBJECT_EX || (member->flags & (READONLY | PY_AUDIT_READ)) || member->offset <= 0
             || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
         return -1;
     return member->offset;
