@@ -204,7 +204,7 @@ class PullHandlers:
             return self._found(request, group_name, result)
         if status in _NOT_YET and flag & pullsysflag.SUSPEND and self._held_count < MAX_HELD_PULLS \
                 and (status is GetStatus.OFFSET_OVERFLOW_ONE or offset == 0):
-            self._hold(conn, request, header, sub)
+            self._hold(conn, request, header, sub, (max_nums, max_bytes, None))  # (every tag matches)
             return None
         return self._answer(request, header, result)
 
@@ -335,11 +335,13 @@ class PullHandlers:
 
     # --- long polling -------------------------------------------------------------------
 
-    def _hold(
-        self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, sub: SubscriptionData
-    ) -> None:
+    def _hold(self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader,
+              sub: SubscriptionData, reads: _ReadArgs | None = None) -> None:
+        """Hold a pull; ``reads``: its store read's arguments when the caller has them."""
         held = HeldPull(conn, request, header, sub, header.queue_offset)
-        if sub.is_tag_type:
+        if reads is not None:
+            held.reads = reads
+        elif sub.is_tag_type:
             held.reads = (*_limits(header), _tag_filter(sub))
         key = (header.topic, header.queue_id)
         self._held[key].append(held)
