@@ -58,6 +58,10 @@ MAX_HELD_PULLS: Final = 100_000
 MAX_WOKEN_PER_WRITE: Final = 64
 """Answers of one arrival round gathered for one connection before they are written without
 waiting for the round's end (a round that wakes many pulls of one consumer still lets it start)."""
+MAX_JOINED_ANSWER: Final = 4096
+"""Record bytes up to which a lean FOUND answer is handed to the connection as one encoded frame
+(its records copied once, cheaper than the buffers' way for a message or two); larger answers go
+out as the store's views."""
 MAX_BUILT_SUBSCRIPTIONS: Final = 4096
 """Subscriptions parsed from pull headers kept for the next pull (the table is emptied when full:
 a peer sending ever new expressions costs a parse each, as before, and bounded memory)."""
@@ -175,7 +179,7 @@ class PullHandlers:
         return answers
 
     def _lean(self, conn: Connection, request: RemotingCommand,
-              header: PullMessageRequestHeader) -> RemotingCommand | _Declined | None:
+              header: PullMessageRequestHeader) -> Answer | _Declined:
         """The common pull (a master that is readable, an existing group and topic that allow
         it, a valid queue, a subscription in the request that takes every message) in one
         function: ``_pull``'s steps for that case, or ``_DECLINED`` (nothing done) for
@@ -201,7 +205,9 @@ class PullHandlers:
         result = self._store.get_messages(topic_name, queue_id, offset, max_nums, max_bytes)
         status = result.status
         if status is _FOUND:
-            return self._found(request, group_name, result)
+            answer = self._found(request, group_name, result)
+            # a small answer as one frame: the connection writes a lone one at once, no buffers
+            return answer.encode() if result.buffer_total_size <= MAX_JOINED_ANSWER else answer
         if status in _NOT_YET and flag & pullsysflag.SUSPEND and self._held_count < MAX_HELD_PULLS \
                 and (status is GetStatus.OFFSET_OVERFLOW_ONE or offset == 0):
             self._hold(conn, request, header, sub, (max_nums, max_bytes, None))  # (every tag matches)

@@ -146,7 +146,8 @@ async def test_the_lean_pull_answers_as_the_general_one(tmp_path: Path) -> None:
         pulls = [{**fields, **sub} for fields in drawn_pulls]
         topic, group = f"T{n}", f"cg{n}"
         send_topics.upsert(TopicConfig(topic, 3, 3))
-        sends(topic, [(b"m%d" % i, i % 2) for i in range(2 * STORED)])  # queues 0 and 1 hold messages, 2 none
+        # queues 0 and 1 hold messages of 1 B to 8 KiB (answers joined into one frame and not), 2 none
+        sends(topic, [(bytes([65 + i]) * (1 + 700 * i), i % 2) for i in range(2 * STORED)])
         consumers = [_connection(side.pull.handlers(), "consumer") for side in sides]
         # first with everything allowed, without commits (the subscriptions get built: the
         # lean path takes them from then on), then as drawn: one read of all the pulls (a
