@@ -38,11 +38,12 @@ from rocketq.broker.topics import TopicConfigManager
 from rocketq.protocol import codes, pullsysflag, subscription
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
-from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketq.protocol.headers import HeaderError, PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.grouping import Answer, GroupedHandler
 from rocketq.store.messagestore import GetResult, GetStatus, MessageStore
 
 log = logging.getLogger(__name__)
@@ -57,11 +58,18 @@ MAX_HELD_PULLS: Final = 100_000
 MAX_WOKEN_PER_WRITE: Final = 64
 """Answers of one arrival round gathered for one connection before they are written without
 waiting for the round's end (a round that wakes many pulls of one consumer still lets it start)."""
+MAX_JOINED_ANSWER: Final = 4096
+"""Record bytes up to which a lean FOUND answer is handed to the connection as one encoded frame
+(its records copied once, cheaper than the buffers' way for a message or two); larger answers go
+out as the store's views."""
 MAX_BUILT_SUBSCRIPTIONS: Final = 4096
 """Subscriptions parsed from pull headers kept for the next pull (the table is emptied when full:
 a peer sending ever new expressions costs a parse each, as before, and bounded memory)."""
 _READ: Final = int(codes.Perm.READ)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
+_FOUND: Final = GetStatus.FOUND
+_NOT_YET: Final = (GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE)
+"""A read's outcomes that may hold a SUSPEND pull (nothing at or past its offset yet)."""
 """Held long-poll requests before new ones are answered at once instead of held."""
 
 
@@ -80,6 +88,15 @@ class HeldPull:
 
 
 _ReadArgs = tuple[int, int, "Callable[[int], bool] | None"]
+
+
+class _Declined:
+    """``_lean``'s answer for a pull it does not handle (its None means "held")."""
+
+    __slots__ = ()
+
+
+_DECLINED: Final = _Declined()
 
 
 def answer_ext(suggest: int, next_begin: int, min_offset: int, max_offset: int) -> dict[str, str]:
@@ -121,6 +138,9 @@ class PullHandlers:
         self._built: dict[tuple[str, str | None, str | None, int], SubscriptionData] = {}
         """``subscription.build``'s results by its arguments: a consumer sends the same ones on
         every pull, and the result is a frozen value."""
+        self._everything: dict[tuple[str, str | None, str | None, int], SubscriptionData] = {}
+        """The built subscriptions that take every message (``matches_all``: tag type, ``*``),
+        the only ones ``_lean`` handles."""
         self._held_count = 0
         self._woken: dict[Connection, list[RemotingCommand]] = {}
         """Answers to held pulls the current round of arrivals woke and not yet written, per connection
@@ -131,10 +151,72 @@ class PullHandlers:
         store.add_arrival_round_listener(self.send_woken)
 
     def handlers(self) -> dict[int, Handler]:
-        return {RequestCode.PULL_MESSAGE: self.pull}
+        # A pull never waits (it is answered or held), so every pull of a read is answered by
+        # plain calls (``pull_now``): no coroutine, eager step or task per pull.
+        return {RequestCode.PULL_MESSAGE: GroupedHandler(self.pull, self.pull_group, self.pull_now)}
 
     async def pull(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        header = PullMessageRequestHeader.from_ext(request.ext_fields)
+        """One pull through the general path (what ``pull_now`` falls back to)."""
+        return self._pull(conn, request, PullMessageRequestHeader.from_ext(request.ext_fields))
+
+    async def pull_group(self, conn: Connection, requests: list[RemotingCommand]) -> list[Answer]:
+        return self.pull_now(conn, requests)
+
+    def pull_now(self, conn: Connection, requests: list[RemotingCommand]) -> list[Answer]:
+        """The answers to a read's pulls, in order (None: held). Each fails on its own, as a
+        single handler's failure (``Connection._run``) does."""
+        answers: list[Answer] = []
+        for request in requests:
+            try:
+                header = PullMessageRequestHeader.from_ext(request.ext_fields)
+                answer = self._lean(conn, request, header)
+                answers.append(self._pull(conn, request, header) if isinstance(answer, _Declined) else answer)
+            except HeaderError as exc:
+                answers.append(request.response(ResponseCode.SYSTEM_ERROR, str(exc)))
+            except Exception as exc:
+                log.exception("pull from %s failed", conn.remote_addr)
+                answers.append(request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
+        return answers
+
+    def _lean(self, conn: Connection, request: RemotingCommand,
+              header: PullMessageRequestHeader) -> Answer | _Declined:
+        """The common pull (a master that is readable, an existing group and topic that allow
+        it, a valid queue, a subscription in the request that takes every message) in one
+        function: ``_pull``'s steps for that case, or ``_DECLINED`` (nothing done) for
+        anything else. tests/broker/test_lean_pull.py: the same answers, commits and held
+        pulls as ``_pull``."""
+        flag = header.sys_flag
+        topic_name = header.topic
+        sub = self._everything.get((topic_name, header.subscription, header.expression_type, header.sub_version))
+        if sub is None or not flag & pullsysflag.SUBSCRIPTION or not self._is_master \
+                or not self.broker_permission & _READ:
+            return _DECLINED
+        group_name = header.consumer_group
+        group = self._groups.get(group_name)
+        topic = self._topics.get(topic_name)
+        queue_id = header.queue_id
+        if group is None or not group.consume_enable or topic is None or not topic.perm & _READ \
+                or not 0 <= queue_id < topic.queue_count:
+            return _DECLINED
+        offset = header.queue_offset
+        if flag & pullsysflag.COMMIT_OFFSET and header.commit_offset >= 0:
+            self._offsets.commit(group_name, topic_name, queue_id, header.commit_offset)
+        max_nums, max_bytes = _limits(header)
+        result = self._store.get_messages(topic_name, queue_id, offset, max_nums, max_bytes)
+        status = result.status
+        if status is _FOUND:
+            answer = self._found(request, group_name, result)
+            # a small answer as one frame: the connection writes a lone one at once, no buffers
+            return answer.encode() if result.buffer_total_size <= MAX_JOINED_ANSWER else answer
+        if status in _NOT_YET and flag & pullsysflag.SUSPEND and self._held_count < MAX_HELD_PULLS \
+                and (status is GetStatus.OFFSET_OVERFLOW_ONE or offset == 0):
+            self._hold(conn, request, header, sub, (max_nums, max_bytes, None))  # (every tag matches)
+            return None
+        return self._answer(request, header, result)
+
+    def _pull(self, conn: Connection, request: RemotingCommand,
+              header: PullMessageRequestHeader) -> RemotingCommand | None:
+        """A pull, any kind: its answer, or None when it is held."""
         checked = self._check(conn, request, header)
         if isinstance(checked, RemotingCommand):
             return checked
@@ -143,7 +225,7 @@ class PullHandlers:
             self._offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         result = self._get(header, header.queue_offset, sub)
         if (
-            result.status in (GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE)
+            result.status in _NOT_YET
             and header.sys_flag & pullsysflag.SUSPEND
             and self._held_count < MAX_HELD_PULLS
             and (result.status == GetStatus.OFFSET_OVERFLOW_ONE or header.queue_offset == 0)
@@ -222,7 +304,10 @@ class PullHandlers:
             sub = subscription.build(*key)
             if len(self._built) >= MAX_BUILT_SUBSCRIPTIONS:
                 self._built.clear()
+                self._everything.clear()
             self._built[key] = sub
+            if sub.matches_all:
+                self._everything[key] = sub
         return sub
 
     def _get(self, header: PullMessageRequestHeader, offset: int, sub: SubscriptionData) -> GetResult:
@@ -236,26 +321,33 @@ class PullHandlers:
         )
 
     def _answer(self, request: RemotingCommand, header: PullMessageRequestHeader, result: GetResult) -> RemotingCommand:
-        code = ResponseCode.SUCCESS if result.status is GetStatus.FOUND else _response_code(result.status,
-                                                                                              header.queue_offset)
-        suggest = codes.MASTER_ID
-        if self._suggest_broker is not None:
-            suggest = self._suggest_broker(result, self._groups.get(header.consumer_group))
-        ext = answer_ext(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
-        if code != ResponseCode.SUCCESS:
-            return request.response(code, result.status.name, ext)
-        response = request.response(code, None, ext)
+        """A read's answer: SUCCESS with its records when FOUND, else the status's code."""
+        if result.status is _FOUND:
+            return self._found(request, header.consumer_group, result)
+        return request.response(_response_code(result.status, header.queue_offset), result.status.name,
+                                self._answer_ext(header.consumer_group, result))
+
+    def _found(self, request: RemotingCommand, group: str, result: GetResult) -> RemotingCommand:
+        response = request.response(ResponseCode.SUCCESS, None, self._answer_ext(group, result))
         # The records go out as the store's own views (frames.encode_buffers): no copy here.
         response.body_parts = result.buffers
         return response
 
+    def _answer_ext(self, group: str, result: GetResult) -> dict[str, str]:
+        suggest = codes.MASTER_ID
+        if self._suggest_broker is not None:
+            suggest = self._suggest_broker(result, self._groups.get(group))
+        return answer_ext(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
+
     # --- long polling -------------------------------------------------------------------
 
-    def _hold(
-        self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, sub: SubscriptionData
-    ) -> None:
+    def _hold(self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader,
+              sub: SubscriptionData, reads: _ReadArgs | None = None) -> None:
+        """Hold a pull; ``reads``: its store read's arguments when the caller has them."""
         held = HeldPull(conn, request, header, sub, header.queue_offset)
-        if sub.is_tag_type:
+        if reads is not None:
+            held.reads = reads
+        elif sub.is_tag_type:
             held.reads = (*_limits(header), _tag_filter(sub))
         key = (header.topic, header.queue_id)
         self._held[key].append(held)
@@ -286,9 +378,9 @@ class PullHandlers:
                 result = self._get(held.header, held.offset, held.sub)
             else:
                 result = self._store.get_messages(topic, queue_id, held.offset, reads[0], reads[1], reads[2])
-            if result.status is GetStatus.FOUND:
+            if result.status is _FOUND:
                 self._release(held)
-                self._woken_answer(held.connection, self._answer(held.request, held.header, result))
+                self._woken_answer(held.connection, self._found(held.request, held.header.consumer_group, result))
             else:
                 # nothing matched this consumer's tags: skip past it and keep holding
                 held.offset = result.next_begin_offset
@@ -363,8 +455,7 @@ def _tag_filter(sub: SubscriptionData) -> Callable[[int], bool] | None:
 
 
 def _response_code(status: GetStatus, requested_offset: int) -> int:
-    if status == GetStatus.FOUND:
-        return ResponseCode.SUCCESS
+    """The response code of a read that found nothing to answer with (any status but FOUND)."""
     if status in (GetStatus.NO_MATCHED_MESSAGE, GetStatus.OFFSET_FOUND_NULL, GetStatus.MESSAGE_WAS_REMOVING):
         return ResponseCode.PULL_RETRY_IMMEDIATELY
     if status == GetStatus.NO_MESSAGE_IN_QUEUE:

@@ -459,7 +459,8 @@ class BrokerServer:
             self.filters = ConsumerFilters(enabled=self.behaviour.enable_property_filter)
         self.pull = PullHandlers(
             self.store, self.topics, self.groups, self.offsets, self.clients, self.behaviour, is_master=is_master,
-            suggest_broker=self._suggest_broker,
+            # without slave reads every answer suggests the master: no call per answer to say so
+            suggest_broker=self._suggest_broker if self.ha_settings.slave_read_enable else None,
             filters=self.filters,
         )
         self._install_pop()

@@ -203,15 +203,22 @@ class ConsumeQueue:
         one before is used up."""
         end = min(self.max_offset, offset + limit)
         while offset < end:
-            found = self._file_for(offset)
-            if found is None:
+            run = self.unit_run(offset, end)
+            if run is None:
                 return
-            f, pos = found
-            stop = min(f.wrote, pos + (end - offset) * UNIT_SIZE)
-            yield f.view[pos:stop]
-            offset += (stop - pos) // UNIT_SIZE
-            if stop == pos:
+            yield run
+            if not run:
                 return
+            offset += len(run) // UNIT_SIZE
+
+    def unit_run(self, offset: int, end: int) -> memoryview | None:
+        """The raw units from ``offset`` (below ``end``) to ``end`` or the end of their file:
+        ``unit_chunks``' first run, without a generator (a pull's read usually needs only it)."""
+        found = self._file_for(offset)
+        if found is None:
+            return None
+        f, pos = found
+        return f.view[pos:min(f.wrote, pos + (end - offset) * UNIT_SIZE)]
 
     def last_phys_end(self) -> int:
         """CommitLog offset just past the newest message this queue points to (0 if none)."""

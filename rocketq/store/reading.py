@@ -60,7 +60,7 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     else:
         max_nums = max(1, max_nums)
         if tag_filter is None and record_filter is None:
-            plain = _read_plain(commitlog, cq, offset, max_nums, max_bytes, stats)
+            plain = _read_plain(commitlog, cq, offset, max_offset, max_nums, max_bytes, stats)
             if plain is not None:
                 return plain
         return _read_queue(commitlog, cq, offset, max_nums, max_bytes, tag_filter, record_filter, stats)
@@ -143,18 +143,19 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
                      tag_codes, total, behind > _memory_for_pulls())
 
 
-def _read_plain(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
-                stats: StoreStats) -> GetResult | None:
+def _read_plain(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_offset: int, max_nums: int,
+                max_bytes: int, stats: StoreStats) -> GetResult | None:
     """``_read_queue`` for the common pull (no filter, records found, all in one ConsumeQueue
     file and one CommitLog segment) in one C walk from the first unit, or None (and nothing
     counted) for anything else, which ``_read_queue`` then reads from the start.
+    ``max_offset`` is the queue's (below it: ``offset``, readable).
 
     The first unit's record is checked as ``CommitLog.read`` checks it; the walk then takes it
     and the rest as the loop would (the loop's first unit is its only one outside the walk)."""
     if _native is None:
         return None
-    limit = max(MAX_FILTER_SCAN_UNITS, max_nums)
-    chunk = next(cq.unit_chunks(offset, limit), None)
+    end = min(max_offset, offset + max(MAX_FILTER_SCAN_UNITS, max_nums))
+    chunk = cq.unit_run(offset, end)
     if chunk is None or len(chunk) < consumequeue.UNIT_SIZE:
         return None
     phys, size, _tag = consumequeue.UNIT.unpack_from(chunk, 0)
@@ -168,16 +169,16 @@ def _read_plain(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     buffers: list[memoryview] = []
     queue_offsets: list[int] = []
     tag_codes: list[int] = []
-    last_phys = commitlog.max_offset
+    log_end = commitlog.max_offset
     pos, scanned, found, total, last_phys, full = _native.read_units(
-        chunk, 0, segment.view, seg_start, seg_end, offset, 0, 0, 0, last_phys, max_nums, max_bytes,
+        chunk, 0, segment.view, seg_start, seg_end, offset, 0, 0, 0, log_end, max_nums, max_bytes,
         buffers, queue_offsets, tag_codes)
-    if not full and (pos < len(chunk) or offset + scanned < min(cq.max_offset, offset + limit)):
+    if not full and (pos < len(chunk) or offset + scanned < end):
         return None  # a unit the loop would take itself, or the next ConsumeQueue file
     stats.get_message_times_found += 1
     stats.get_message_transferred += found
-    return GetResult(GetStatus.FOUND, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
-                     tag_codes, total, commitlog.max_offset - last_phys > _memory_for_pulls())
+    return GetResult(GetStatus.FOUND, offset + scanned, cq.min_offset, max_offset, buffers, queue_offsets,
+                     tag_codes, total, log_end - last_phys > _memory_for_pulls())
 
 
 def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:

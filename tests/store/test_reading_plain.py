@@ -61,7 +61,7 @@ async def test_plain_read_matches_the_loop(make_store: StoreFactory) -> None:
         if not cq.min_offset <= offset < cq.max_offset:
             return
         plain_stats, loop_stats = StoreStats(), StoreStats()
-        plain = reading._read_plain(store.commitlog, cq, offset, max_nums, max_bytes, plain_stats)
+        plain = reading._read_plain(store.commitlog, cq, offset, cq.max_offset, max_nums, max_bytes, plain_stats)
         loop = reading._read_queue(store.commitlog, cq, offset, max_nums, max_bytes, None, None, loop_stats)
         if plain is None:
             assert counted(plain_stats) == (0, 0, 0)
@@ -82,6 +82,6 @@ async def test_the_plain_read_declines_what_it_does_not_take(make_store: StoreFa
     assert cq is not None
     per_file = cq.file_size // 20
     # a pull from the last unit of a ConsumeQueue file, for more: the loop reads on in the next file
-    assert reading._read_plain(store.commitlog, cq, per_file - 1, 32, 256 * 1024, StoreStats()) is None
+    assert reading._read_plain(store.commitlog, cq, per_file - 1, cq.max_offset, 32, 256 * 1024, StoreStats()) is None
     # within one file and segment it answers
-    assert reading._read_plain(store.commitlog, cq, 0, 1, 256 * 1024, StoreStats()) is not None
+    assert reading._read_plain(store.commitlog, cq, 0, cq.max_offset, 1, 256 * 1024, StoreStats()) is not None
