@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, 
 from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
-from rocketq.protocol import frames
+from rocketq.protocol import frames, nativecodecs
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
@@ -61,6 +61,10 @@ from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, Rem
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
 from rocketq.remoting.storedanswers import answer_at
+
+_found_answer_at: Final = nativecodecs.native.found_answer_at if nativecodecs.native is not None else None
+"""``(opaque, end)`` of a plain FOUND pull answer's frame, or None (native/pullanswer.c); without
+the native codecs every such frame takes the general path."""
 
 log = logging.getLogger(__name__)
 _FRAME_LENGTH = struct.Struct(">i")
@@ -754,6 +758,13 @@ class ClientConnection(Connection):
                     except Exception:
                         log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
                     continue
+            elif _found_answer_at is not None and (answer := _found_answer_at(data, pos, largest)) is not None:
+                waiting = pending.pop(answer[0], None)  # out of pending while its waiter runs, as _complete does
+                if waiting is not None:
+                    if self._offer_found(waiting, data, pos, answer[1]):
+                        pos = answer[1]
+                        continue
+                    pending[answer[0]] = waiting  # declined: the general path below ends it
             # another frame (a heartbeat's answer among a burst of sends): alone through the
             # general path when it is whole, and the reading goes on; else with the rest
             length = _FRAME_LENGTH.unpack_from(data, pos)[0] if end - pos >= 4 else -1
@@ -770,6 +781,18 @@ class ClientConnection(Connection):
             super().data_received(data[pos:])
         else:
             self.active = True
+
+    def _offer_found(self, waiting: _Waiting, data: bytes, pos: int, end: int) -> bool:
+        """Offer the plain FOUND answer ``data[pos:end]`` to its waiter's ``found``: True when
+        the waiter took it (its request is over), False for the general path."""
+        found = getattr(waiting[0], "found", None)
+        if found is None:
+            return False
+        try:
+            return found(data, pos, end)
+        except Exception:
+            log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+            return True
 
 
 class _Resumed:
