@@ -300,9 +300,12 @@ class PullTask:
                 return False
             self._out = None
             self._suggested_broker = found[1]
-            after = 0.0 if self.pq.dropped else self._after_found(found[0], found[2])
-            if after is None:
-                after = self._pull_next()
+            if self.pq.dropped:
+                after: float | None = 0.0
+            else:
+                after = self._found(found[0], found[2])
+                if after == 0:
+                    after = self._pull_next()
         except Exception as exc:
             self._out = None
             chain.set_exception(exc)

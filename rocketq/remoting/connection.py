@@ -693,7 +693,12 @@ class ClientConnection(Connection):
     SUCCESS answer without a body as ``waiter.stored(data, pos, end)``, its frame in the read:
     the read finds such answers with ``storedanswers.answer_at`` (in C: nothing but the
     ``(opaque, end)`` pair is built: no ``orjson`` dict of the header, no ``RemotingCommand``,
-    no extFields dict; the producer reads its result from the frame itself). The first frame of a read
+    no extFields dict; the producer reads its result from the frame itself). Likewise a request
+    whose waiter has a ``found`` method (a push consumer's chained pull) is offered the plain
+    FOUND answer a broker writes (found by native/pullanswer.c's ``found_answer_at``; never
+    without the native codecs) as ``waiter.found(data, pos, end)``, out of ``_pending`` while it
+    runs: True when it read and handled it, False (nothing done) to have it read as below. The
+    first frame of a read
     that is anything else (another code, another waiter's answer, an unknown opaque, a request)
     goes alone to the general path when it is whole, and the reading goes on; an incomplete
     frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
@@ -759,11 +764,19 @@ class ClientConnection(Connection):
                         log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
                     continue
             elif _found_answer_at is not None and (answer := _found_answer_at(data, pos, largest)) is not None:
-                waiting = pending.pop(answer[0], None)  # out of pending while its waiter runs, as _complete does
-                if waiting is not None:
-                    if self._offer_found(waiting, data, pos, answer[1]):
+                # offered to the waiter's ``found``, out of pending while it runs (as in ``_complete``)
+                waiting = pending.pop(answer[0], None)
+                found = getattr(waiting[0], "found", None) if waiting is not None else None
+                if found is not None:
+                    try:
+                        taken = found(data, pos, answer[1])
+                    except Exception:
+                        log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+                        taken = True
+                    if taken:
                         pos = answer[1]
                         continue
+                if waiting is not None:
                     pending[answer[0]] = waiting  # declined: the general path below ends it
             # another frame (a heartbeat's answer among a burst of sends): alone through the
             # general path when it is whole, and the reading goes on; else with the rest
@@ -781,18 +794,6 @@ class ClientConnection(Connection):
             super().data_received(data[pos:])
         else:
             self.active = True
-
-    def _offer_found(self, waiting: _Waiting, data: bytes, pos: int, end: int) -> bool:
-        """Offer the plain FOUND answer ``data[pos:end]`` to its waiter's ``found``: True when
-        the waiter took it (its request is over), False for the general path."""
-        found = getattr(waiting[0], "found", None)
-        if found is None:
-            return False
-        try:
-            return found(data, pos, end)
-        except Exception:
-            log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
-            return True
 
 
 class _Resumed:

@@ -241,3 +241,15 @@ async def test_a_failure_while_taking_an_answer_in_place_ends_the_chain(monkeypa
         assert rig.consume.batches == [[2]]
     finally:
         await rig.task.stop()
+
+
+async def test_an_answer_for_a_queue_dropped_meanwhile_ends_the_chain() -> None:
+    rig = _Rig()
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.task.pq.dropped = True  # a rebalance gave the queue away while its pull was out
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)
+        assert rig.consume.batches == [] and not rig.conn._pending and not rig.transport.written
+    finally:
+        await rig.task.stop()
