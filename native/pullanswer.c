@@ -267,17 +267,51 @@ static int frame_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *other)
     return 1;
 }
 
+/* The answer ``found_answer_at`` read last, for the ``found_pulled`` of the same frame that
+ * follows it (the connection calls one, then the waiter the other): that call takes it instead
+ * of reading the header a second time. ``data`` holds the (immutable) bytes the spans point
+ * into, until ``found_pulled`` or the next ``found_answer_at`` lets it go. */
+static struct {
+    PyObject *data;
+    Py_ssize_t pos;
+    Found found;
+} last;
+
+/* A tuple of the given new references (NULL when one is NULL: the others let go). */
+static PyObject *tuple_of(PyObject *const *items, Py_ssize_t count)
+{
+    PyObject *tuple = NULL;
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (items[i] == NULL)
+            goto fail;
+    if ((tuple = PyTuple_New(count)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < count; i++)
+        PyTuple_SET_ITEM(tuple, i, items[i]);
+    return tuple;
+fail:
+    for (Py_ssize_t i = 0; i < count; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
 PyObject *rq_found_answer_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t pos, max_frame;
     Found found;
+    PyObject *items[2];
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "found_answer_at takes 3 arguments");
         return NULL;
     }
     if (!frame_args(args, &pos, &max_frame) || !found_at(args[0], pos, max_frame, &found))
         Py_RETURN_NONE;
-    return Py_BuildValue("(Ln)", found.opaque, found.end);
+    Py_XSETREF(last.data, Py_NewRef(args[0]));
+    last.pos = pos;
+    last.found = found;
+    items[0] = PyLong_FromLongLong(found.opaque);
+    items[1] = PyLong_FromSsize_t(found.end);
+    return tuple_of(items, 2);
 }
 
 static PyObject *min_offset_name, *max_offset_name;
@@ -324,16 +358,25 @@ PyObject *rq_found_pulled(PyObject *module, PyObject *const *args, Py_ssize_t na
 {
     Py_ssize_t pos, end;
     Found found;
-    PyObject *records;
+    PyObject *items[3];
+    int known;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "found_pulled takes 4 arguments");
         return NULL;
     }
-    if (!frame_args(args, &pos, &end) || end < pos || !found_at(args[0], pos, end - pos - 4, &found)
-            || found.end != end)
+    if (!frame_args(args, &pos, &end) || end < pos)
+        Py_RETURN_NONE;
+    known = last.data == args[0] && last.pos == pos && last.found.end == end;
+    if (known)
+        found = last.found;  /* found_answer_at read this very frame, and its bytes are still held */
+    else if (!found_at(args[0], pos, end - pos - 4, &found) || found.end != end)
         Py_RETURN_NONE;  /* the frame must be exactly data[pos:end] */
-    records = records_of(args[0], &found, args[3]);
-    if (records == NULL)
+    items[2] = records_of(args[0], &found, args[3]);
+    if (known)
+        Py_CLEAR(last.data);  /* the spans are not used after this */
+    if (items[2] == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(LLN)", found.value[F_NEXT], found.value[F_SUGGEST], records);
+    items[0] = PyLong_FromLongLong(found.value[F_NEXT]);
+    items[1] = PyLong_FromLongLong(found.value[F_SUGGEST]);
+    return tuple_of(items, 3);
 }

@@ -232,5 +232,12 @@ def test_found_pulled_takes_only_the_whole_frame() -> None:
     body = storedrecords.encode_stored_record(topic="T", queue_id=1, body=b"m", queue_offset=0)
     frame = RemotingCommand(0, 5, RESPONSE_FLAG, None, ext, body).encode()
     assert native.found_pulled(frame, 0, len(frame), MessageExt) is not None
+    longer = frame + b"z"
     for end in (len(frame) - 1, len(frame) + 1, 3):
-        assert native.found_pulled(frame + b"z", 0, end, MessageExt) is None
+        assert native.found_pulled(longer, 0, end, MessageExt) is None
+        assert native.found_answer_at(longer, 0, DEFAULT_MAX_FRAME_SIZE) == (5, len(frame))  # remembered
+        assert native.found_pulled(longer, 0, end, MessageExt) is None  # not for another span
+    assert native.found_answer_at(longer, 0, DEFAULT_MAX_FRAME_SIZE) is not None
+    other = bytes(bytearray(longer))  # equal bytes, another object: read afresh
+    assert native.found_pulled(other, 0, len(frame), MessageExt) == native.found_pulled(frame, 0, len(frame),
+                                                                                        MessageExt)
