@@ -93,6 +93,9 @@ PyObject *rq_decode_pulled(PyObject *module, PyObject *const *args, Py_ssize_t n
 /* pulled.c: a ProcessQueue's put and remove loops over a batch. */
 PyObject *rq_cache_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_cache_remove(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* pullanswer.c: a FOUND pull answer read from its frame in place (None: the general path). */
+PyObject *rq_found_answer_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_found_pulled(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* unitruns.c: a pull's walk over ConsumeQueue units within one CommitLog segment. */
 PyObject *rq_read_units(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 

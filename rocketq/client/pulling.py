@@ -24,6 +24,12 @@ makes of ``command(PULL_MESSAGE, ext_fields(...))`` with that opaque
 With the native codecs, a FOUND body is decoded and stamped with the queue's bounds in one C
 call (``_native.decode_pulled``); anything it does not take (a compressed or malformed record)
 goes the pure way, which is the reference.
+
+A chained pull's FOUND answer is read without a ``RemotingCommand`` at all when it is the
+plain answer a broker writes: ``found_at`` gives its nextBeginOffset, suggestWhichBrokerId and
+messages straight from the frame in the read (native/pullanswer.c reads the header's fields
+and the records in place); None for anything else, which then takes the general path
+(``wire.pull_header`` and ``found_messages``, the reference: tests/client/test_pullanswer.py).
 """
 
 from __future__ import annotations
@@ -48,8 +54,8 @@ _SPLICED: Final = (b'"opaque":0,', b'"queueOffset":"0"', b'"sysFlag":"0"', b'"co
 """The fields of a pull request that change between a queue's pulls, as encoded with zeros. A
 key-value pair occurs once in the header: inside a JSON string a quote is always escaped."""
 
-__all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "found_messages", "request_header",
-           "stamped_messages", "sys_flag", "to_result"]
+__all__ = ["PullRequests", "PullResult", "PullStatus", "decode_messages", "found_at", "found_messages",
+           "request_header", "stamped_messages", "sys_flag", "to_result"]
 
 
 def request_header(
@@ -136,9 +142,24 @@ _native = nativecodecs.native
 def found_messages(body: bytes, header: PullMessageResponseHeader, sub: SubscriptionData) -> list[MessageExt]:
     """A FOUND answer's messages, stamped with the queue's bounds, those of other tags dropped."""
     messages = stamped_messages(body, header.min_offset, header.max_offset)
-    if not sub.matches_all:
-        messages = [m for m in messages if sub.matches_tag(m.tags)]
-    return messages
+    return messages if sub.matches_all else _of_tags(messages, sub)
+
+
+def _of_tags(messages: list[MessageExt], sub: SubscriptionData) -> list[MessageExt]:
+    """The messages whose tag the subscription takes (the broker filters by the tag's hash)."""
+    return [m for m in messages if sub.matches_tag(m.tags)]
+
+
+def found_at(data: bytes, pos: int, end: int, sub: SubscriptionData) -> tuple[int, int, list[MessageExt]] | None:
+    """``(nextBeginOffset, suggestWhichBrokerId, messages)`` of the plain FOUND answer whose frame
+    is ``data[pos:end]``, read in place (see the module); None when it is not one, or without
+    the native codecs: the general path then reads the frame."""
+    if _native is None:
+        return None
+    found = _native.found_pulled(data, pos, end, MessageExt)
+    if found is None or sub.matches_all:
+        return found
+    return found[0], found[1], _of_tags(found[2], sub)
 
 
 def to_result(reply: PullReply, sub: SubscriptionData) -> PullResult:

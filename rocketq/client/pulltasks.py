@@ -28,7 +28,9 @@ On an open connection the pulls are chained by their answers: the read that brin
 hands it to the task's callback, which caches and submits its messages and sends the next pull
 right there, with no future and no task step per pull; the task waits for the chain to end
 (a delay to wait, an error, OFFSET_ILLEGAL) and goes on from there as after one pull. What a
-pull does is the same either way (``PullTask._answered`` and the section above it).
+pull does is the same either way (``PullTask._answered`` and the section above it). A plain
+FOUND answer is not even decoded into a command: the connection offers its frame to
+``PullTask.found`` first, which reads it in place (``pulling.found_at``).
 
 An orderly queue (``orderly=True``) has no span limit (its cache is consumed in order anyway)
 and, in CLUSTERING, is pulled only while this client holds its broker lock: otherwise the
@@ -243,7 +245,7 @@ class PullTask:
         requests = self._requests_for(sub)
         timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
         opaque = conn.next_opaque()
-        conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, self._answered)
+        conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, self)
         self._out = (conn, opaque, addr, sub)
         return True
 
@@ -274,12 +276,43 @@ class PullTask:
             end = self._take(response, out[2], out[3])
             if end is None:
                 end = self._pull_next()
-                if end is None:
-                    return  # the next pull is out
         except Exception as exc:
             chain.set_exception(exc)
             return
-        chain.set_result(end)
+        if end is not None:  # else the next pull is out
+            chain.set_result(end)
+
+    __call__ = _answered
+    """The task is the waiter of its chained pulls (``send_frame``): called as ``_answered``, and
+    offered its FOUND answers' frames first (``found``)."""
+
+    def found(self, data: bytes, pos: int, end: int) -> bool:
+        """``_answered`` of the answer whose frame is ``data[pos:end]`` (the client connection
+        offers a chained pull's plain FOUND answer so, from the read): True when read in place
+        and handled; False, having done nothing, when the general path must read it (an answer
+        ``pulling.found_at`` does not take, or the task was stopped: ``_answered`` drops it)."""
+        out, chain = self._out, self._chain
+        if out is None or chain is None or chain.done():
+            return False
+        try:
+            found = pulling.found_at(data, pos, end, out[3])
+            if found is None:
+                return False
+            self._out = None
+            self._suggested_broker = found[1]
+            if self.pq.dropped:
+                after: float | None = 0.0
+            else:
+                after = self._found(found[0], found[2])
+                if after == 0:
+                    after = self._pull_next()
+        except Exception as exc:
+            self._out = None
+            chain.set_exception(exc)
+            return True
+        if after is not None:  # else the next pull is out
+            chain.set_result(after)
+        return True
 
     def _take(self, response: RemotingCommand, addr: str, sub: SubscriptionData) -> pulling.PullResult | float | None:
         """An answer of the chain: its messages to the process queue and the consume service.
@@ -289,17 +322,20 @@ class PullTask:
             header = wire.pull_header(response, addr)  # the only FOUND code: no lookup
             self._suggested_broker = header.suggest_which_broker_id
             messages = pulling.found_messages(response.body, header, sub)
-            if self.pq.dropped:
-                return 0.0
-            delay = self._found(header.next_begin_offset, messages)
-        else:
-            result = pulling.to_result(wire.pull_reply(response, addr), sub)
-            self._suggested_broker = result.suggest_which_broker_id
-            if self.pq.dropped:
-                return 0.0
-            if result.status is PullStatus.OFFSET_ILLEGAL:
-                return result
-            delay = self._handle(result)
+            return 0.0 if self.pq.dropped else self._after_found(header.next_begin_offset, messages)
+        result = pulling.to_result(wire.pull_reply(response, addr), sub)
+        self._suggested_broker = result.suggest_which_broker_id
+        if self.pq.dropped:
+            return 0.0
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            return result
+        delay = self._handle(result)
+        return None if delay == 0 else delay
+
+    def _after_found(self, next_begin_offset: int, messages: list[MessageExt]) -> float | None:
+        """A FOUND answer of the chain taken (``_found``): None when the next pull may go at once,
+        else the delay the chain ends with."""
+        delay = self._found(next_begin_offset, messages)
         return None if delay == 0 else delay
 
     def _pull_next(self) -> float | None:

@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, 
 from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
-from rocketq.protocol import frames
+from rocketq.protocol import frames, nativecodecs
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frames import ONEWAY_FLAG, RESPONSE_FLAG, FrameError, RemotingCommand
 from rocketq.protocol.headers import HeaderError
@@ -61,6 +61,10 @@ from rocketq.remoting.errors import RemotingSendError, RemotingTimeoutError, Rem
 from rocketq.remoting.grouping import MAX_GROUP, GroupedHandler
 from rocketq.remoting.stats import RemotingStats
 from rocketq.remoting.storedanswers import answer_at
+
+_found_answer_at: Final = nativecodecs.native.found_answer_at if nativecodecs.native is not None else None
+"""``(opaque, end)`` of a plain FOUND pull answer's frame, or None (native/pullanswer.c); without
+the native codecs every such frame takes the general path."""
 
 log = logging.getLogger(__name__)
 _FRAME_LENGTH = struct.Struct(">i")
@@ -689,7 +693,12 @@ class ClientConnection(Connection):
     SUCCESS answer without a body as ``waiter.stored(data, pos, end)``, its frame in the read:
     the read finds such answers with ``storedanswers.answer_at`` (in C: nothing but the
     ``(opaque, end)`` pair is built: no ``orjson`` dict of the header, no ``RemotingCommand``,
-    no extFields dict; the producer reads its result from the frame itself). The first frame of a read
+    no extFields dict; the producer reads its result from the frame itself). Likewise a request
+    whose waiter has a ``found`` method (a push consumer's chained pull) is offered the plain
+    FOUND answer a broker writes (found by native/pullanswer.c's ``found_answer_at``; never
+    without the native codecs) as ``waiter.found(data, pos, end)``, out of ``_pending`` while it
+    runs: True when it read and handled it, False (nothing done) to have it read as below. The
+    first frame of a read
     that is anything else (another code, another waiter's answer, an unknown opaque, a request)
     goes alone to the general path when it is whole, and the reading goes on; an incomplete
     frame goes with the rest of the read (the decoder keeps it). Frames are handled in their
@@ -754,6 +763,21 @@ class ClientConnection(Connection):
                     except Exception:
                         log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
                     continue
+            elif _found_answer_at is not None and (answer := _found_answer_at(data, pos, largest)) is not None:
+                # offered to the waiter's ``found``, out of pending while it runs (as in ``_complete``)
+                waiting = pending.pop(answer[0], None)
+                found = getattr(waiting[0], "found", None) if waiting is not None else None
+                if found is not None:
+                    try:
+                        taken = found(data, pos, answer[1])
+                    except Exception:
+                        log.exception("%s: answer callback for %s failed", self._name, self.remote_addr)
+                        taken = True
+                    if taken:
+                        pos = answer[1]
+                        continue
+                if waiting is not None:
+                    pending[answer[0]] = waiting  # declined: the general path below ends it
             # another frame (a heartbeat's answer among a burst of sends): alone through the
             # general path when it is whole, and the reading goes on; else with the rest
             length = _FRAME_LENGTH.unpack_from(data, pos)[0] if end - pos >= 4 else -1

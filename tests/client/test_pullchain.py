@@ -8,24 +8,26 @@ is written; the test hands the client's connection the answers it chooses."""
 from __future__ import annotations
 
 import asyncio
+import zlib
 from typing import Any
 
 import pytest
 from client_fakes import KeepingTransport
 
-from rocketq.client import pulltasks
+from rocketq.client import pulltasks, wire
 from rocketq.client.instance import ClientInstance
 from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.pulltasks import PullTask
 from rocketq.client.queues import MessageQueue
 from rocketq.client.routes import TopicRoute
 from rocketq.client.settings import PushConsumerSettings, configure
-from rocketq.protocol import storedrecords, subscription
+from rocketq.protocol import nativecodecs, storedrecords, subscription
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frames import FrameDecoder, RemotingCommand
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.routedata import BrokerData, QueueData
 from rocketq.remoting.connection import ClientConnection
+from rocketq.remoting.errors import RemotingSendError
 
 _BROKER = "127.0.0.1:10911"
 _WAIT_TURNS = 200
@@ -95,10 +97,12 @@ class _Rig:
         [request] = self.pulls()
         return request
 
-    def answer(self, request: RemotingCommand, code: int, offsets: range, next_begin: int) -> None:
-        body = b"".join(storedrecords.encode_stored_record(topic="T", queue_id=0, body=b"m%d" % o, queue_offset=o)
-                        for o in offsets)
-        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(next_begin), "minOffset": "0",
+    def answer(self, request: RemotingCommand, code: int, offsets: range, next_begin: int, *, suggest: int = 0,
+               sys_flag: int = 0, tags: str | None = None) -> None:
+        body = b"".join(storedrecords.encode_stored_record(
+            topic="T", queue_id=0, body=zlib.compress(b"m%d" % o) if sys_flag & 1 else b"m%d" % o,
+            queue_offset=o, sys_flag=sys_flag, properties={"TAGS": tags} if tags else {}) for o in offsets)
+        ext = {"suggestWhichBrokerId": str(suggest), "nextBeginOffset": str(next_begin), "minOffset": "0",
                "maxOffset": "100"}
         self.conn.data_received(request.response(code, None, ext, body).encode())
 
@@ -177,3 +181,75 @@ async def test_a_dropped_queue_takes_no_late_answer() -> None:
     assert not rig.conn._pending
     rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)  # arrives after the stop: dropped
     assert rig.consume.batches == [] and not rig.transport.written
+
+
+@pytest.mark.skipif(nativecodecs.native is None, reason="the in-place reading needs the native codecs")
+async def test_a_plain_found_answer_is_read_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection offers the FOUND answer's frame to the task (``PullTask.found``): no
+    command, no ``wire.pull_header``; the suggested broker and the tag filter as before."""
+    def general(*_args: object) -> None:
+        raise AssertionError("the general path read a plain FOUND answer")
+
+    monkeypatch.setattr(wire, "pull_header", general)
+    rig = _Rig()
+    sub = subscription.build("T", "TagA")
+    rig.task._subscription = lambda _topic: sub
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 3), 3, tags="TagA")
+        assert rig.consume.batches == [[0, 1, 2]] and rig.task.next_offset == 3 and len(rig.conn._pending) == 1
+        second = await rig.next_pull()
+        rig.answer(second, ResponseCode.SUCCESS, range(3, 5), 5, suggest=1, tags="TagB")  # filtered out
+        assert rig.consume.batches == [[0, 1, 2]] and rig.task.next_offset == 5
+        assert rig.task._suggested_broker == 1
+    finally:
+        await rig.task.stop()
+
+
+async def test_a_found_answer_not_read_in_place_takes_the_general_path() -> None:
+    """A compressed record (the C decoder leaves it to the pure one): the same outcome."""
+    rig = _Rig()
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2, sys_flag=1)
+        assert rig.consume.batches == [[0, 1]] and rig.task.next_offset == 2 and len(rig.conn._pending) == 1
+        assert (await rig.next_pull()).ext_fields["queueOffset"] == "2"
+    finally:
+        await rig.task.stop()
+
+
+async def test_a_failure_while_taking_an_answer_in_place_ends_the_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pulltasks, "ERROR_DELAY", 0.01)
+    rig = _Rig()
+    failures = [RemotingSendError("connection closed")]  # as sending the next pull may raise
+
+    def submit(msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if failures:
+            raise failures.pop()
+        rig.consume.batches.append([m.queue_offset for m in msgs])
+
+    rig.task._consume = type("_Failing", (), {"submit": staticmethod(submit)})()
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)  # the chain ends with the error, logged
+        assert not rig.conn._pending and not rig.transport.written
+        retry = await rig.next_pull(_DELAY_STEP)  # after the back-off
+        rig.answer(retry, ResponseCode.SUCCESS, range(2, 3), 3)
+        assert rig.consume.batches == [[2]]
+    finally:
+        await rig.task.stop()
+
+
+async def test_an_answer_for_a_queue_dropped_meanwhile_ends_the_chain() -> None:
+    rig = _Rig()
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.task.pq.dropped = True  # a rebalance gave the queue away while its pull was out
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)
+        assert rig.consume.batches == [] and not rig.conn._pending and not rig.transport.written
+    finally:
+        await rig.task.stop()

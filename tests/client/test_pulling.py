@@ -15,6 +15,7 @@ from rocketq.client.queues import MessageQueue
 from rocketq.client.wire import PullReply
 from rocketq.protocol import storedrecords, subscription
 from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.frames import RESPONSE_FLAG, RemotingCommand
 from rocketq.protocol.headers import PullMessageResponseHeader
 
 MQ = MessageQueue("T", "broker-a", 1)
@@ -107,3 +108,11 @@ def test_kept_pull_fields_are_those_of_the_header(group: str, queue_id: int, max
         expected = pulling.request_header(group, mq, offset, max_nums, sub, flag=flag, commit_offset=commit,
                                           suspend_timeout_ms=suspend_ms).to_ext()
         assert list(requests.ext_fields(offset, flag, commit).items()) == list(expected.items())
+
+
+def test_without_the_native_codecs_found_at_leaves_every_answer_to_the_general_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = RemotingCommand(0, 3, RESPONSE_FLAG, None, {"suggestWhichBrokerId": "0", "nextBeginOffset": "1",
+                                                        "minOffset": "0", "maxOffset": "1"}, record(0, None)).encode()
+    monkeypatch.setattr(pulling, "_native", None)
+    assert pulling.found_at(frame, 0, len(frame), subscription.build("T", "*")) is None
