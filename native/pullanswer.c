@@ -231,12 +231,13 @@ static int header_at(Scan *s, Found *found)
 /* The plain FOUND answer whose frame starts at data[pos]: 1 with *found filled, else 0. */
 static int found_at(PyObject *data, Py_ssize_t pos, Py_ssize_t max_frame, Found *found)
 {
-    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data) + pos;
+    const unsigned char *p;
     Py_ssize_t size = PyBytes_GET_SIZE(data), header_length;
     long long length;
     Scan s;
     if (pos < 0 || size - pos < FRAME_HEAD)
         return 0;
+    p = (const unsigned char *)PyBytes_AS_STRING(data) + pos;  /* (in bounds: checked first) */
     length = (long long)rq_get_i32(p);
     header_length = (Py_ssize_t)(rq_get_i32(p + 4) & HEADER_LENGTH_MASK);
     if (length < 4 || length > max_frame || size - pos - 4 < length || p[4] != 0
