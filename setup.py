@@ -10,7 +10,7 @@ from setuptools import Extension, setup
 NATIVE_SOURCES = ["module.c", "crc32.c", "javahash.c", "properties.c", "batchbodies.c", "records.c", "frames.c",
                   "headers.c", "attributes.c", "inplace.c", "indexput.c",
                   "putfields.c", "pulled.c", "batchappend.c", "crc32fold.c", "clientsend.c",
-                  "sendanswer.c", "groupappend.c", "plainsend.c", "unitruns.c"]
+                  "sendanswer.c", "groupappend.c", "plainsend.c", "unitruns.c", "jsonheader.c"]
 
 setup(
     ext_modules=[
