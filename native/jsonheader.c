@@ -32,6 +32,9 @@
 #define NAME_SLOTS 256            /* open-addressed table of NAMES: a power of two, > 2x the names */
 #define MAX_INT32_DIGITS 10       /* 2147483648 has ten digits: more cannot be an int32 */
 #define STACK_TEXT 256            /* an escaped string of up to this many bytes decodes on the stack */
+#define STACK_PAIRS 32            /* extFields entries gathered before the dict is made (at its size) */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
 
 /* RocketMQ's extFields names (request and answer headers of the 4.x and 5.x protocol, the
  * SEND_MESSAGE_V2 letters) and the language names: shared, interned strings. */
@@ -104,8 +107,12 @@ static void skip_space(struct cursor *c)
 }
 
 /* Skip white space and take ``expected``: 1, or 0 when the next byte is another. */
-static int take(struct cursor *c, unsigned char expected)
+static inline int take(struct cursor *c, unsigned char expected)
 {
+    if (c->p < c->end && *c->p == expected) {  /* the usual compact JSON: no white space */
+        c->p++;
+        return 1;
+    }
     skip_space(c);
     if (c->p >= c->end || *c->p != expected)
         return 0;
@@ -220,6 +227,35 @@ static unsigned char *unescape(const unsigned char *p, const unsigned char *stop
     return out;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+/* The high bit of each zero byte of x: exact up to the first one (a borrow only starts at a zero
+ * byte), which is all that is asked. */
+static inline uint64_t zero_bytes(uint64_t x)
+{
+    return (x - ONES) & ~x & HIGHS;
+}
+
+/* How many of the eight bytes at p come before the first one a string must look at ('"', '\\',
+ * a control byte, a non-ASCII byte): 8 when none does. Little-endian: the lowest flag is the first
+ * byte. The control-byte test borrows like zero_bytes, so it too is exact up to the first. */
+static inline int ordinary_bytes(const unsigned char *p)
+{
+    uint64_t word, flags;
+    memcpy(&word, p, sizeof(word));
+    flags = zero_bytes(word ^ (ONES * '"')) | zero_bytes(word ^ (ONES * '\\')) | ((word - ONES * 0x20) & ~word & HIGHS)
+        | (word & HIGHS);
+    return flags == 0 ? 8 : __builtin_ctzll(flags) >> 3;
+}
+#else
+static inline int ordinary_bytes(const unsigned char *p)
+{
+    int n = 0;
+    while (n < 8 && p[n] != '"' && p[n] != '\\' && p[n] >= 0x20 && p[n] < 0x80)
+        n++;
+    return n;
+}
+#endif
+
 /* The string whose opening quote the cursor is past: a new str (``name``: a shared one when it
  * is in NAMES), or NULL, with an exception only for a real failure. */
 static PyObject *parse_string(struct cursor *c, int name)
@@ -227,7 +263,17 @@ static PyObject *parse_string(struct cursor *c, int name)
     const unsigned char *start = c->p, *p = c->p;
     int plain = 1;  /* ASCII without escapes */
     PyObject *text;
-    while (p < c->end && *p != '"') {
+    for (;;) {
+        while (c->end - p >= 8) {  /* eight bytes at a time up to the next one to look at */
+            int ordinary = ordinary_bytes(p);
+            p += ordinary;
+            if (ordinary < 8)
+                break;
+        }
+        if (p >= c->end)
+            return NULL;  /* unterminated */
+        if (*p == '"')
+            break;
         if (*p < 0x20)
             return NULL;  /* a raw control character: invalid JSON */
         if (*p == '\\') {
@@ -240,8 +286,6 @@ static PyObject *parse_string(struct cursor *c, int name)
         }
         p++;
     }
-    if (p >= c->end)
-        return NULL;  /* unterminated */
     c->p = p + 1;
     if (plain) {
         if (name && (text = known_name(start, p - start)) != NULL)
@@ -264,33 +308,73 @@ static PyObject *parse_string(struct cursor *c, int name)
     return text;
 }
 
-/* extFields' object, its ``{`` taken: a new dict of str -> str, or NULL (exception: a failure). */
+/* A dict with room for ``size`` items: a send's dozen would otherwise grow it twice. */
+static PyObject *dict_for(Py_ssize_t size)
+{
+#if PY_VERSION_HEX < 0x030D0000
+    return _PyDict_NewPresized(size);
+#else
+    (void)size;
+    return PyDict_New();
+#endif
+}
+
+/* The ``count`` gathered (key, value) pairs into *ext (made at their number by the first call),
+ * their references dropped: 0, or -1 for a failure (exception) or a repeated key (none). */
+static int put_pairs(PyObject **ext, PyObject **pairs, Py_ssize_t count)
+{
+    Py_ssize_t before;
+    int failed = 0;
+    if (*ext == NULL && (*ext = dict_for(count)) == NULL)
+        failed = 1;
+    before = failed ? 0 : PyDict_GET_SIZE(*ext);
+    for (Py_ssize_t i = 0; i < 2 * count; i += 2) {
+        if (!failed && PyDict_SetItem(*ext, pairs[i], pairs[i + 1]) < 0)
+            failed = 1;
+        Py_DECREF(pairs[i]);
+        Py_DECREF(pairs[i + 1]);
+    }
+    return failed || PyDict_GET_SIZE(*ext) != before + count ? -1 : 0;
+}
+
+/* extFields' object, its ``{`` taken: a new dict of str -> str, or NULL (exception: a failure).
+ * The pairs are gathered first, so the dict is made at its size. */
 static PyObject *parse_ext(struct cursor *c)
 {
-    PyObject *ext = PyDict_New(), *key, *value;
-    if (ext == NULL)
-        return NULL;
+    PyObject *pairs[2 * STACK_PAIRS], *ext = NULL, *key, *value;
+    Py_ssize_t count = 0;
     if (take(c, '}'))
-        return ext;
+        return PyDict_New();
     do {
-        Py_ssize_t size = PyDict_GET_SIZE(ext);
-        int failed;
         if (!take(c, '"') || (key = parse_string(c, 1)) == NULL)
             goto decline;
         if (!take(c, ':') || !take(c, '"') || (value = parse_string(c, 0)) == NULL) {
             Py_DECREF(key);
             goto decline;
         }
-        failed = PyDict_SetItem(ext, key, value);
-        Py_DECREF(key);
-        Py_DECREF(value);
-        if (failed < 0 || PyDict_GET_SIZE(ext) == size)
-            goto decline;  /* a failure, or a repeated key */
+        if (count == STACK_PAIRS) {  /* more than a header usually has: on into the dict */
+            Py_ssize_t full = count;
+            count = 0;
+            if (put_pairs(&ext, pairs, full) < 0) {
+                Py_DECREF(key);
+                Py_DECREF(value);
+                goto decline;
+            }
+        }
+        pairs[2 * count] = key;
+        pairs[2 * count + 1] = value;
+        count++;
     } while (take(c, ','));
-    if (take(c, '}'))
-        return ext;
+    if (take(c, '}')) {
+        Py_ssize_t last = count;
+        count = 0;
+        if (put_pairs(&ext, pairs, last) == 0)
+            return ext;
+    }
 decline:
-    Py_DECREF(ext);
+    for (Py_ssize_t i = 0; i < 2 * count; i++)
+        Py_DECREF(pairs[i]);
+    Py_XDECREF(ext);
     return NULL;
 }
 

@@ -200,6 +200,20 @@ def test_real_client_headers_match(header: bytes) -> None:
         check(bytes(garbled))
 
 
+@needs_native
+@pytest.mark.parametrize("header", [
+    b'{"code":1,"extFields":{' + b",".join(b'"k%d":"v%d"' % (i, i) for i in range(n)) + b"}}"
+    for n in (0, 1, 5, 6, 31, 32, 33, 64, 100)
+] + [
+    b'{"code":1,"extFields":{' + b",".join(b'"k%d":"v"' % (i % m) for i in range(n)) + b"}}"
+    for n, m in ((33, 32), (40, 35), (32, 31), (70, 69), (2, 1))  # a key repeated before, at and past the 32nd
+] + [
+    b'{"code":1,"remark":"' + b"\\u0001\\u00e9\\ud83d\\ude00" * n + b'"}' for n in (1, 15, 16, 17, 400)
+])
+def test_many_entries_and_long_escaped_strings_match(header: bytes) -> None:
+    assert check(header)[0] == "ok"
+
+
 def decoder_without_orjson(calls: list[bytes]) -> Any:
     """``_decode_view`` whose orjson.loads records what reaches it (and whose pure fallback refuses)."""
     assert nativecodecs.native is not None
