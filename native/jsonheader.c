@@ -380,32 +380,35 @@ decline:
 
 enum field { F_CODE, F_OPAQUE, F_FLAG, F_VERSION, F_LANGUAGE, F_REMARK, F_EXT, F_SERIALIZE, F_UNKNOWN };
 
-static enum field field_of(const unsigned char *p, Py_ssize_t length)
-{
-    static const struct { const char *text; Py_ssize_t length; enum field field; } keys[] = {
-        {"code", 4, F_CODE}, {"opaque", 6, F_OPAQUE}, {"flag", 4, F_FLAG}, {"version", 7, F_VERSION},
-        {"language", 8, F_LANGUAGE}, {"remark", 6, F_REMARK}, {"extFields", 9, F_EXT},
-        {"serializeTypeCurrentRPC", 23, F_SERIALIZE},
-    };
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (keys[i].length == length && memcmp(keys[i].text, p, (size_t)length) == 0)
-            return keys[i].field;
-    return F_UNKNOWN;
-}
-
-/* A top-level key, its opening quote taken: plain ASCII up to the closing quote. */
+/* A top-level key, its opening quote taken: which of the known ones it is, by its first byte and
+ * one comparison of the name with its closing quote (any other key, escaped ones too: unknown). */
 static enum field parse_key(struct cursor *c)
 {
-    const unsigned char *start = c->p;
-    while (c->p < c->end && *c->p != '"') {
-        if (*c->p == '\\' || *c->p < 0x20 || *c->p >= 0x80)
-            return F_UNKNOWN;
-        c->p++;
-    }
+    static const struct { const char *text; enum field field; } keys[] = {
+        {"code\"", F_CODE}, {"opaque\"", F_OPAQUE}, {"flag\"", F_FLAG}, {"version\"", F_VERSION},
+        {"language\"", F_LANGUAGE}, {"remark\"", F_REMARK}, {"extFields\"", F_EXT},
+        {"serializeTypeCurrentRPC\"", F_SERIALIZE},
+    };
+    int i;
+    size_t length;
     if (c->p >= c->end)
         return F_UNKNOWN;
-    c->p++;
-    return field_of(start, c->p - 1 - start);
+    switch (*c->p) {
+    case 'c': i = 0; break;
+    case 'o': i = 1; break;
+    case 'f': i = 2; break;
+    case 'v': i = 3; break;
+    case 'l': i = 4; break;
+    case 'r': i = 5; break;
+    case 'e': i = 6; break;
+    case 's': i = 7; break;
+    default: return F_UNKNOWN;
+    }
+    length = strlen(keys[i].text);
+    if ((size_t)(c->end - c->p) < length || memcmp(c->p, keys[i].text, length) != 0)
+        return F_UNKNOWN;
+    c->p += length;
+    return keys[i].field;
 }
 
 /* One top-level value for ``field`` into h: 1, or 0 to decline (exception: a failure). */
