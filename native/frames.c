@@ -110,8 +110,26 @@ static PyObject *command(PyObject *context, PyObject *header, PyObject *body)
     return cmd;
 }
 
+/* The command of a header jsonheader.c parsed: the fields as command() gives them. */
+static PyObject *parsed_command(PyObject *context, RqJsonHeader *h, PyObject *body)
+{
+    PyObject *ints[4] = {PyLong_FromLong(h->code), h->has_opaque ? PyLong_FromLong(h->opaque) : Py_NewRef(zero),
+                         h->has_flag ? PyLong_FromLong(h->flag) : Py_NewRef(zero),
+                         h->has_version ? PyLong_FromLong(h->version) : Py_NewRef(PyTuple_GET_ITEM(context, 3))};
+    PyObject *cmd = NULL;
+    if (ints[0] != NULL && ints[1] != NULL && ints[2] != NULL && ints[3] != NULL) {
+        PyObject *fields[10] = {ints[0], ints[1], ints[2], h->remark, h->ext, body, h->language, ints[3],
+                                PyTuple_GET_ITEM(context, 1), no_parts};
+        cmd = PyObject_Vectorcall(PyTuple_GET_ITEM(context, 0), fields, 10, NULL);
+    }
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(ints[i]);
+    return cmd;
+}
+
 /* The command of one frame (without its length prefix) at p, len bytes; NULL without an
- * exception for anything the pure decoder must decide. */
+ * exception for anything the pure decoder must decide. The usual header is parsed here
+ * (jsonheader.c); one it declines goes to orjson, as before. */
 static PyObject *decode_at(PyObject *context, const unsigned char *p, Py_ssize_t len)
 {
     uint32_t mark, header_len;
@@ -122,6 +140,18 @@ static PyObject *decode_at(PyObject *context, const unsigned char *p, Py_ssize_t
     header_len = mark & HEADER_LENGTH_MASK;
     if ((mark >> 24) != SERIALIZE_JSON || 4 + (Py_ssize_t)header_len > len)
         return NULL;
+    RqJsonHeader parsed;
+    switch (rq_json_header(p + 4, header_len, &parsed)) {
+    case -1:
+        return NULL;
+    case 1:
+        body = PyBytes_FromStringAndSize((const char *)p + 4 + header_len, len - 4 - header_len);
+        if (body != NULL)
+            cmd = parsed_command(context, &parsed, body);
+        Py_XDECREF(body);
+        rq_json_header_clear(&parsed);
+        return cmd;
+    }
     json = PyMemoryView_FromMemory((char *)p + 4, header_len, PyBUF_READ);
     if (json == NULL)
         return NULL;

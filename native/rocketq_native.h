@@ -43,6 +43,15 @@ PyObject *rq_py_encode_properties(PyObject *fallback, PyObject *context, PyObjec
 PyObject *rq_py_is_canonical(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_decode_frame_view(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_split_frames(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+/* jsonheader.c: a JSON header of the usual shape, parsed without orjson. 1: h filled (new references;
+ * opaque/flag/version valid only where has_*), 0: declined (the orjson path decides), -1: a failure. */
+typedef struct {
+    long code, opaque, flag, version;
+    int has_opaque, has_flag, has_version;
+    PyObject *language, *remark, *ext;
+} RqJsonHeader;
+int rq_json_header(const unsigned char *p, Py_ssize_t length, RqJsonHeader *h);
+void rq_json_header_clear(RqJsonHeader *h);
 /* plainsend.c: a plain single send's PutRequest from its extFields and body. */
 PyObject *rq_py_plain_put(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);

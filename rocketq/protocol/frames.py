@@ -17,7 +17,10 @@ remoting layer's decision.
 Decoding is on every request's path, so the common case is kept short: a read that starts
 at a frame boundary is decoded straight from the bytes the socket gave (only an incomplete
 tail is buffered), and a JSON header whose extFields are all strings (every Java client's) is
-used as orjson returns it, without a converting copy.
+used as orjson returns it, without a converting copy. The C decoder (native/frames.c) reads the
+usual header shape with its own parser (native/jsonheader.c: known keys, int32 numbers, string
+extFields; RocketMQ's key names shared, not made anew per frame) and hands anything else to
+orjson, so what it accepts decodes as here and what it declines is decided here.
 """
 
 from __future__ import annotations
