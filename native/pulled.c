@@ -24,8 +24,6 @@
  */
 #include "rocketq_native.h"
 
-#include <structmember.h>
-
 #define MESSAGE_EXT_FIELDS 18
 
 static const char *const field_names[MESSAGE_EXT_FIELDS] = {
@@ -57,15 +55,9 @@ static int learn_layout(PyObject *cls)
             || PyDict_GetItemString(type->tp_dict, "__post_init__") != NULL)
         return 0;
     for (int i = 0; i < MESSAGE_EXT_FIELDS; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, field_names[i]);  /* borrowed */
-        PyMemberDef *member;
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        offsets[i] = rq_plain_slot_offset(type, PyDict_GetItemString(type->tp_dict, field_names[i]));
+        if (offsets[i] < 0)
             return 0;
-        member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0
-                || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
-            return 0;
-        offsets[i] = member->offset;
     }
     memcpy(layout_offsets, offsets, sizeof(offsets));
     Py_XSETREF(layout_cls, Py_NewRef(cls));
