@@ -343,22 +343,16 @@ class MessageStore:
 
     def put_one_now(self, request: PutRequest) -> PutResult:
         """``put_group_now`` of one put of one message (a lone send): the same append, result,
-        arrival notice and statistics, through fewer layers: no group lists, ``_refusal``'s
-        checks inline while none can apply, the plain put prepared by one C call (a put it
-        declines is prepared by ``Preparer`` without asking it again), three clock reads (the
-        put's latency ends with its append, where its hold of the CommitLog ends; the arrival
-        notices that follow are not the put's), ``_note_hold_time`` called only for a hold it
-        has to record."""
+        arrival notice and statistics, through fewer layers: no group lists, the plain put
+        prepared by one C call (a put it declines is prepared by ``Preparer`` without asking it
+        again), three clock reads (the put's latency ends with its append, where its hold of
+        the CommitLog ends; the arrival notices that follow are not the put's)."""
         assert not self._sync_flush, "put_one_now on a SYNC_FLUSH store"
         if self._pending is not None:  # committed-only dispatch (DLedger): the general way
             return self.put_group_now(((request,),))[0]
         monotonic = self._monotonic
         started = monotonic()
-        if (self.state is StoreState.RUNNING and self._write_failure is None and self.flusher.failure is None
-                and not self.retention.disk_full and self.busy_until == 0.0 and self.append_hook is None):
-            prepared: list[putting.PreparedMessage] | PutResult | None = None  # no refusal can apply
-        else:
-            prepared = self._refusal()
+        prepared: list[putting.PreparedMessage] | PutResult | None = self._refusal()
         if prepared is None:
             encode, by_topic, max_record = self._plain_parts
             try:  # the plain put prepared in one call; anything else (None) by the whole Preparer
@@ -379,16 +373,14 @@ class MessageStore:
                 placed.append(self._append_one(prepared[0], now, touched))
         finally:
             ended = monotonic()
-            held_ms = (ended - began) * 1000
-            stats = self.stats
-            if held_ms > stats.max_put_lock_ms or held_ms >= self.settings.os_page_cache_busy_timeout_mills:
-                self._note_hold_time(began, ended)
+            self._note_hold_time(began, ended)
         put = placed[0]
         if not put.wrote_offsets:
             self._notify_queues(touched)
             self._count_puts([put], started)
             return put
         self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
+        stats = self.stats
         stats.put_requests += 1  # _count_puts of one stored message, without its loop
         stats.put_message_times += 1
         stats.put_message_bytes += put.wrote_sizes[0]
