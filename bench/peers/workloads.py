@@ -23,6 +23,7 @@ The shapes of the produce loops:
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import time
 from collections.abc import Awaitable, Callable
@@ -227,8 +228,12 @@ async def drain(client: StreamClient, group: str, count: int, server_pids: list[
 
 
 async def fill(client: StreamClient, count: int, batch: int, in_flight: int) -> None:
-    """Store ``count`` messages with batched sends, untimed (what ``drain`` then reads)."""
+    """Store ``count`` messages with batched sends, untimed (what ``drain`` then reads), and
+    write them to disk before it returns: a drain lasts ~100-200 ms, and a server's periodic
+    flush of the fill's ~100 MB landing inside that window or not made one repeat in three slow
+    (docs/benchmarks.md, "Round 14 (consumer)"). Every system's drain starts the same way."""
     await batched(client, count, batch, in_flight, [])
+    await asyncio.to_thread(os.sync)
 
 
 async def paced(client: StreamClient, count: int, rate: float, server_pids: list[int]) -> Measurement:
