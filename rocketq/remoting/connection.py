@@ -613,11 +613,13 @@ class Connection(asyncio.Protocol):
 
     def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
         """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
-        frames_out: list[bytes | memoryview] = [  # the common group: every answer a frame to write
-            answer for request, answer in zip(requests, answers, strict=True)
-            if answer.__class__ is bytes and not request.flag & ONEWAY_FLAG]
-        if len(frames_out) < len(requests):  # a oneway request, an answer given later or in full
-            frames_out = self._frames_of(requests, answers)
+        frames_out: list[bytes | memoryview] = []
+        for request, answer in zip(requests, answers, strict=True):  # (a loop: a comprehension is a call)
+            if answer.__class__ is not bytes or request.flag & ONEWAY_FLAG:
+                # a oneway request, an answer given later (a held pull) or as a command or buffers
+                frames_out = self._frames_of(requests, answers)
+                break
+            frames_out.append(answer)
         if frames_out:
             self._write_group(frames_out)
 

@@ -57,7 +57,7 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
             stats.get_message_times_found += 1
             stats.get_message_transferred += len(buffers)
             return GetResult(_FOUND, next_offset, min_offset, max_offset, buffers, queue_offsets, tag_codes, total,
-                             behind > _memory_for_pulls())
+                             behind > _MEMORY_FOR_PULLS)
     min_offset, max_offset = cq.min_offset, cq.max_offset
     status: GetStatus
     if max_offset == 0:
@@ -146,7 +146,7 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
         stats.get_message_times_miss += 1
     behind = commitlog.max_offset - last_phys
     return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
-                     tag_codes, total, behind > _memory_for_pulls())
+                     tag_codes, total, behind > _MEMORY_FOR_PULLS)
 
 
 def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
@@ -158,16 +158,13 @@ _native = nativecodecs.native
 _read_plain_native = _native.read_plain if _native is not None else None
 _FOUND: Final = GetStatus.FOUND
 
-_MEMORY_FOR_PULLS: int | None = None
-
-
 def _memory_for_pulls() -> int:
     """Bytes of RAM a consumer may lag behind before being sent to a slave."""
-    global _MEMORY_FOR_PULLS
-    if _MEMORY_FOR_PULLS is None:
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            total = 8 << 30
-        _MEMORY_FOR_PULLS = total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
-    return _MEMORY_FOR_PULLS
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 8 << 30
+    return total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
+
+
+_MEMORY_FOR_PULLS: Final = _memory_for_pulls()
