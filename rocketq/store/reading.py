@@ -29,7 +29,7 @@ from rocketq.protocol import nativecodecs
 from rocketq.store import consumequeue
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
-from rocketq.store.results import GetResult, GetStatus
+from rocketq.store.results import GetResult, GetStatus, new_get_result
 from rocketq.store.stats import StoreStats
 
 DEFAULT_MAX_TRANSFER_BYTES: Final = 256 * 1024
@@ -49,15 +49,15 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     """Records of a queue (``None``: a queue the store does not have) from ``offset``."""
     if cq is None:
         stats.get_message_times_miss += 1
-        return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        return new_get_result(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0, [], [], [], 0, False)
     if _read_plain_native is not None and tag_filter is None and record_filter is None:
         read = _read_plain_native(cq, commitlog, offset, max_nums, max_bytes, MAX_FILTER_SCAN_UNITS)
         if read is not None:  # found, in one file and segment; else nothing was counted
             buffers, queue_offsets, tag_codes, next_offset, total, behind, min_offset, max_offset = read
             stats.get_message_times_found += 1
             stats.get_message_transferred += len(buffers)
-            return GetResult(_FOUND, next_offset, min_offset, max_offset, buffers, queue_offsets, tag_codes, total,
-                             behind > _MEMORY_FOR_PULLS)
+            return new_get_result(_FOUND, next_offset, min_offset, max_offset, buffers, queue_offsets, tag_codes,
+                                  total, behind > _MEMORY_FOR_PULLS)
     min_offset, max_offset = cq.min_offset, cq.max_offset
     status: GetStatus
     if max_offset == 0:
@@ -71,7 +71,7 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     else:
         return _read_queue(commitlog, cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter, stats)
     stats.get_message_times_miss += 1
-    return GetResult(status, next_offset, min_offset, max_offset)
+    return new_get_result(status, next_offset, min_offset, max_offset, [], [], [], 0, False)
 
 
 def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
@@ -145,8 +145,8 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     else:
         stats.get_message_times_miss += 1
     behind = commitlog.max_offset - last_phys
-    return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
-                     tag_codes, total, behind > _MEMORY_FOR_PULLS)
+    return new_get_result(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
+                          tag_codes, total, behind > _MEMORY_FOR_PULLS)
 
 
 def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
