@@ -11,7 +11,7 @@ NATIVE_SOURCES = ["module.c", "crc32.c", "javahash.c", "properties.c", "batchbod
                   "headers.c", "attributes.c", "inplace.c", "indexput.c",
                   "putfields.c", "pulled.c", "batchappend.c", "crc32fold.c", "clientsend.c",
                   "sendanswer.c", "groupappend.c", "plainsend.c", "unitruns.c",
-                  "pullanswer.c", "jsonheader.c"]
+                  "pullanswer.c", "jsonheader.c", "foundframe.c"]
 
 setup(
     ext_modules=[

@@ -13,6 +13,11 @@ case drives the real code with real bytes, in one process, without sockets:
   ``MessageStore`` in a temporary directory under ASYNC_FLUSH, the response encoding) through
   a transport that only collects the bytes written.
 * ``broker-pull``: PULL_MESSAGE frames of 32 messages against that store.
+  ``broker-pull-1``: one message per pull (end to end at 5 000 msg/s a pull answers one or
+  two), one pull per read, over an eighth of ``--messages``.
+  ``broker-pull-woken``: the end-to-end round: a pull held at the queue's end, then one
+  single send to that queue, which wakes it (the send's answer and the woken pull's answer
+  both written), over an eighth of ``--messages``; per message, the send included.
 * ``store-put-single``: ``MessageStore.put_group_now`` of one message at a time (ASYNC_FLUSH,
   TAGS, KEYS and UNIQ_KEY as a producer's single send has them): the store's share of a lone send.
 * ``store-sync-flush``: ``MessageStore.put`` under SYNC_FLUSH from 32 concurrent writers, the
@@ -87,6 +92,8 @@ TOPIC = "HotPathTopic"
 GROUP = "hotpath_group"
 BODY_SIZE = 1024
 BATCH = 32
+SUSPENDED_PULL = 4 | 2 | 1
+"""A push consumer's pull: subscription, suspend (held until a message comes), commit offset."""
 FRAMES_PER_READ = 8
 """How many request frames one socket read hands the broker (a busy connection's pipelining)."""
 
@@ -167,10 +174,10 @@ def _framed(cmd: frames.RemotingCommand) -> bytes:
     return cmd.encode()
 
 
-def _pull_frame(offset: int, queue_id: int) -> bytes:
+def _pull_frame(offset: int, queue_id: int, max_nums: int = BATCH, sys_flag: int = 4 | 1) -> bytes:
     header = headers.PullMessageRequestHeader(
-        consumer_group=GROUP, topic=TOPIC, queue_id=queue_id, queue_offset=offset, max_msg_nums=BATCH,
-        sys_flag=4 | 1, commit_offset=offset, suspend_timeout_millis=15000, subscription="*",
+        consumer_group=GROUP, topic=TOPIC, queue_id=queue_id, queue_offset=offset, max_msg_nums=max_nums,
+        sys_flag=sys_flag, commit_offset=offset, suspend_timeout_millis=15000, subscription="*",
         sub_version=1, expression_type="TAG")
     return _framed(frames.RemotingCommand(code=RequestCode.PULL_MESSAGE, opaque=offset, ext_fields=header.to_ext()))
 
@@ -230,6 +237,55 @@ async def broker_pull(root: Path, messages: int) -> float:
         pulls = [_pull_frame(i * BATCH, 0) for i in range(batches)]
         seconds = await _feed(conn, transport, list(_chunks(pulls, FRAMES_PER_READ)), len(pulls))
         return seconds / (batches * BATCH) * 1e6
+    finally:
+        await broker.store.close()
+
+
+async def broker_pull_one(root: Path, messages: int) -> float:
+    """One-message pulls, one per read."""
+    broker = Broker(root)
+    await broker.start()
+    try:
+        settings = ProducerSettings()
+        conn, transport = broker.connection()
+        sends = [_producer_frame(settings, False, 0) for _ in range(messages)]
+        await _feed(conn, transport, list(_chunks(sends, FRAMES_PER_READ)), len(sends))
+        await _feed(conn, transport, [_pull_frame(i, 0, 1) for i in range(100)], len(sends) + 100)  # warm-up
+        transport.frames_written = 0
+        pulls = [_pull_frame(i, 0, 1) for i in range(100, messages)]
+        seconds = await _feed(conn, transport, pulls, len(pulls))
+        return seconds / len(pulls) * 1e6
+    finally:
+        await broker.store.close()
+
+
+async def broker_pull_woken(root: Path, messages: int) -> float:
+    """Rounds of a pull held at the queue's end and the single send that wakes it."""
+    broker = Broker(root)
+    await broker.start()
+    try:
+        settings = ProducerSettings()
+        consumer, _consumer_out = broker.connection()
+        producer, producer_out = broker.connection()
+        send = _producer_frame(settings, False, 0)
+        pulls = [_pull_frame(i, 0, BATCH, SUSPENDED_PULL) for i in range(messages + 100)]
+
+        async def rounds(first: int, count: int) -> float:
+            started = time.process_time()
+            if PROFILER is not None:
+                PROFILER.enable()
+            for i in range(first, first + count):
+                consumer.data_received(pulls[i])
+                producer.data_received(send)
+                # the woken answer is written as the send's arrival releases the held pull
+                while broker.pull.held_count or producer_out.frames_written <= i:
+                    await asyncio.sleep(0)
+            if PROFILER is not None:
+                PROFILER.disable()
+            return time.process_time() - started
+
+        await rounds(0, 100)  # warm-up
+        return await rounds(100, messages) / messages * 1e6
     finally:
         await broker.store.close()
 
@@ -637,6 +693,8 @@ CASES: dict[str, Callable[[Path, int], Any]] = {
     "broker-send-single": lambda root, n: broker_send(root, n, batch=False, per_read=1),
     "broker-send-batch": lambda root, n: broker_send(root, n, batch=True),
     "broker-pull": broker_pull,
+    "broker-pull-1": lambda root, n: broker_pull_one(root, n // 8),
+    "broker-pull-woken": lambda root, n: broker_pull_woken(root, n // 8),
     "store-sync-flush": store_sync_flush,
     "store-put-single": store_put_single,
     "consumer-decode": consumer_decode,
@@ -686,6 +744,8 @@ def _count_calls(name: str, messages: int) -> str:
         PROFILER = None
     if name.endswith(("-sync", "-single", "-flush", "-send")):
         per_message = messages
+    elif name in ("broker-pull-1", "broker-pull-woken"):
+        per_message = messages // 8 - (100 if name == "broker-pull-1" else 0)
     elif name == "consumer-pulls-1":
         per_message = messages // 8 // PULL_QUEUES * PULL_QUEUES
     else:

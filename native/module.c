@@ -223,6 +223,10 @@ static PyMethodDef module_methods[] = {
      "found_pulled(data, pos, end, cls): (nextBeginOffset, suggestWhichBrokerId, messages) of that answer, or None."},
     {"read_units", (PyCFunction)(void (*)(void))rq_read_units, METH_FASTCALL,
      "read_units(chunk, pos, seg_view, ...): a pull's unit loop within one CommitLog segment (unitruns.c)."},
+    {"read_plain", (PyCFunction)(void (*)(void))rq_read_plain, METH_FASTCALL,
+     "read_plain(cq, commitlog, offset, max_nums, max_bytes, scan_units): the common pull's read in one call (unitruns.c)."},
+    {"found_frame", (PyCFunction)(void (*)(void))rq_found_frame, METH_FASTCALL,
+     "found_frame(opaque, suggest, next_begin, min, max, buffers, joined_max): a FOUND pull answer's frame (foundframe.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -107,6 +107,10 @@ PyObject *rq_found_answer_at(PyObject *module, PyObject *const *args, Py_ssize_t
 PyObject *rq_found_pulled(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* unitruns.c: a pull's walk over ConsumeQueue units within one CommitLog segment. */
 PyObject *rq_read_units(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* ... and the whole common read (queue bounds, units, segment, walk) in one call, or None. */
+PyObject *rq_read_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* foundframe.c: a FOUND pull answer's frame (bytes, or its head and the records' buffers), or None. */
+PyObject *rq_found_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* attributes.c: the counters of Python store objects, for the in-place appends. Each returns
  * 1 (done) or 0 (an unusual value: no exception left set), except where noted. */

@@ -18,7 +18,12 @@ to end)").
 
 A held pull with a tag subscription keeps its store read's arguments (``HeldPull.reads``): its
 wake-up reads with them, not through ``_get`` again (tests/broker/test_woken_pull_reads.py: the
-same bytes as the general read)."""
+same bytes as the general read).
+
+A FOUND answer of the lean path and of a woken pull goes to the connection as the bytes it
+writes (``_found_frame``): with the native extension one C call (native/foundframe.c) writes the
+frame from the read's numbers and records, without a ``RemotingCommand``, its extFields dict or
+orjson; the ``RemotingCommand``'s own encoding is its reference (tests/broker/test_found_frame.py)."""
 
 from __future__ import annotations
 
@@ -35,15 +40,15 @@ from rocketq.broker.groups import GroupError, SubscriptionGroupManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfigManager
-from rocketq.protocol import codes, pullsysflag, subscription
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol import codes, nativecodecs, pullsysflag, subscription
+from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError, PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.sharedbodies import SubscriptionGroupConfig
 from rocketq.protocol.subscription import SubscriptionData, SubscriptionError
 from rocketq.ratelimit import LogLimiter
 from rocketq.remoting.connection import Connection, Handler
-from rocketq.remoting.grouping import Answer, GroupedHandler
+from rocketq.remoting.grouping import Answer, FrameParts, GroupedHandler
 from rocketq.store.messagestore import GetResult, GetStatus, MessageStore
 
 log = logging.getLogger(__name__)
@@ -68,6 +73,8 @@ a peer sending ever new expressions costs a parse each, as before, and bounded m
 _READ: Final = int(codes.Perm.READ)
 """The permission bit as a plain int: ``int & IntFlag`` runs enum code on every pull."""
 _FOUND: Final = GetStatus.FOUND
+_JSON: Final = int(SerializeType.JSON)
+_native_found_frame = nativecodecs.native.found_frame if nativecodecs.native is not None else None
 _NOT_YET: Final = (GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE)
 """A read's outcomes that may hold a SUSPEND pull (nothing at or past its offset yet)."""
 """Held long-poll requests before new ones are answered at once instead of held."""
@@ -142,9 +149,10 @@ class PullHandlers:
         """The built subscriptions that take every message (``matches_all``: tag type, ``*``),
         the only ones ``_lean`` handles."""
         self._held_count = 0
-        self._woken: dict[Connection, list[RemotingCommand]] = {}
-        """Answers to held pulls the current round of arrivals woke and not yet written, per connection
-        (a connection is here, its list maybe empty, once the round's first answer to it went out)."""
+        self._woken: dict[Connection, tuple[list[int], list[bytes | memoryview]]] = {}
+        """Answers to held pulls the current round of arrivals woke and not yet written, per
+        connection: their requests' opaques and their frames' buffers (a connection is here, its
+        lists maybe empty, once the round's first answer to it went out)."""
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
         store.add_arrival_listener(self.on_message_arrived)
@@ -205,9 +213,7 @@ class PullHandlers:
         result = self._store.get_messages(topic_name, queue_id, offset, max_nums, max_bytes)
         status = result.status
         if status is _FOUND:
-            answer = self._found(request, group_name, result)
-            # a small answer as one frame: the connection writes a lone one at once, no buffers
-            return answer.encode() if result.buffer_total_size <= MAX_JOINED_ANSWER else answer
+            return self._found_frame(request, group_name, result)
         if status in _NOT_YET and flag & pullsysflag.SUSPEND and self._held_count < MAX_HELD_PULLS \
                 and (status is GetStatus.OFFSET_OVERFLOW_ONE or offset == 0):
             self._hold(conn, request, header, sub, (max_nums, max_bytes, None))  # (every tag matches)
@@ -333,11 +339,31 @@ class PullHandlers:
         response.body_parts = result.buffers
         return response
 
+    def _found_frame(self, request: RemotingCommand, group: str, result: GetResult) -> FrameParts:
+        """``_found``'s answer as the connection writes it: one bytes when its records are at most
+        ``MAX_JOINED_ANSWER`` bytes (copied once, cheaper than the buffers' way for a message or
+        two: a lone frame is one ``transport.write``), else the frame's head and the store's views."""
+        suggest = self._suggest(group, result)
+        if _native_found_frame is not None and request.serialize_type == _JSON:
+            frame: FrameParts | None = _native_found_frame(
+                request.opaque, suggest, result.next_begin_offset, result.min_offset, result.max_offset,
+                result.buffers, MAX_JOINED_ANSWER)
+            if frame is not None:
+                return frame
+        response = request.response(ResponseCode.SUCCESS, None, answer_ext(
+            suggest, result.next_begin_offset, result.min_offset, result.max_offset))
+        response.body_parts = result.buffers
+        return response.encode() if result.buffer_total_size <= MAX_JOINED_ANSWER else response.encode_buffers()
+
     def _answer_ext(self, group: str, result: GetResult) -> dict[str, str]:
-        suggest = codes.MASTER_ID
-        if self._suggest_broker is not None:
-            suggest = self._suggest_broker(result, self._groups.get(group))
-        return answer_ext(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
+        return answer_ext(self._suggest(group, result), result.next_begin_offset, result.min_offset,
+                          result.max_offset)
+
+    def _suggest(self, group: str, result: GetResult) -> int:
+        """suggestWhichBrokerId of a read's answer."""
+        if self._suggest_broker is None:
+            return codes.MASTER_ID
+        return self._suggest_broker(result, self._groups.get(group))
 
     # --- long polling -------------------------------------------------------------------
 
@@ -380,7 +406,8 @@ class PullHandlers:
                 result = self._store.get_messages(topic, queue_id, held.offset, reads[0], reads[1], reads[2])
             if result.status is _FOUND:
                 self._release(held)
-                self._woken_answer(held.connection, self._found(held.request, held.header.consumer_group, result))
+                self._woken_answer(held.connection, held.request.opaque,
+                                   self._found_frame(held.request, held.header.consumer_group, result))
             else:
                 # nothing matched this consumer's tags: skip past it and keep holding
                 held.offset = result.next_begin_offset
@@ -390,26 +417,31 @@ class PullHandlers:
         else:
             self._held.pop((topic, queue_id), None)
 
-    def _woken_answer(self, conn: Connection, answer: RemotingCommand) -> None:
+    def _woken_answer(self, conn: Connection, opaque: int, frame: FrameParts) -> None:
         """A woken pull's answer: the round's first for its connection is written at once (the
         consumer starts on it while the round goes on), the rest gathered for ``send_woken``."""
-        answers = self._woken.get(conn)
-        if answers is None:
-            self._woken[conn] = []
-            conn.send_responses((answer,))
+        gathered = self._woken.get(conn)
+        if gathered is None:
+            self._woken[conn] = ([], [])
+            conn.send_later_frames((opaque,), [frame] if isinstance(frame, bytes) else frame)
             return
-        answers.append(answer)
-        if len(answers) >= MAX_WOKEN_PER_WRITE:
-            self._woken[conn] = []
-            conn.send_responses(answers)
+        opaques, buffers = gathered
+        opaques.append(opaque)
+        if isinstance(frame, bytes):
+            buffers.append(frame)
+        else:
+            buffers += frame
+        if len(opaques) >= MAX_WOKEN_PER_WRITE:
+            self._woken[conn] = ([], [])
+            conn.send_later_frames(opaques, buffers)
 
     def send_woken(self) -> None:
         """The end of a round of arrivals: each connection's gathered answers in one write."""
         if self._woken:
             woken, self._woken = self._woken, {}
-            for conn, answers in woken.items():
-                if answers:
-                    conn.send_responses(answers)
+            for conn, (opaques, buffers) in woken.items():
+                if opaques:
+                    conn.send_later_frames(opaques, buffers)
 
     def _expire(self, key: tuple[str, int], held: HeldPull) -> None:
         waiting = self._held.get(key)

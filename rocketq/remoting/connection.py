@@ -374,12 +374,16 @@ class Connection(asyncio.Protocol):
         if buffers:
             self._write_buffers(buffers)
 
-    def send_responses(self, cmds: Sequence[RemotingCommand]) -> None:
-        """``send_response`` of each, in order, in one write (held pulls woken together)."""
-        buffers: list[bytes | memoryview] = []
-        for cmd in cmds:
-            buffers += self._later_answer(cmd)
-        if buffers:
+    def send_later_frames(self, opaques: Sequence[int], buffers: list[bytes | memoryview]) -> None:
+        """Answers given later, already encoded (held pulls woken together): the requests of
+        ``opaques`` no longer wait, and their frames' ``buffers`` go out in one write."""
+        deferred = self._deferred
+        if deferred:
+            for opaque in opaques:
+                deferred.discard(opaque)
+        if len(buffers) == 1 and buffers[0].__class__ is bytes:
+            self._write_one(buffers[0])
+        elif buffers:
             self._write_group(buffers)
 
     def _later_answer(self, cmd: RemotingCommand) -> list[bytes | memoryview]:
@@ -609,11 +613,13 @@ class Connection(asyncio.Protocol):
 
     def _send_answers(self, requests: list[RemotingCommand], answers: Sequence[grouping.Answer]) -> None:
         """Write a group's answers in one go (oneway requests' dropped; None: answered later)."""
-        frames_out: list[bytes | memoryview] = [  # the common group: every answer a frame to write
-            answer for request, answer in zip(requests, answers, strict=True)
-            if answer.__class__ is bytes and not request.flag & ONEWAY_FLAG]
-        if len(frames_out) < len(requests):  # a oneway request, an answer given later or in full
-            frames_out = self._frames_of(requests, answers)
+        frames_out: list[bytes | memoryview] = []
+        for request, answer in zip(requests, answers, strict=True):  # (a loop: a comprehension is a call)
+            if answer.__class__ is not bytes or request.flag & ONEWAY_FLAG:
+                # a oneway request, an answer given later (a held pull) or as a command or buffers
+                frames_out = self._frames_of(requests, answers)
+                break
+            frames_out.append(answer)
         if frames_out:
             self._write_group(frames_out)
 
@@ -630,6 +636,8 @@ class Connection(asyncio.Protocol):
                     self._deferred.add(request.opaque)
             elif isinstance(answer, bytes):
                 frames_out.append(answer)
+            elif isinstance(answer, list):  # a frame as its buffers (a pull answer's head and views)
+                frames_out += answer
             else:
                 try:
                     frames_out.extend(answer.encode_buffers())

@@ -42,7 +42,9 @@ MAX_GROUP: Final = 16
 """Requests handled as one group. Larger groups share more but answer later: a read of 30
 sync sends answered all at once made client and broker take turns (docs/benchmarks.md)."""
 
-Answer = RemotingCommand | bytes | None
+FrameParts = bytes | list[bytes | memoryview]
+"""An encoded answer: its frame as one bytes, or as buffers written in order (a head, then views)."""
+Answer = RemotingCommand | FrameParts | None
 """A grouped request's answer: a response, an encoded frame, or None (answered later)."""
 GroupFunction = Callable[["Connection", list[RemotingCommand]], Awaitable[Sequence[Answer]]]
 SingleFunction = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]

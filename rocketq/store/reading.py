@@ -10,9 +10,12 @@ tag hash code (cheap, no CommitLog read), ``record_filter`` each remaining recor
 selector reads its properties). A pull inspects at most ``MAX_FILTER_SCAN_UNITS`` units, so a
 consumer whose filter matches nothing still gets an answer (and an offset to move to) quickly.
 
-The common pull (no filter, its records in one ConsumeQueue file and one CommitLog segment) is
-read by ``_read_plain`` in one C walk from its first unit; anything else, or when the native
-extension is absent, by the general loop ``_read_queue``, which is its reference
+The common pull (no filter, its offset readable, its records in one ConsumeQueue file and one
+CommitLog segment) is read by one C call, ``_native.read_plain`` (native/unitruns.c: the
+queue's bounds as ``ConsumeQueue``'s properties compute them, its units, the first record's
+segment as ``CommitLog.segment_for`` finds it, and the walk over the units). It declines
+anything else before counting anything, and the status checks and the general loop
+``_read_queue`` read it as without the extension: that loop is the reference
 (tests/store/test_reading_plain.py).
 """
 
@@ -26,7 +29,7 @@ from rocketq.protocol import nativecodecs
 from rocketq.store import consumequeue
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.consumequeue import BLANK_UNIT_SIZE, ConsumeQueue
-from rocketq.store.results import GetResult, GetStatus
+from rocketq.store.results import GetResult, GetStatus, new_get_result
 from rocketq.store.stats import StoreStats
 
 DEFAULT_MAX_TRANSFER_BYTES: Final = 256 * 1024
@@ -46,7 +49,15 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     """Records of a queue (``None``: a queue the store does not have) from ``offset``."""
     if cq is None:
         stats.get_message_times_miss += 1
-        return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        return new_get_result(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0, [], [], [], 0, False)
+    if _read_plain_native is not None and tag_filter is None and record_filter is None:
+        read = _read_plain_native(cq, commitlog, offset, max_nums, max_bytes, MAX_FILTER_SCAN_UNITS)
+        if read is not None:  # found, in one file and segment; else nothing was counted
+            buffers, queue_offsets, tag_codes, next_offset, total, behind, min_offset, max_offset = read
+            stats.get_message_times_found += 1
+            stats.get_message_transferred += len(buffers)
+            return new_get_result(_FOUND, next_offset, min_offset, max_offset, buffers, queue_offsets, tag_codes,
+                                  total, behind > _MEMORY_FOR_PULLS)
     min_offset, max_offset = cq.min_offset, cq.max_offset
     status: GetStatus
     if max_offset == 0:
@@ -58,14 +69,9 @@ def get_messages(commitlog: CommitLog, cq: ConsumeQueue | None, offset: int, max
     elif offset > max_offset:
         status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
     else:
-        max_nums = max(1, max_nums)
-        if tag_filter is None and record_filter is None:
-            plain = _read_plain(commitlog, cq, offset, max_offset, max_nums, max_bytes, stats)
-            if plain is not None:
-                return plain
-        return _read_queue(commitlog, cq, offset, max_nums, max_bytes, tag_filter, record_filter, stats)
+        return _read_queue(commitlog, cq, offset, max(1, max_nums), max_bytes, tag_filter, record_filter, stats)
     stats.get_message_times_miss += 1
-    return GetResult(status, next_offset, min_offset, max_offset)
+    return new_get_result(status, next_offset, min_offset, max_offset, [], [], [], 0, False)
 
 
 def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: int, max_bytes: int,
@@ -139,46 +145,8 @@ def _read_queue(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_nums: i
     else:
         stats.get_message_times_miss += 1
     behind = commitlog.max_offset - last_phys
-    return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
-                     tag_codes, total, behind > _memory_for_pulls())
-
-
-def _read_plain(commitlog: CommitLog, cq: ConsumeQueue, offset: int, max_offset: int, max_nums: int,
-                max_bytes: int, stats: StoreStats) -> GetResult | None:
-    """``_read_queue`` for the common pull (no filter, records found, all in one ConsumeQueue
-    file and one CommitLog segment) in one C walk from the first unit, or None (and nothing
-    counted) for anything else, which ``_read_queue`` then reads from the start.
-    ``max_offset`` is the queue's (below it: ``offset``, readable).
-
-    The first unit's record is checked as ``CommitLog.read`` checks it; the walk then takes it
-    and the rest as the loop would (the loop's first unit is its only one outside the walk)."""
-    if _native is None:
-        return None
-    end = min(max_offset, offset + max(MAX_FILTER_SCAN_UNITS, max_nums))
-    chunk = cq.unit_run(offset, end)
-    if chunk is None or len(chunk) < consumequeue.UNIT_SIZE:
-        return None
-    phys, size, _tag = consumequeue.UNIT.unpack_from(chunk, 0)
-    segment = commitlog.segment_for(phys)
-    if segment is None or segment.closed or size <= 0 or size == BLANK_UNIT_SIZE:
-        return None
-    seg_start = segment.start
-    seg_end = seg_start + segment.wrote
-    if phys + size > seg_end:
-        return None
-    buffers: list[memoryview] = []
-    queue_offsets: list[int] = []
-    tag_codes: list[int] = []
-    log_end = commitlog.max_offset
-    pos, scanned, found, total, last_phys, full = _native.read_units(
-        chunk, 0, segment.view, seg_start, seg_end, offset, 0, 0, 0, log_end, max_nums, max_bytes,
-        buffers, queue_offsets, tag_codes)
-    if not full and (pos < len(chunk) or offset + scanned < end):
-        return None  # a unit the loop would take itself, or the next ConsumeQueue file
-    stats.get_message_times_found += 1
-    stats.get_message_transferred += found
-    return GetResult(GetStatus.FOUND, offset + scanned, cq.min_offset, max_offset, buffers, queue_offsets,
-                     tag_codes, total, log_end - last_phys > _memory_for_pulls())
+    return new_get_result(status, offset + scanned, cq.min_offset, cq.max_offset, buffers, queue_offsets,
+                          tag_codes, total, behind > _MEMORY_FOR_PULLS)
 
 
 def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
@@ -187,17 +155,16 @@ def _units_to_next_file(cq: ConsumeQueue, offset: int) -> int:
 
 
 _native = nativecodecs.native
-
-_MEMORY_FOR_PULLS: int | None = None
-
+_read_plain_native = _native.read_plain if _native is not None else None
+_FOUND: Final = GetStatus.FOUND
 
 def _memory_for_pulls() -> int:
     """Bytes of RAM a consumer may lag behind before being sent to a slave."""
-    global _MEMORY_FOR_PULLS
-    if _MEMORY_FOR_PULLS is None:
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            total = 8 << 30
-        _MEMORY_FOR_PULLS = total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
-    return _MEMORY_FOR_PULLS
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 8 << 30
+    return total * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
+
+
+_MEMORY_FOR_PULLS: Final = _memory_for_pulls()

@@ -181,3 +181,6 @@ new_put_request: Callable[..., PutRequest] = _all_fields(PutRequest)
 """``PutRequest`` with all twelve fields given positionally."""
 new_put_result: Callable[..., PutResult] = _all_fields(PutResult)
 """``PutResult`` with all eight fields given positionally."""
+new_get_result: Callable[..., GetResult] = _all_fields(GetResult)
+"""``GetResult`` with all nine fields given positionally (a frozen dataclass's ``__init__`` sets
+each field by ``object.__setattr__``: most of a small read's Python)."""
