@@ -77,6 +77,8 @@ class PullRequests:
         self._fields = request_header(group, mq, 0, max_nums, sub, flag=0,
                                       suspend_timeout_ms=suspend_timeout_ms).to_ext()
         self._pieces = _template_pieces(self._fields)
+        self.takes_all = sub.matches_all
+        """Its subscription takes every tag: no answer's messages are filtered here."""
 
     def ext_fields(self, offset: int, flag: int, commit_offset: int) -> dict[str, str]:
         """A new dict: the kept fields with these (their places in the order are kept)."""
