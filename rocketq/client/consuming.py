@@ -62,6 +62,10 @@ class ConsumeStatus(enum.Enum):
     RECONSUME_LATER = "RECONSUME_LATER"
 
 
+_CONSUME_SUCCESS: Final = ConsumeStatus.CONSUME_SUCCESS
+"""An enum member read from the class costs ~50 ns (``EnumType`` lookup); once per batch here."""
+
+
 @dataclass(slots=True)
 class ConsumeContext:
     message_queue: MessageQueue
@@ -243,7 +247,7 @@ class ConcurrentConsumeService:
             slots.give()
         else:
             slots.free += 1
-        if answer is not ConsumeStatus.CONSUME_SUCCESS or ctx.ack_index < len(msgs) - 1 or pq.dropped:
+        if answer is not _CONSUME_SUCCESS or ctx.ack_index < len(msgs) - 1 or pq.dropped:
             finishing = self._conclude(answer, ctx, msgs, pq, mq)
             if finishing is not None:
                 self._spawn(finishing)
