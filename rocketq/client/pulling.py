@@ -76,7 +76,11 @@ class PullRequests:
         """What the kept fields were made from: a change of any of it needs a new instance."""
         self._fields = request_header(group, mq, 0, max_nums, sub, flag=0,
                                       suspend_timeout_ms=suspend_timeout_ms).to_ext()
-        self._pieces = _template_pieces(self._fields)
+        self._format = b"%d".join(piece.replace(b"%", b"%%") for piece in _template_pieces(self._fields))
+        """The header as a bytes format of the four values (one ``%`` operation per pull; a ``%``
+        of the header itself, as in a ``%RETRY%`` topic, doubled)."""
+        self.takes_all = sub.matches_all
+        """Its subscription takes every tag: no answer's messages are filtered here."""
 
     def ext_fields(self, offset: int, flag: int, commit_offset: int) -> dict[str, str]:
         """A new dict: the kept fields with these (their places in the order are kept)."""
@@ -89,11 +93,9 @@ class PullRequests:
 
     def frame(self, opaque: int, offset: int, flag: int, commit_offset: int) -> bytes:
         """The request frame ``command(PULL_MESSAGE, self.ext_fields(offset, flag, commit_offset))``
-        encodes with ``opaque``: the template's pieces around the four values. The values must be
+        encodes with ``opaque``: the template's pieces around the four values, put in by one format. The values must be
         exact ``int``s (``%d`` of a ``bool`` is not its ``str``): the caller checks."""
-        p = self._pieces
-        header = b"".join((p[0], b"%d" % opaque, p[1], b"%d" % offset, p[2], b"%d" % flag, p[3],
-                           b"%d" % commit_offset, p[4]))
+        header = self._format % (opaque, offset, flag, commit_offset)
         return _FRAME_PREFIX.pack(4 + len(header), len(header)) + header
 
 

@@ -253,3 +253,37 @@ async def test_an_answer_for_a_queue_dropped_meanwhile_ends_the_chain() -> None:
         assert rig.consume.batches == [] and not rig.conn._pending and not rig.transport.written
     finally:
         await rig.task.stop()
+
+
+async def test_a_pull_interval_ends_the_chain_after_an_answer_read_in_place() -> None:
+    """With ``pull_interval`` the answer's messages are handed on in the read, but the next pull
+    waits for the interval in the task (the in-place read's short way is for no interval)."""
+    rig = _Rig(pull_interval=20)
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)
+        assert rig.consume.batches == [[0, 1]] and rig.task.next_offset == 2
+        assert not rig.conn._pending and not rig.transport.written  # no pull sent from the read
+        assert (await rig.next_pull(_DELAY_STEP)).ext_fields["queueOffset"] == "2"
+    finally:
+        await rig.task.stop()
+
+
+async def test_a_subscription_dropped_while_a_pull_was_out_ends_the_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer that comes after the topic was unsubscribed sends no next pull: the task waits
+    ``NO_SUBSCRIPTION_DELAY`` and asks again."""
+    monkeypatch.setattr(pulltasks, "NO_SUBSCRIPTION_DELAY", 0.01)
+    rig = _Rig()
+    sub: list[subscription.SubscriptionData] = [subscription.build("T", "*")]
+    rig.task._subscription = lambda _topic: sub[0] if sub else None
+    rig.task.start()
+    try:
+        first = await rig.next_pull()
+        sub.clear()
+        rig.answer(first, ResponseCode.SUCCESS, range(0, 2), 2)
+        assert rig.consume.batches == [[0, 1]] and not rig.conn._pending and not rig.transport.written
+        sub.append(subscription.build("T", "*"))
+        assert (await rig.next_pull(_DELAY_STEP)).ext_fields["queueOffset"] == "2"
+    finally:
+        await rig.task.stop()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from client_fakes import KeepingTransport
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketq.client.instance import ClientInstance
@@ -34,6 +34,7 @@ _int64 = st.integers(-(1 << 63), (1 << 63) - 1)
 
 @given(_names, _names, st.integers(0, 1 << 16), st.integers(1, 1 << 20), _names, _int64, st.integers(0, 1 << 20),
        st.integers(0, (1 << 31) - 1), _int64, st.integers(0, 15), _int64)
+@example("G", "%RETRY%G", 0, 32, "%d%s%%", 0, 15000, 1, 2, 3, 4)  # the template is a format: its own % doubled
 def test_frame_from_the_template_is_the_encoded_command(
         group: str, topic: str, queue_id: int, max_nums: int, expression: str, sub_version: int, suspend_ms: int,
         opaque: int, offset: int, flag: int, commit: int) -> None:
