@@ -56,7 +56,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
-from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.connection import OPAQUE_MASK, Connection, Handler
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
@@ -204,18 +204,21 @@ class Producer:
         when that needs a wait or a trace (the caller then takes the general path,
         ``_send_default``). ``watched``: see ``_InFlight``."""
         known = self._publish_cache.get(out.topic)
-        if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
+        # the route, master and connection read from the instance's public tables (no call
+        # each): ``cached_route``, ``master_addr`` and ``ready_connection`` inline
+        if self.tracer is not None or known is None or instance.routes.get(out.topic) is not known[0]:
             return None
         mq = self._round_robin.choose(known[1])
-        addr = instance.master_addr(mq.broker_name)
+        addr = instance.masters.get(mq.broker_name)
         if addr is None:
             return None
         flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback, watched)
         remoting = instance.remoting
-        conn = remoting.ready_connection(addr)
+        conn = remoting.connections.get(addr)
         try:
-            if conn is not None and not out.reply and out.flag.__class__ is int:
-                opaque = conn.next_opaque()
+            if (conn is not None and conn.ready and not remoting.hooked and not out.reply
+                    and out.flag.__class__ is int):
+                opaque = next(conn.opaques) & OPAQUE_MASK
                 frames = self._frames.get(out.topic) or self._template(out.topic)
                 frame = wire.send_frame_of(frames.pieces, opaque, mq.queue_id, out.sys_flag,
                                            time.time_ns() // 1_000_000, out.flag, out.properties, out.body)
@@ -494,37 +497,37 @@ class _InFlight:
             producer._record_failure(self._instance, mq, self._addr, self._started)
             self._retry(exc)
             return
-        self._succeeded(result)
+        self.stored(b"", 0, 0, result)
 
     __call__ = answered
     """The connection is given the flight itself as its answer callback: a bound method would
     be one more object per send."""
 
-    def stored(self, data: bytes, pos: int, end: int) -> None:
+    def stored(self, data: bytes, pos: int, end: int, result: SendResult | None = None) -> None:
         """``answered`` of a SUCCESS answer without a body, given its frame ``data[pos:end]``: a
-        client connection hands it over without making the answer's ``RemotingCommand``."""
-        self._conn = None
-        if self.result.done():
-            return  # cancelled by its caller
-        try:  # ``sending.stored_result`` of the frame, inline: one call less per send
-            try:
-                result = sending.send_result_at(data, pos, end, SendStatus.SEND_OK, self._out.msg_id, self._mq)
-            except HeaderError as exc:
-                raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
-        except (RemotingError, ClientError) as exc:
-            self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
-            self._retry(exc)
-            return
-        self._succeeded(result)
-
-    def _succeeded(self, result: SendResult) -> None:
-        producer, mq = self._producer, self._mq
+        client connection hands it over without making the answer's ``RemotingCommand``. Also
+        every answered send's one success tail: ``answered`` passes the ``result`` it read (then
+        ``data`` is not read)."""
+        if result is None:
+            self._conn = None
+            if self.result.done():
+                return  # cancelled by its caller
+            try:  # ``sending.stored_result`` of the frame, inline: one call less per send
+                try:
+                    result = sending.send_result_at(data, pos, end, SendStatus.SEND_OK, self._out.msg_id, self._mq)
+                except HeaderError as exc:
+                    raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
+            except (RemotingError, ClientError) as exc:
+                self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
+                self._retry(exc)
+                return
+        producer = self._producer
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
             elapsed_ms = int((producer._loop.time() - self._started) * 1000)
             faults = producer._faults
             if faults.marks or elapsed_ms >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
-                faults.update(mq.broker_name, elapsed_ms, isolation=False)
+                faults.update(self._mq.broker_name, elapsed_ms, isolation=False)
         if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)

@@ -48,7 +48,7 @@ import functools
 import itertools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
@@ -73,6 +73,8 @@ _peer_log = ratelimit.LogLimiter(log)
 """Lines a peer can cause (bad frames, a backlog it does not read): one per peer host per 10 s."""
 
 _NEVER: Final = float("inf")
+OPAQUE_MASK: Final = 0x7FFFFFFF
+"""Request opaques are Java ints kept non-negative: the counter's value masked."""
 
 Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 """A request handler: the response to send, or None (oneway, or answered later)."""
@@ -711,6 +713,9 @@ class ClientConnection(Connection):
         super().__init__(*args, **kwargs)
         self.ready = True
         """Open, and its transport's buffer under the high-water mark: ``writable``."""
+        self.opaques: Iterator[int] = self._opaques
+        """``next_opaque`` without the call: ``next(opaques) & OPAQUE_MASK`` is a fresh request
+        opaque (the producer's sends take one per message)."""
 
     def pause_writing(self) -> None:
         self.ready = False
