@@ -65,6 +65,11 @@ MAX_CACHED_TOPICS = 10_000
 """Topics whose publish queues a producer remembers (emptied when full)."""
 
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_OK = SendStatus.SEND_OK
+_send_result_at = sending.send_result_at
+_send_frame_of = wire.send_frame_of
+_time_ns = time.time_ns
+"""Module globals: one look-up each per send, not two."""
 
 SendCallback = Callable[[SendResult | None, BaseException | None], object]
 """Called once per async send: ``(result, None)`` or ``(None, error)``."""
@@ -87,8 +92,9 @@ class Producer:
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Future[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
-        self._frames: dict[str, wire.SendFrames] = {}
-        """Per topic, the template its single-message sends are encoded from (``_send_now``)."""
+        self._pieces: dict[str, tuple[bytes, ...]] = {}
+        """Per topic, the template its single-message sends are encoded from (``_send_now``): the
+        ``pieces`` of its ``wire.SendFrames``."""
         self._handlers: dict[int, Handler] = {}
         """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -203,10 +209,11 @@ class Producer:
         """Write the first attempt at once and return it (its future is ``result``), or None
         when that needs a wait or a trace (the caller then takes the general path,
         ``_send_default``). ``watched``: see ``_InFlight``."""
-        known = self._publish_cache.get(out.topic)
+        topic = out.topic
+        known = self._publish_cache.get(topic)
         # the route, master and connection read from the instance's public tables (no call
         # each): ``cached_route``, ``master_addr`` and ``ready_connection`` inline
-        if self.tracer is not None or known is None or instance.routes.get(out.topic) is not known[0]:
+        if self.tracer is not None or known is None or instance.routes.get(topic) is not known[0]:
             return None
         mq = self._round_robin.choose(known[1])
         addr = instance.masters.get(mq.broker_name)
@@ -219,9 +226,8 @@ class Producer:
             if (conn is not None and conn.ready and not remoting.hooked and not out.reply
                     and out.flag.__class__ is int):
                 opaque = next(conn.opaques) & OPAQUE_MASK
-                frames = self._frames.get(out.topic) or self._template(out.topic)
-                frame = wire.send_frame_of(frames.pieces, opaque, mq.queue_id, out.sys_flag,
-                                           time.time_ns() // 1_000_000, out.flag, out.properties, out.body)
+                frame = _send_frame_of(self._pieces.get(topic) or self._template(topic), opaque, mq.queue_id,
+                                       out.sys_flag, _time_ns() // 1_000_000, out.flag, out.properties, out.body)
                 conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
             else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
                 request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
@@ -235,15 +241,16 @@ class Producer:
         flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
         return flight
 
-    def _template(self, topic: str) -> wire.SendFrames:
-        frames = self._frames.get(topic)
-        if frames is None:
-            if len(self._frames) >= MAX_CACHED_TOPICS:
-                self._frames.clear()
+    def _template(self, topic: str) -> tuple[bytes, ...]:
+        """The pieces of the topic's ``wire.SendFrames``, made once (``_pieces``)."""
+        pieces = self._pieces.get(topic)
+        if pieces is None:
+            if len(self._pieces) >= MAX_CACHED_TOPICS:
+                self._pieces.clear()
             settings = self.settings
-            frames = self._frames[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
-                                                           settings.default_topic_queue_nums)
-        return frames
+            pieces = self._pieces[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
+                                                           settings.default_topic_queue_nums).pieces
+        return pieces
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -514,7 +521,7 @@ class _InFlight:
                 return  # cancelled by its caller
             try:  # ``sending.stored_result`` of the frame, inline: one call less per send
                 try:
-                    result = sending.send_result_at(data, pos, end, SendStatus.SEND_OK, self._out.msg_id, self._mq)
+                    result = _send_result_at(data, pos, end, _SEND_OK, self._out.msg_id, self._mq)
                 except HeaderError as exc:
                     raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
             except (RemotingError, ClientError) as exc:
@@ -524,11 +531,11 @@ class _InFlight:
         producer = self._producer
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
-            elapsed_ms = int((producer._loop.time() - self._started) * 1000)
+            elapsed = (producer._loop.time() - self._started) * 1000  # int() of it only when recorded
             faults = producer._faults
-            if faults.marks or elapsed_ms >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
-                faults.update(self._mq.broker_name, elapsed_ms, isolation=False)
-        if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
+            if faults.marks or elapsed >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
+                faults.update(self._mq.broker_name, int(elapsed), isolation=False)
+        if (result.status is not _SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
             return
