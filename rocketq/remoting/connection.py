@@ -716,6 +716,9 @@ class ClientConnection(Connection):
         self.opaques: Iterator[int] = self._opaques
         """``next_opaque`` without the call: ``next(opaques) & OPAQUE_MASK`` is a fresh request
         opaque (the producer's sends take one per message)."""
+        self._partial = False
+        """The decoder holds part of a frame (``FrameDecoder.buffered``, asked only after this
+        connection handed it bytes: a sync send's read would ask a property per answer)."""
 
     def pause_writing(self) -> None:
         self.ready = False
@@ -751,8 +754,9 @@ class ClientConnection(Connection):
             self._arm(deadline)
 
     def data_received(self, data: bytes) -> None:
-        if self._decoder.buffered or self.reading_paused:
+        if self._partial or self.reading_paused:
             super().data_received(data)
+            self._partial = self._decoder.buffered > 0
             return
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
@@ -795,8 +799,10 @@ class ClientConnection(Connection):
                 return  # the connection is being aborted: the rest of the read is dropped
         if pos == 0:
             super().data_received(data)
+            self._partial = self._decoder.buffered > 0
         elif pos < end:
             super().data_received(data[pos:])
+            self._partial = self._decoder.buffered > 0
         else:
             self.active = True
 
