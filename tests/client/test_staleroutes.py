@@ -245,7 +245,7 @@ async def test_the_route_fetched_last_names_a_groups_master(failover: Failover) 
 
 
 async def test_a_send_follows_a_master_another_topics_route_moved(failover: Failover) -> None:
-    """The first attempt written at once (``Producer._send_now``) reads the group's master from
+    """The first attempt written at once (``_InFlight.begin``) reads the group's master from
     the address table per send, not from what it cached with the topic's route: once another
     topic's route names a new master, the next send of a topic whose route did not change goes
     there, while the old master still answers."""
