@@ -106,7 +106,13 @@ class ClientInstance:
         self._producer_groups = tuple(producer_groups)
         self._consumer_data = consumer_data
         self._routes: dict[str, TopicRoute] = {}
+        self.routes: Mapping[str, TopicRoute] = self._routes
+        """The cached routes by topic, for reading only (a producer's send checks its topic's
+        without a call)."""
         self._brokers: dict[str, dict[int, str]] = {}
+        self.masters: Mapping[str, str] = {}
+        """Each broker group's master address (``master_addr``), for reading only: replaced
+        whole when a route is stored, so read it afresh each time (a send reads it per message)."""
         self._route_fetches: dict[str, asyncio.Future[TopicRoute | None]] = {}
         self._stale_refreshes: dict[str, asyncio.Future[bool]] = {}
         self._refresh_limiter = staleroutes.RefreshLimiter()
@@ -199,6 +205,7 @@ class ClientInstance:
             for data in route.broker_datas:
                 brokers[data.broker_name] = dict(data.addrs)
         self._brokers = brokers
+        self.masters = {name: addrs[MASTER_ID] for name, addrs in brokers.items() if MASTER_ID in addrs}
 
     async def update_route(self, topic: str) -> TopicRoute | None:
         """Fetch and remember the topic's route; None (and nothing remembered) when unknown."""
@@ -292,7 +299,7 @@ class ClientInstance:
     # --- addresses --------------------------------------------------------------------------
 
     def master_addr(self, broker_name: str) -> str | None:
-        return self._brokers.get(broker_name, {}).get(MASTER_ID)
+        return self.masters.get(broker_name)
 
     async def find_master(self, mq: MessageQueue) -> str:
         """The master of the queue's broker group, refreshing the route once if unknown."""

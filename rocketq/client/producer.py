@@ -56,7 +56,7 @@ from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.headers import HeaderError
 from rocketq.protocol.message import Message
 from rocketq.protocol.traces import DEFAULT_TRACE_TOPIC
-from rocketq.remoting.connection import Connection, Handler
+from rocketq.remoting.connection import OPAQUE_MASK, Connection, Handler
 from rocketq.remoting.errors import RemotingError, RemotingTimeoutError
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,12 @@ MAX_CACHED_TOPICS = 10_000
 """Topics whose publish queues a producer remembers (emptied when full)."""
 
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_OK = SendStatus.SEND_OK
+_send_result_at = sending.send_result_at
+_send_frame_of = wire.send_frame_of
+_time_ns = time.time_ns
+_new_flight = object.__new__
+"""Module globals: one look-up each per send, not two."""
 
 SendCallback = Callable[[SendResult | None, BaseException | None], object]
 """Called once per async send: ``(result, None)`` or ``(None, error)``."""
@@ -87,8 +93,9 @@ class Producer:
         self._state = ServiceState.CREATE_JUST
         self._async_sends: set[asyncio.Future[SendResult]] = set()
         self._publish_cache: dict[str, tuple[TopicRoute, tuple[MessageQueue, ...]]] = {}
-        self._frames: dict[str, wire.SendFrames] = {}
-        """Per topic, the template its single-message sends are encoded from (``_send_now``)."""
+        self._pieces: dict[str, tuple[bytes, ...]] = {}
+        """Per topic, the template its single-message sends are encoded from (``_InFlight.begin``): the
+        ``pieces`` of its ``wire.SendFrames``."""
         self._handlers: dict[int, Handler] = {}
         """Requests brokers send this producer (CHECK_TRANSACTION_STATE for transactions)."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -157,7 +164,7 @@ class Producer:
         attempts = 1 + self.settings.retry_times_when_send_failed
         # the first attempt written at once and awaited as one future, as send_async's; the
         # general path when that is not possible (no route or connection yet, a trace)
-        flight = self._send_now(instance, out, attempts, timeout, None, watched=False)
+        flight = _InFlight.begin(self, instance, out, attempts, timeout, None, False)
         if flight is None:
             return await self._send_default(instance, out, attempts, timeout)
         try:
@@ -183,7 +190,8 @@ class Producer:
         out = sending.prepare(msg, self.settings)
         timeout = self._send_timeout if timeout_ms is None else self._timeout(timeout_ms)
         attempts = 1 + self.settings.retry_times_when_send_async_failed
-        flight = None if selector is not None else self._send_now(instance, out, attempts, timeout, callback)
+        flight = None if selector is not None else _InFlight.begin(self, instance, out, attempts, timeout, callback,
+                                                                   True)
         if flight is not None:
             self._async_sends.add(flight.result)  # its callback, if any, is the flight's (_InFlight._settled)
             return flight.result
@@ -198,49 +206,16 @@ class Producer:
             future.add_done_callback(functools.partial(_run_callback, callback))
         return future
 
-    def _send_now(self, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
-                  callback: SendCallback | None, *, watched: bool = True) -> _InFlight | None:
-        """Write the first attempt at once and return it (its future is ``result``), or None
-        when that needs a wait or a trace (the caller then takes the general path,
-        ``_send_default``). ``watched``: see ``_InFlight``."""
-        known = self._publish_cache.get(out.topic)
-        if self.tracer is not None or known is None or instance.cached_route(out.topic) is not known[0]:
-            return None
-        mq = self._round_robin.choose(known[1])
-        addr = instance.master_addr(mq.broker_name)
-        if addr is None:
-            return None
-        flight = _InFlight(self, instance, out, mq, addr, attempts, timeout, callback, watched)
-        remoting = instance.remoting
-        conn = remoting.ready_connection(addr)
-        try:
-            if conn is not None and not out.reply and out.flag.__class__ is int:
-                opaque = conn.next_opaque()
-                frames = self._frames.get(out.topic) or self._template(out.topic)
-                frame = wire.send_frame_of(frames.pieces, opaque, mq.queue_id, out.sys_flag,
-                                           time.time_ns() // 1_000_000, out.flag, out.properties, out.body)
-                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
-            else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
-                request = wire.send_v2_request(sending.send_ext(out, self.group, mq, self.settings), out.body,
-                                               reply=out.reply)
-                conn = remoting.request_now(addr, request, timeout, flight)
-                if conn is None:
-                    return None
-                opaque = request.opaque
-        except RemotingError:
-            return None  # too many requests pending: the task's attempt meets it and retries
-        flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
-        return flight
-
-    def _template(self, topic: str) -> wire.SendFrames:
-        frames = self._frames.get(topic)
-        if frames is None:
-            if len(self._frames) >= MAX_CACHED_TOPICS:
-                self._frames.clear()
+    def _template(self, topic: str) -> tuple[bytes, ...]:
+        """The pieces of the topic's ``wire.SendFrames``, made once (``_pieces``)."""
+        pieces = self._pieces.get(topic)
+        if pieces is None:
+            if len(self._pieces) >= MAX_CACHED_TOPICS:
+                self._pieces.clear()
             settings = self.settings
-            frames = self._frames[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
-                                                           settings.default_topic_queue_nums)
-        return frames
+            pieces = self._pieces[topic] = wire.SendFrames(self.group, topic, settings.create_topic_key,
+                                                           settings.default_topic_queue_nums).pieces
+        return pieces
 
     async def send_oneway(self, msg: Message, *, selector: QueueSelector | None = None) -> None:
         instance = self._running()
@@ -431,7 +406,7 @@ class Producer:
 
 
 class _InFlight:
-    """One ``send`` or ``send_async`` whose first attempt was written at once (``Producer._send_now``).
+    """One ``send`` or ``send_async`` whose first attempt was written at once (``begin``).
 
     The connection calls ``answered`` from the read that brings the broker's answer (or on
     timeout or loss; no future in between, ``Connection.send_frame``), which does what
@@ -448,25 +423,75 @@ class _InFlight:
 
     __slots__ = ("_addr", "_attempts", "_callback", "_conn", "_current", "_instance", "_mq", "_opaque", "_out",
                  "_producer", "_started", "_timeout", "_watched", "result")
+    _producer: Producer
+    _instance: ClientInstance
+    _out: Outgoing
+    _mq: MessageQueue
+    _addr: str
+    _attempts: int
+    _timeout: float
+    _started: float
+    """Loop time of the first attempt: its latency's start, and the retries' deadline's."""
+    _conn: Connection | None
+    """Where the first attempt waits for its answer (``_opaque``), until it comes."""
+    _opaque: int
+    _current: asyncio.Task[SendResult] | None
+    """The remaining attempts, once the first one failed."""
+    _callback: SendCallback | None
+    """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
+    ``_settled`` (the future's one done callback)."""
+    result: asyncio.Future[SendResult]
+    _watched: bool
 
-    def __init__(self, producer: Producer, instance: ClientInstance, out: Outgoing, mq: MessageQueue, addr: str,
-                 attempts: int, timeout: float, callback: SendCallback | None, watched: bool) -> None:
+    @staticmethod
+    def begin(producer: Producer, instance: ClientInstance, out: Outgoing, attempts: int, timeout: float,
+              callback: SendCallback | None, watched: bool) -> _InFlight | None:
+        """The flight of a ``send`` or ``send_async`` whose first attempt is written here at once
+        (its future is ``result``), or None when that needs a wait or a trace (the caller then
+        takes the general path, ``Producer._send_default``). Made here rather than by an
+        ``__init__``: a Python call less per send."""
+        topic = out.topic
+        known = producer._publish_cache.get(topic)
+        # the route, master and connection read from the instance's public tables (no call
+        # each): ``cached_route``, ``master_addr`` and ``ready_connection`` inline
+        if producer.tracer is not None or known is None or instance.routes.get(topic) is not known[0]:
+            return None
+        mq = producer._round_robin.choose(known[1])
+        addr = instance.masters.get(mq.broker_name)
+        if addr is None:
+            return None
         loop = producer._loop
         assert loop is not None
-        self._producer, self._instance, self._out, self._mq, self._addr = producer, instance, out, mq, addr
-        self._attempts, self._timeout, self._started = attempts, timeout, loop.time()
-        self._conn: Connection | None = None
-        """Where the first attempt waits for its answer (``_opaque``), until it comes."""
-        self._opaque = 0
-        self._current: asyncio.Task[SendResult] | None = None
-        """The remaining attempts, once the first one failed."""
-        self._callback = callback
-        """The caller's ``SendCallback``, run once: by ``answered`` for a result, else by
-        ``_settled`` (the future's one done callback)."""
-        self.result: asyncio.Future[SendResult] = loop.create_future()
-        self._watched = watched
+        flight = _new_flight(_InFlight)
+        flight._producer, flight._instance, flight._out, flight._mq, flight._addr = producer, instance, out, mq, addr
+        flight._attempts, flight._timeout, flight._started = attempts, timeout, loop.time()
+        flight._current = None
+        flight._callback = callback
+        flight.result = loop.create_future()
+        flight._watched = watched
         if watched:
-            self.result.add_done_callback(self._settled)
+            flight.result.add_done_callback(flight._settled)
+        remoting = instance.remoting
+        conn = remoting.connections.get(addr)
+        try:
+            if (conn is not None and conn.ready and not remoting.hooked and not out.reply
+                    and out.flag.__class__ is int):
+                opaque = next(conn.opaques) & OPAQUE_MASK
+                frame = _send_frame_of(producer._pieces.get(topic) or producer._template(topic), opaque,
+                                       mq.queue_id, out.sys_flag, _time_ns() // 1_000_000, out.flag, out.properties,
+                                       out.body)
+                conn.send_frame(frame, opaque, _SEND_V2, timeout, flight)
+            else:  # a reply, a flag that is not a plain int, an rpc hook (or no connection: None)
+                request = wire.send_v2_request(sending.send_ext(out, producer.group, mq, producer.settings),
+                                               out.body, reply=out.reply)
+                conn = remoting.request_now(addr, request, timeout, flight)
+                if conn is None:
+                    return None
+                opaque = request.opaque
+        except RemotingError:
+            return None  # too many requests pending: the task's attempt meets it and retries
+        flight._conn, flight._opaque = conn, opaque  # the first attempt is on its way
+        return flight
 
     def answered(self, response: RemotingCommand | None, error: BaseException | None) -> None:
         self._conn = None
@@ -494,38 +519,38 @@ class _InFlight:
             producer._record_failure(self._instance, mq, self._addr, self._started)
             self._retry(exc)
             return
-        self._succeeded(result)
+        self.stored(b"", 0, 0, result)
 
     __call__ = answered
     """The connection is given the flight itself as its answer callback: a bound method would
     be one more object per send."""
 
-    def stored(self, data: bytes, pos: int, end: int) -> None:
+    def stored(self, data: bytes, pos: int, end: int, result: SendResult | None = None) -> None:
         """``answered`` of a SUCCESS answer without a body, given its frame ``data[pos:end]``: a
-        client connection hands it over without making the answer's ``RemotingCommand``."""
-        self._conn = None
-        if self.result.done():
-            return  # cancelled by its caller
-        try:  # ``sending.stored_result`` of the frame, inline: one call less per send
-            try:
-                result = sending.send_result_at(data, pos, end, SendStatus.SEND_OK, self._out.msg_id, self._mq)
-            except HeaderError as exc:
-                raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
-        except (RemotingError, ClientError) as exc:
-            self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
-            self._retry(exc)
-            return
-        self._succeeded(result)
-
-    def _succeeded(self, result: SendResult) -> None:
-        producer, mq = self._producer, self._mq
+        client connection hands it over without making the answer's ``RemotingCommand``. Also
+        every answered send's one success tail: ``answered`` passes the ``result`` it read (then
+        ``data`` is not read)."""
+        if result is None:
+            self._conn = None
+            if self.result.done():
+                return  # cancelled by its caller
+            try:  # ``sending.stored_result`` of the frame, inline: one call less per send
+                try:
+                    result = _send_result_at(data, pos, end, _SEND_OK, self._out.msg_id, self._mq)
+                except HeaderError as exc:
+                    raise ProtocolError(f"{self._addr} answered code 0 with a bad header: {exc}") from None
+            except (RemotingError, ClientError) as exc:
+                self._producer._record_failure(self._instance, self._mq, self._addr, self._started)
+                self._retry(exc)
+                return
+        producer = self._producer
         if producer._latency_enabled:  # ``_record`` of a success, inline
             assert producer._loop is not None
-            elapsed_ms = int((producer._loop.time() - self._started) * 1000)
+            elapsed = (producer._loop.time() - self._started) * 1000  # int() of it only when recorded
             faults = producer._faults
-            if faults.marks or elapsed_ms >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
-                faults.update(mq.broker_name, elapsed_ms, isolation=False)
-        if (result.status is not SendStatus.SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
+            if faults.marks or elapsed >= FIRST_PENALIZED_LATENCY:  # else ``update`` would change nothing
+                faults.update(self._mq.broker_name, int(elapsed), isolation=False)
+        if (result.status is not _SEND_OK and producer.settings.retry_another_broker_when_not_store_ok
                 and self._attempts > 1):
             self._retry(None)
             return

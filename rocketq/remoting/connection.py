@@ -48,7 +48,7 @@ import functools
 import itertools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
@@ -73,6 +73,8 @@ _peer_log = ratelimit.LogLimiter(log)
 """Lines a peer can cause (bad frames, a backlog it does not read): one per peer host per 10 s."""
 
 _NEVER: Final = float("inf")
+OPAQUE_MASK: Final = 0x7FFFFFFF
+"""Request opaques are Java ints kept non-negative: the counter's value masked."""
 
 Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 """A request handler: the response to send, or None (oneway, or answered later)."""
@@ -719,6 +721,12 @@ class ClientConnection(Connection):
         super().__init__(*args, **kwargs)
         self.ready = True
         """Open, and its transport's buffer under the high-water mark: ``writable``."""
+        self.opaques: Iterator[int] = self._opaques
+        """``next_opaque`` without the call: ``next(opaques) & OPAQUE_MASK`` is a fresh request
+        opaque (the producer's sends take one per message)."""
+        self._partial = False
+        """The decoder holds part of a frame (``FrameDecoder.buffered``, asked only after this
+        connection handed it bytes: a sync send's read would ask a property per answer)."""
 
     def pause_writing(self) -> None:
         self.ready = False
@@ -754,8 +762,9 @@ class ClientConnection(Connection):
             self._arm(deadline)
 
     def data_received(self, data: bytes) -> None:
-        if self._decoder.buffered or self.reading_paused:
+        if self._partial or self.reading_paused:
             super().data_received(data)
+            self._partial = self._decoder.buffered > 0
             return
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
@@ -798,8 +807,10 @@ class ClientConnection(Connection):
                 return  # the connection is being aborted: the rest of the read is dropped
         if pos == 0:
             super().data_received(data)
+            self._partial = self._decoder.buffered > 0
         elif pos < end:
             super().data_received(data[pos:])
+            self._partial = self._decoder.buffered > 0
         else:
             self.active = True
 

@@ -244,6 +244,28 @@ async def test_the_route_fetched_last_names_a_groups_master(failover: Failover) 
         assert instance.master_addr("broker-a") == failover.new.addr
 
 
+async def test_a_send_follows_a_master_another_topics_route_moved(failover: Failover) -> None:
+    """The first attempt written at once (``_InFlight.begin``) reads the group's master from
+    the address table per send, not from what it cached with the topic's route: once another
+    topic's route names a new master, the next send of a topic whose route did not change goes
+    there, while the old master still answers."""
+    failover.cluster.namesrv.set_route("U", [failover.old], QUEUES)
+    async with Producer("pg", namesrv_addr=failover.cluster.namesrv.addr) as producer:
+        for _ in range(2):  # U's route and connection cached, the second send written at once
+            await producer.send(Message("U", b"before"))
+        failover.cluster.namesrv.set_route(TOPIC, [failover.new], QUEUES)
+        assert producer._instance is not None
+        await producer._instance.update_route(TOPIC)
+        result = await producer.send(Message("U", b"after"))
+        await producer.send_async(Message("U", b"async"))
+    assert result.message_queue.broker_name == "broker-a"
+    assert stored_count(failover.old, "U") == 2 and stored_count(failover.new, "U") == 2
+
+
+def stored_count(broker: FakeBroker, topic: str) -> int:
+    return sum(len(queue.records) for (name, _queue_id), queue in broker.queues.items() if name == topic)
+
+
 async def test_a_producer_greets_a_promoted_slave(failover: Failover) -> None:
     """A producer heartbeats masters only: a slave it knew was never greeted, and once promoted
     it must be (it checks transactions with the producers it knows) without waiting 30 s."""

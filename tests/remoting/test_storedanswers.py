@@ -203,6 +203,29 @@ async def test_a_read_tells_each_waiter_in_order() -> None:
     assert told[-1] == ("stored", {"queueId": "6"}) and not conn._pending
 
 
+async def test_the_rest_of_a_buffered_frame_is_not_read_as_an_answer() -> None:
+    """A read that ends inside a frame leaves it to the decoder; the next read completes it
+    there even when its bytes would read as a whole answer of their own (here a request whose
+    body is an answer frame, cut just before the body)."""
+    requests: list[RemotingCommand] = []
+
+    async def handler(conn: Any, req: RemotingCommand) -> None:
+        requests.append(req)
+
+    conn = ClientConnection({99: handler})
+    conn.connection_made(Transport())  # type: ignore[arg-type]
+    told: list[Any] = []
+    conn.send_frame(b"", 7, 310, 30.0, Flight(told))
+    inner = _answer(7, queueId="7")
+    request = RemotingCommand(code=99, opaque=8, body=inner).encode()
+    conn.data_received(request[:-len(inner)])
+    conn.data_received(request[-len(inner):])
+    assert [(r.code, r.body) for r in requests] == [(99, inner)]
+    assert told == [] and 7 in conn._pending
+    conn.data_received(inner)  # the real answer, read in place
+    assert told == [("stored", {"queueId": "7"})] and not conn._pending
+
+
 async def test_a_lone_answer_of_an_unknown_or_plain_waiter_takes_the_general_path() -> None:
     conn = ClientConnection({})
     conn.connection_made(Transport())  # type: ignore[arg-type]
