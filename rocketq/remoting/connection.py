@@ -222,15 +222,19 @@ class Connection(asyncio.Protocol):
         ``GroupedHandler`` together. A read that stops reading (``reading_paused``) gives the
         commands not dispatched yet back to the decoder (``hold``), for when it resumes."""
         handlers = self._handlers
-        handler = handlers.get(commands[0].code)
-        if type(handler) is GroupedHandler and len({(cmd.code, cmd.flag & RESPONSE_FLAG) for cmd in commands}) == 1 \
-                and not commands[0].flag & RESPONSE_FLAG:  # requests of one code (a producer's sends): in slices
-            for start in range(0, len(commands), MAX_GROUP):
-                self._dispatch_group(handler, commands[start:start + MAX_GROUP])
-                if self.reading_paused:
-                    self._decoder.hold(commands[start + MAX_GROUP:])
-                    return
-            return
+        code = commands[0].code
+        handler = handlers.get(code)
+        if type(handler) is GroupedHandler:
+            for cmd in commands:  # (a loop, not a set of the codes: no comprehension's frame per read)
+                if cmd.code != code or cmd.flag & RESPONSE_FLAG:
+                    break
+            else:  # requests of one code (a producer's sends): in slices
+                for start in range(0, len(commands), MAX_GROUP):
+                    self._dispatch_group(handler, commands[start:start + MAX_GROUP])
+                    if self.reading_paused:
+                        self._decoder.hold(commands[start + MAX_GROUP:])
+                        return
+                return
         group: list[RemotingCommand] = []
         grouped: GroupedHandler | None = None
         """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
