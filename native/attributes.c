@@ -60,25 +60,25 @@ static PyObject **object_slot(PyObject *obj, PyObject *name, int writing)
     size_t at = slot_hash(type, name, writing);
     SlotFound *found = NULL;
     Py_ssize_t offset;
-    int tagged = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag != 0;
-    for (int way = 0; tagged && way < SLOT_CACHE_WAYS; way++) {
+    unsigned int tag = rq_type_tag(type);
+    for (int way = 0; tag != 0 && way < SLOT_CACHE_WAYS; way++) {
         SlotFound *entry = &slot_cache[(at + (size_t)way) & (SLOT_CACHE_SIZE - 1)];
         if (entry->type == type && entry->name == name && entry->writing == writing
-                && entry->version == type->tp_version_tag)
+                && entry->version == tag)
             return entry->offset < 0 ? NULL : (PyObject **)((char *)obj + entry->offset);
         if (found == NULL && (entry->name == NULL || (entry->type == type && entry->name == name
                                                       && entry->writing == writing)))  /* free, or this key's stale one */
             found = entry;
     }
     offset = looked_up_offset(type, name, writing);
-    /* (the lookup may have given the type its tag) */
-    if (PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag != 0) {
+    tag = rq_type_tag(type);  /* (the lookup may have given the type its tag) */
+    if (tag != 0) {
         if (found == NULL)  /* every way taken: one of them, in turn */
             found = &slot_cache[(at + (size_t)(slot_cache_victim++ % SLOT_CACHE_WAYS)) & (SLOT_CACHE_SIZE - 1)];
         Py_INCREF(name);
         Py_XSETREF(found->name, name);
         found->type = type;
-        found->version = type->tp_version_tag;
+        found->version = tag;
         found->writing = writing;
         found->offset = offset;
     }

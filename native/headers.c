@@ -176,24 +176,25 @@ static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name)
 static const FrozenLayout *frozen_layout(PyObject *context, PyTypeObject *cls, PyObject *names)
 {
     Py_ssize_t count = PyTuple_GET_SIZE(names), offsets[FROZEN_MAX_FIELDS];
+    unsigned int tag = rq_type_tag(cls);
     FrozenLayout *layout;
     if (count > FROZEN_MAX_FIELDS)
         return NULL;
     for (int i = 0; i < FROZEN_LAYOUTS; i++) {
         layout = &frozen_layouts[i];
-        if (layout->context == context && layout->version == cls->tp_version_tag
-                && PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG))
+        if (layout->context == context && layout->version == tag && tag != 0)
             return layout;
     }
     for (Py_ssize_t i = 0; i < count; i++)
         offsets[i] = member_offset(cls, PyTuple_GET_ITEM(names, i));
-    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG) || cls->tp_version_tag == 0)
-        return NULL;  /* (the lookups give it a tag, unless the type has run out of them) */
+    tag = rq_type_tag(cls);  /* (the lookups give it a tag, unless the type has run out of them) */
+    if (tag == 0)
+        return NULL;
     layout = &frozen_layouts[frozen_victim++ % FROZEN_LAYOUTS];
     memcpy(layout->offsets, offsets, (size_t)count * sizeof offsets[0]);
     Py_INCREF(context);
     Py_XSETREF(layout->context, context);
-    layout->version = cls->tp_version_tag;
+    layout->version = tag;
     return layout;
 }
 
