@@ -12,20 +12,77 @@
 #include "rocketq_native.h"
 
 
-/* The slot of ``name`` in obj, when obj's type holds it as a plain object slot reached by the
- * generic getattr (or setattr, ``writing``) of its type; else NULL. */
-static PyObject **object_slot(PyObject *obj, PyObject *name, int writing)
+/* What object_slot found for one (type, name, reading or writing): the slot's offset, or -1 for
+ * "not a plain slot: the generic way". Valid while the type's version tag is the one noted: any
+ * change to the type or a base (a class attribute set, __getattr__ added, a base's bases swapped)
+ * gives it a new tag (PyType_Modified), and a tag is never given to two types, so a type freed
+ * and another made at its address cannot match either. The names are the callers' interned
+ * names; an entry keeps a reference to its name. */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int version;
+    int writing;
+    PyObject *name;
+    Py_ssize_t offset;
+} SlotFound;
+
+#define SLOT_CACHE_SIZE 256  /* a power of two, well above the store's few classes times their counters */
+#define SLOT_CACHE_WAYS 4    /* entries a key may take, from its hash on: two keys of one hash do not evict each other */
+static SlotFound slot_cache[SLOT_CACHE_SIZE];
+static unsigned int slot_cache_victim;
+
+static size_t slot_hash(PyTypeObject *type, PyObject *name, int writing)
 {
-    PyTypeObject *type = Py_TYPE(obj);
+    /* (objects lie 16 bytes apart or more: their low bits say little; the multiplications mix the rest in) */
+    uint64_t mixed = ((uint64_t)(uintptr_t)type * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)(uintptr_t)name * 0xC2B2AE3D27D4EB4FULL);
+    return (size_t)((mixed >> 40) ^ (uint64_t)writing);
+}
+
+static Py_ssize_t looked_up_offset(PyTypeObject *type, PyObject *name, int writing)
+{
     PyObject *descr;
     Py_ssize_t offset;
     if (writing ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr)
-        return NULL;
+        return -1;
     descr = _PyType_Lookup(type, name);  /* borrowed; the type's method cache; sets no error */
     offset = rq_plain_slot_offset(type, descr);
-    if (offset < 0 || !PyObject_TypeCheck(obj, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
-        return NULL;
-    return (PyObject **)((char *)obj + offset);
+    if (offset < 0 || !PyType_IsSubtype(type, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
+        return -1;
+    return offset;
+}
+
+/* The slot of ``name`` in obj, when obj's type holds it as a plain object slot reached by the
+ * generic getattr (or setattr, ``writing``) of its type; else NULL. Found once per type and
+ * name (``slot_cache``): a type's lookup through its MRO is most of an attribute read. */
+static PyObject **object_slot(PyObject *obj, PyObject *name, int writing)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    size_t at = slot_hash(type, name, writing);
+    SlotFound *found = NULL;
+    Py_ssize_t offset;
+    unsigned int tag = rq_type_tag(type);
+    for (int way = 0; tag != 0 && way < SLOT_CACHE_WAYS; way++) {
+        SlotFound *entry = &slot_cache[(at + (size_t)way) & (SLOT_CACHE_SIZE - 1)];
+        if (entry->type == type && entry->name == name && entry->writing == writing
+                && entry->version == tag)
+            return entry->offset < 0 ? NULL : (PyObject **)((char *)obj + entry->offset);
+        if (found == NULL && (entry->name == NULL || (entry->type == type && entry->name == name
+                                                      && entry->writing == writing)))  /* free, or this key's stale one */
+            found = entry;
+    }
+    offset = looked_up_offset(type, name, writing);
+    tag = rq_type_tag(type);  /* (the lookup may have given the type its tag) */
+    if (tag != 0) {
+        if (found == NULL)  /* every way taken: one of them, in turn */
+            found = &slot_cache[(at + (size_t)(slot_cache_victim++ % SLOT_CACHE_WAYS)) & (SLOT_CACHE_SIZE - 1)];
+        Py_INCREF(name);
+        Py_XSETREF(found->name, name);
+        found->type = type;
+        found->version = tag;
+        found->writing = writing;
+        found->offset = offset;
+    }
+    return offset < 0 ? NULL : (PyObject **)((char *)obj + offset);
 }
 
 PyObject *rq_get_attr(PyObject *obj, PyObject *name)

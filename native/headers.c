@@ -145,16 +145,70 @@ PyObject *rq_py_header_from_ext_whole(PyObject *fallback, PyObject *context, PyO
     return from_table(fallback, context, args, nargs, 1);
 }
 
+/* Where frozen_new puts each field of one class: the slot offsets of its fields in order (-1: a
+ * field set_field must set the generic way), found once per accelerated function and class.
+ * Valid while the class's version tag is the one noted (any change to the class or a base gives
+ * it a new tag, and no two classes share one); the entry keeps its context alive, so no other
+ * context can take its address. */
+#define FROZEN_LAYOUTS 8      /* the put path's classes (PutRequest, PutResult) and room to spare */
+#define FROZEN_MAX_FIELDS 16  /* classes with more fields are set field by field */
+typedef struct {
+    PyObject *context;
+    unsigned int version;
+    Py_ssize_t offsets[FROZEN_MAX_FIELDS];
+} FrozenLayout;
+static FrozenLayout frozen_layouts[FROZEN_LAYOUTS];
+static unsigned int frozen_victim;
+
+/* The offset set_field would write ``name`` at, or -1 when it would not write a slot. */
+static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup(type, name);
+    PyMemberDef *member;
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            || !PyType_IsSubtype(type, ((PyMemberDescrObject *)descr)->d_common.d_type))
+        return -1;
+    member = ((PyMemberDescrObject *)descr)->d_member;
+    return member->type == T_OBJECT_EX && !(member->flags & READONLY) ? member->offset : -1;
+}
+
+/* cls's layout for this context, or NULL (too many fields, no version tag: field by field). */
+static const FrozenLayout *frozen_layout(PyObject *context, PyTypeObject *cls, PyObject *names)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(names), offsets[FROZEN_MAX_FIELDS];
+    unsigned int tag = rq_type_tag(cls);
+    FrozenLayout *layout;
+    if (count > FROZEN_MAX_FIELDS)
+        return NULL;
+    for (int i = 0; i < FROZEN_LAYOUTS; i++) {
+        layout = &frozen_layouts[i];
+        if (layout->context == context && layout->version == tag && tag != 0)
+            return layout;
+    }
+    for (Py_ssize_t i = 0; i < count; i++)
+        offsets[i] = member_offset(cls, PyTuple_GET_ITEM(names, i));
+    tag = rq_type_tag(cls);  /* (the lookups give it a tag, unless the type has run out of them) */
+    if (tag == 0)
+        return NULL;
+    layout = &frozen_layouts[frozen_victim++ % FROZEN_LAYOUTS];
+    memcpy(layout->offsets, offsets, (size_t)count * sizeof offsets[0]);
+    Py_INCREF(context);
+    Py_XSETREF(layout->context, context);
+    layout->version = tag;
+    return layout;
+}
+
 /* A frozen slots dataclass from all its fields, in order (rocketq.store.results: the values
  * the put path makes per message). What its generated __init__ does when every field is given:
- * object.__new__, then object.__setattr__ per field. Any other call (fewer or more values, a
- * keyword) goes to the class itself.
+ * object.__new__, then object.__setattr__ per field (at the slots ``frozen_layout`` found).
+ * Any other call (fewer or more values, a keyword) goes to the class itself.
  *
  * context: (cls, field names)
  */
 PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *cls, *names, *self;
+    const FrozenLayout *layout;
     if (PyTuple_GET_SIZE(context) != 2)
         return rq_fallback(fallback, args, nargs);
     cls = PyTuple_GET_ITEM(context, 0);
@@ -166,8 +220,11 @@ PyObject *rq_py_frozen_new(PyObject *fallback, PyObject *context, PyObject *cons
     self = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
     if (self == NULL)
         return NULL;
+    layout = Py_IS_TYPE(self, (PyTypeObject *)cls) ? frozen_layout(context, (PyTypeObject *)cls, names) : NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (set_field(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
+        if (layout != NULL && layout->offsets[i] >= 0) {
+            Py_XSETREF(*(PyObject **)((char *)self + layout->offsets[i]), Py_NewRef(args[i]));
+        } else if (set_field(self, PyTuple_GET_ITEM(names, i), args[i]) < 0) {
             Py_DECREF(self);
             return NULL;  /* a slot that cannot be set is an error of the table, not of the input */
         }

@@ -203,6 +203,18 @@ static inline int rq_int_in(PyObject *obj, long long low, long long high, long l
     return 1;
 }
 
+/* The type's version tag, or 0 when it has no valid one. CPython gives a type a new tag (never
+ * one another type had) whenever it or a base changes, so (type, tag) names one unchanged state
+ * of a type: what the slot caches (attributes.c, headers.c) check their entries against. */
+static inline unsigned int rq_type_tag(PyTypeObject *type)
+{
+#if PY_VERSION_HEX < 0x030D0000
+    if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+#endif
+    return type->tp_version_tag;
+}
+
 /* The byte offset of the plain object slot (a writable __slots__ member) that ``descr`` (a
  * borrowed attribute of ``type``) describes within a ``type`` instance, or -1 when it is not
  * one: what a slots dataclass's fields are, read and written directly at that offset. */

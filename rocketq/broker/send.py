@@ -27,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -206,7 +206,7 @@ class SendHandlers:
         first, so that None — some send needs ``send_group`` — means nothing was done (nor logged).
 
         A plain send (``plainsend``) is read into its PutRequest in one call and, when the
-        broker takes it as it is (``_takes_plain``), admitted without the general checks; any
+        broker takes it as it is (``_plain_taken``), admitted without the general checks; any
         other send, or one those checks must look at, goes through ``_admit``."""
         if self._replication is not None or self._store.puts_wait:
             return None
@@ -216,7 +216,7 @@ class SendHandlers:
             request = requests[0]
             put = plain_put(request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
             if (put is not None and not (routed and put.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX))
-                    and self._takes_plain(put, table) and self._broker_accepts()):
+                    and self._plain_taken((put,), table) and self._broker_accepts()):
                 result = self._store.put_one_now(put)
                 if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
                     # (a put of one message: its one id is the whole of msgId)
@@ -228,11 +228,14 @@ class SendHandlers:
         admitted: list[_Admitted] = []
         if accepted:  # the plain sends the broker takes as they are, up to the first other one
             cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
-            for i, request in enumerate(requests):
+            puts: list[PutRequest] = []
+            for request in requests:
                 put = plain_put(request.code, request.ext_fields, request.body, cluster_entry, born_host)
-                if put is None or (routed and put.topic.startswith(retry_prefix)) or not self._takes_plain(put, table):
+                if put is None or (routed and put.topic.startswith(retry_prefix)):
                     break
-                admitted.append((i, request, None, put.queue_id, [put]))
+                puts.append(put)
+            for i in range(self._plain_taken(puts, table)):  # (one call for the group, not one per send)
+                admitted.append((i, requests[i], None, puts[i].queue_id, [puts[i]]))
         answers: list[Answer] = [None] * len(requests)
         if len(admitted) < len(requests) and not self._admit_rest(conn, requests, admitted, answers, accepted,
                                                                   born_host):
@@ -264,7 +267,7 @@ class SendHandlers:
             parsed.append(read)
         for i, (request, put) in enumerate(zip(requests[first:], parsed, strict=True), first):
             if type(put) is PutRequest:
-                if accepted and self._takes_plain(put, table):
+                if accepted and self._plain_taken((put,), table):
                     admitted.append((i, request, None, put.queue_id, [put]))
                     continue
                 put = self._parse_header(request)  # (it parses: plain_put read it)
@@ -296,16 +299,22 @@ class SendHandlers:
         result = store.put_one_now(records[0]) if type(records) is list else store.put_group_now([records])[0]
         return [self._answer_stored(conn, request, header, queue_id, result)]
 
-    def _takes_plain(self, put: PutRequest, table: dict[str, TopicConfig]) -> bool:
-        """A plain send's put passes every check of ``_checked_records`` that concerns the send
-        itself, as it is (the broker-wide ones are ``_broker_accepts``): its topic exists, is
-        writable, was validated before, is no system topic; its queue id is one to write; its
-        body is not too large. False: the general checks decide (and answer any refusal)."""
-        topic = put.topic
-        config = table.get(topic)
-        return (config is not None and bool(config.perm & _WRITE) and 0 <= put.queue_id < config.write_queue_nums
-                and topic in self._valid_topics and topic not in SYSTEM_TOPICS_NOT_FOR_SEND
-                and len(put.body) <= self._behaviour.max_message_size)
+    def _plain_taken(self, puts: Sequence[PutRequest], table: dict[str, TopicConfig]) -> int:
+        """How many of the plain sends' puts, from the first, pass every check of
+        ``_checked_records`` that concerns the send itself, as they are (the broker-wide ones are
+        ``_broker_accepts``): its topic exists, is writable, was validated before, is no system
+        topic; its queue id is one to write; its body is not too large. The first that does not
+        is left to the general checks (which answer any refusal)."""
+        valid, largest = self._valid_topics, self._behaviour.max_message_size
+        taken = 0
+        for put in puts:
+            topic = put.topic
+            config = table.get(topic)
+            if not (config is not None and config.perm & _WRITE and 0 <= put.queue_id < config.write_queue_nums
+                    and topic in valid and topic not in SYSTEM_TOPICS_NOT_FOR_SEND and len(put.body) <= largest):
+                break
+            taken += 1
+        return taken
 
     def _admit(self, conn: Connection, i: int, request: RemotingCommand, header: SendMessageRequestHeader,
                answers: list[Answer], admitted: list[_Admitted], accepted: bool = False) -> None:

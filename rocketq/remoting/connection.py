@@ -198,10 +198,22 @@ class Connection(asyncio.Protocol):
                 self._complete(lone)
             else:
                 handler = self._handlers.get(lone.code)
-                if type(handler) is GroupedHandler:
-                    self._dispatch_group(handler, commands)
-                else:
+                if type(handler) is not GroupedHandler:
                     self._dispatch(lone)
+                elif handler.now is None or self._tasks or self._deferred:  # (else nothing is in flight)
+                    self._dispatch_group(handler, commands)
+                else:  # a producer's lone send: _dispatch_group's common case, without its frame
+                    try:
+                        answers = handler.now(self, commands)
+                    except Exception as exc:
+                        answers = self._group_failed(commands, exc)
+                    transport = self._transport
+                    if answers is not None and len(answers) == 1 and type(answer := answers[0]) is bytes \
+                            and not self._outbox and not self.reading_paused and transport is not None \
+                            and not lone.flag & ONEWAY_FLAG:
+                        transport.write(answer)  # answered from a template: one write, at once
+                    else:
+                        self._answer_now(handler, commands, answers)
         elif commands:
             self._dispatch_all(commands)
         if decoder.error is not None and not decoder.buffered:
@@ -212,15 +224,19 @@ class Connection(asyncio.Protocol):
         ``GroupedHandler`` together. A read that stops reading (``reading_paused``) gives the
         commands not dispatched yet back to the decoder (``hold``), for when it resumes."""
         handlers = self._handlers
-        handler = handlers.get(commands[0].code)
-        if type(handler) is GroupedHandler and len({(cmd.code, cmd.flag & RESPONSE_FLAG) for cmd in commands}) == 1 \
-                and not commands[0].flag & RESPONSE_FLAG:  # requests of one code (a producer's sends): in slices
-            for start in range(0, len(commands), MAX_GROUP):
-                self._dispatch_group(handler, commands[start:start + MAX_GROUP])
-                if self.reading_paused:
-                    self._decoder.hold(commands[start + MAX_GROUP:])
-                    return
-            return
+        code = commands[0].code
+        handler = handlers.get(code)
+        if type(handler) is GroupedHandler:
+            for cmd in commands:  # (a loop, not a set of the codes: no comprehension's frame per read)
+                if cmd.code != code or cmd.flag & RESPONSE_FLAG:
+                    break
+            else:  # requests of one code (a producer's sends): in slices
+                for start in range(0, len(commands), MAX_GROUP):
+                    self._dispatch_group(handler, commands[start:start + MAX_GROUP])
+                    if self.reading_paused:
+                        self._decoder.hold(commands[start + MAX_GROUP:])
+                        return
+                return
         group: list[RemotingCommand] = []
         grouped: GroupedHandler | None = None
         """Consecutive requests of this read for one ``GroupedHandler``, not dispatched yet."""
@@ -331,24 +347,6 @@ class Connection(asyncio.Protocol):
             self._transport.writelines(self._outbox)
         self._outbox = []
 
-    def _write_one(self, frame: bytes) -> None:
-        """``_write_group`` of one frame."""
-        transport = self._transport
-        if transport is None:
-            return
-        self.active = True
-        if self.reading_paused:
-            self._check_backlog()
-            transport = self._transport
-            if transport is None:  # the backlog check aborted it
-                return
-        if self._outbox:
-            self._outbox.append(frame)
-            transport.writelines(self._outbox)
-            self._outbox = []
-        else:
-            transport.write(frame)
-
     def _write_buffers(self, buffers: list[bytes | memoryview]) -> None:
         """Queue one frame given as several buffers (a header and a body's views)."""
         if self._transport is None:
@@ -383,9 +381,7 @@ class Connection(asyncio.Protocol):
         if deferred:
             for opaque in opaques:
                 deferred.discard(opaque)
-        if len(buffers) == 1 and buffers[0].__class__ is bytes:
-            self._write_one(buffers[0])
-        elif buffers:
+        if buffers:
             self._write_group(buffers)
 
     def _later_answer(self, cmd: RemotingCommand) -> list[bytes | memoryview]:
@@ -559,18 +555,22 @@ class Connection(asyncio.Protocol):
                 self._refuse_busy(request)
             return
         now = handler.now
-        if now is not None:  # the common case: answered by a plain call, no coroutine
-            try:
-                answers = now(self, requests)
-            except Exception as exc:
-                answers = self._group_failed(requests, exc)
-            if answers is not None:
-                if len(answers) == 1 and type(answers[0]) is bytes and not requests[0].flag & ONEWAY_FLAG:
-                    self._write_one(answers[0])  # a lone sync send answered from a template: one write
-                else:
-                    self._send_answers(requests, answers)
-                return
-        self._start(self._run_group(handler, requests), len(requests))
+        if now is None:
+            self._start(self._run_group(handler, requests), len(requests))
+            return
+        try:  # the common case: answered by a plain call, no coroutine
+            answers = now(self, requests)
+        except Exception as exc:
+            answers = self._group_failed(requests, exc)
+        self._answer_now(handler, requests, answers)
+
+    def _answer_now(self, handler: GroupedHandler, requests: list[RemotingCommand],
+                    answers: Sequence[grouping.Answer] | None) -> None:
+        """What ``handler.now`` gave: the answers to write, or None (nothing done: ``group`` runs)."""
+        if answers is None:
+            self._start(self._run_group(handler, requests), len(requests))
+        else:
+            self._send_answers(requests, answers)
 
     def _in_flight(self) -> int:
         return len(self._tasks) + len(self._deferred) + self._waiting_in_groups

@@ -499,3 +499,41 @@ async def test_a_request_sent_as_a_frame_is_answered_like_any_other() -> None:
     conn.data_received(sent.response(ResponseCode.SUCCESS, "answer").encode())
     assert [(r.remark if r else None, e) for r, e in seen] == [("answer", None)]
     assert conn._pending == {}
+
+
+async def test_a_lone_grouped_request_is_answered_as_a_group_of_one() -> None:
+    """A read of one request for a ``GroupedHandler`` with ``now`` (a producer's lone send) is
+    answered as ``_dispatch_group`` answers it: a frame written at once and after the frames
+    already queued, a failure as SYSTEM_ERROR, None by ``group``, a oneway request never."""
+    seen: list[int] = []
+
+    def now(conn: Connection, reqs: list[RemotingCommand]) -> list[grouping.Answer] | None:
+        (req,) = reqs
+        seen.append(req.opaque)
+        if req.remark == "fail":
+            raise RuntimeError("now broke")
+        if req.remark == "wait":
+            return None
+        return [req.response(ResponseCode.SUCCESS, "now").encode()]
+
+    async def group(conn: Connection, reqs: list[RemotingCommand]) -> list[grouping.Answer]:
+        return [r.response(ResponseCode.SUCCESS, "group") for r in reqs]
+
+    handlers = Handlers()
+    conn = Connection({**handlers.table(), GROUPED: grouping.GroupedHandler(handlers.sync, group, now)})
+    transport = MemoryTransport()
+    transport.write = lambda chunk: transport.writelines([chunk])  # type: ignore[attr-defined]
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(_request(GROUPED, 1))
+    assert _answers(transport)[1].remark == "now"  # in the read itself
+    conn._write(_request(SYNC, 99))  # queued for the turn's end: it goes out first
+    conn.data_received(_request(GROUPED, 2))
+    assert [f.opaque for f in FrameDecoder().feed(bytes(transport.written))] == [1, 99, 2]
+    conn.data_received(_request(GROUPED, 3, remark="fail"))
+    conn.data_received(_request(GROUPED, 4, remark="wait"))
+    conn.data_received(_request(GROUPED, 5, flag=ONEWAY_FLAG))
+    await _turns()
+    answers = _answers(transport)
+    assert answers[3].code == ResponseCode.SYSTEM_ERROR and answers[3].remark == "RuntimeError: now broke"
+    assert answers[4].remark == "group"
+    assert 5 not in answers and seen == [1, 2, 3, 4, 5]

@@ -9,6 +9,7 @@ make the same decision (in place or not) and the same counter moves.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,7 +17,7 @@ import pytest
 from store_helpers import running_store
 
 from rocketq.protocol import nativecodecs
-from rocketq.store import groupappend
+from rocketq.store import groupappend, results
 from rocketq.store.index import IndexFile
 from rocketq.store.mappedfile import MappedFile
 from rocketq.store.messagestore import MessageStore, PutRequest
@@ -98,3 +99,46 @@ async def test_counters_are_read_and_moved_through_a_property(tmp_path: Path, ap
         assert _Watched.moves == [moved]  # the move went through the property's setter
         at, after = await _append(store, append, MappedFile)
         assert at == 1 and after > moved  # and the plain class, at its slots
+
+
+class _Later(MappedFile):
+    """A segment class that gets a property over ``reserved`` only after appends used its slot."""
+
+    __slots__ = ()
+
+
+@pytest.mark.parametrize("append", [_NATIVE, _REFERENCE], ids=["native", "pure"])
+async def test_a_class_changed_after_appends_is_read_as_it_now_is(tmp_path: Path, append: Any) -> None:
+    """The C appends remember where a class keeps each counter (native/attributes.c's cache of
+    slot offsets); a property set on the class afterwards must be seen by the next append."""
+    async with running_store(tmp_path) as store:
+        assert store.put_one_now(PutRequest("T", 0, b"warm", properties="KEYS\x01k1\x02")).ok
+        wrote = store.commitlog.segments[-1].wrote
+        at, moved = await _append(store, append, _Later)  # its slots, remembered
+        assert at == 1 and moved > wrote
+        _Later.reserved = property(lambda self: 0, _RESERVED.__set__)  # type: ignore[assignment]
+        try:
+            assert await _append(store, append, _Later) == (0, moved)  # "no blocks": not in place
+        finally:
+            _Later.reserved = _RESERVED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Pair:
+    a: int
+    b: int
+
+
+def test_a_frozen_class_changed_after_use_is_set_as_it_now_is() -> None:
+    """The C ``frozen_new`` (``results._all_fields``) remembers where a class keeps each field;
+    a property set on the class afterwards must take the next values, as ``__init__``'s
+    ``object.__setattr__`` gives them to it."""
+    make = results._all_fields(_Pair)
+    assert (make(1, 2).a, make(1, 2).b) == (1, 2)
+    slot: Any = vars(_Pair)["b"]
+    _Pair.b = property(lambda self: slot.__get__(self) * 10, lambda self, v: slot.__set__(self, v + 1))  # type: ignore[assignment]
+    try:
+        assert make(1, 2).b == _Pair(1, 2).b == 30
+    finally:
+        _Pair.b = slot
+    assert make(1, 2).b == 2
