@@ -428,36 +428,24 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
  */
 enum { KEY_TAIL_DIGITS = 12 };
 
-static PyObject *name_prefix, *name_counter, *name_month_start, *name_next_month_start, *name_clock_ms;
+/* The generator's fields, in the order read; its slot offsets learnt once per class (msgid.py
+ * gives UniqIdGenerator __slots__: five plain slots read at their offsets, not by five
+ * PyObject_GetAttr). Another layout is read the generic way by read_slots. */
+enum { KEY_CLOCK, KEY_MONTH_START, KEY_NEXT_MONTH_START, KEY_PREFIX, KEY_COUNTER, KEY_FIELDS };
 
-static int intern_key_names(void)
-{
-    if (name_clock_ms != NULL)
-        return 0;
-    name_prefix = PyUnicode_InternFromString("_prefix");
-    name_counter = PyUnicode_InternFromString("_counter");
-    name_month_start = PyUnicode_InternFromString("_month_start");
-    name_next_month_start = PyUnicode_InternFromString("_next_month_start");
-    if (name_prefix == NULL || name_counter == NULL || name_month_start == NULL || name_next_month_start == NULL)
-        return -1;
-    name_clock_ms = PyUnicode_InternFromString("_clock_ms");
-    return name_clock_ms == NULL ? -1 : 0;
-}
+static PyObject *key_field_names;
+static SlotTable generators;
 
-/* An attribute as a C long long: 0 and *ok = 0 when it is missing or not an int in range. */
-static long long long_attr(PyObject *obj, PyObject *name, int *ok)
+/* value as a C long long: 0 and *ok = 0 when it is not an exact int in range. */
+static long long long_value(PyObject *value, int *ok)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
     long long result;
     int overflow = 0;
-    if (value == NULL || !PyLong_CheckExact(value)) {
-        Py_XDECREF(value);
-        PyErr_Clear();
+    if (!PyLong_CheckExact(value)) {
         *ok = 0;
         return 0;
     }
     result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_value */
-    Py_DECREF(value);
     if (overflow)
         *ok = 0;
     return result;
@@ -472,66 +460,67 @@ static int wall_clock_ms(long long *now)
     return 0;
 }
 
+/* The counter's next value & 0xFFFF (the low 16 bits of its two's complement, as Python's &),
+ * or -1 with the error next() would raise. */
+static long long next_count(PyObject *counter)
+{
+    PyObject *next = PyIter_Next(counter);
+    unsigned long long count;
+    if (next == NULL || !PyLong_Check(next)) {
+        if (next == NULL && !PyErr_Occurred())
+            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
+        Py_XDECREF(next);
+        return -1;
+    }
+    count = PyLong_AsUnsignedLongLongMask(next);
+    Py_DECREF(next);
+    if (count == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    return (long long)(count & 0xFFFFULL);
+}
+
 PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     static const char HEX[] = "0123456789ABCDEF";
-    PyObject *ids, *clock, *prefix, *counter, *next, *key;
+    PyObject *fields[KEY_FIELDS], *prefix, *key = NULL;
     long long month_start, next_month_start, now, count;
     unsigned long long tail;
     Py_ssize_t length;
     Py_UCS1 *out;
     int ok = 1;
-    if (nargs != 1 || intern_key_names() < 0)
-        return nargs != 1 ? rq_fallback(fallback, args, nargs) : NULL;
-    ids = args[0];
-    clock = PyObject_GetAttr(ids, name_clock_ms);
-    if (clock == NULL || clock != Py_None) {
-        Py_XDECREF(clock);
-        PyErr_Clear();
+    (void)context;
+    if (nargs != 1)
+        return rq_fallback(fallback, args, nargs);
+    if (key_field_names == NULL && (key_field_names = Py_BuildValue(
+            "(sssss)", "_clock_ms", "_month_start", "_next_month_start", "_prefix", "_counter")) == NULL)
+        return NULL;
+    if (read_slots(&generators, args[0], key_field_names, fields) < 0) {
+        PyErr_Clear();  /* not a generator's layout: the pure function says what is wrong */
         return rq_fallback(fallback, args, nargs);
     }
-    Py_DECREF(clock);
-    month_start = long_attr(ids, name_month_start, &ok);
-    next_month_start = long_attr(ids, name_next_month_start, &ok);
-    if (!ok || wall_clock_ms(&now) < 0 || now >= next_month_start)
-        return rq_fallback(fallback, args, nargs);
-    prefix = PyObject_GetAttr(ids, name_prefix);
-    counter = prefix != NULL && PyUnicode_CheckExact(prefix) && PyUnicode_IS_ASCII(prefix)
-        ? PyObject_GetAttr(ids, name_counter) : NULL;
-    if (counter == NULL || !PyIter_Check(counter)) {
-        Py_XDECREF(prefix);
-        Py_XDECREF(counter);
-        PyErr_Clear();
+    month_start = long_value(fields[KEY_MONTH_START], &ok);
+    next_month_start = long_value(fields[KEY_NEXT_MONTH_START], &ok);
+    prefix = fields[KEY_PREFIX];
+    if (fields[KEY_CLOCK] != Py_None || !ok || !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_ASCII(prefix)
+            || !PyIter_Check(fields[KEY_COUNTER]) || wall_clock_ms(&now) < 0 || now >= next_month_start) {
+        for (int i = 0; i < KEY_FIELDS; i++)
+            Py_DECREF(fields[i]);
         return rq_fallback(fallback, args, nargs);
     }
-    next = PyIter_Next(counter);
-    Py_DECREF(counter);
-    if (next == NULL || !PyLong_Check(next)) {
-        Py_DECREF(prefix);
-        if (next == NULL && !PyErr_Occurred())
-            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
-        Py_XDECREF(next);
-        return NULL;
+    count = next_count(fields[KEY_COUNTER]);
+    if (count >= 0) {
+        tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | (unsigned long long)count;
+        length = PyUnicode_GET_LENGTH(prefix);
+        key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
+        if (key != NULL) {
+            out = PyUnicode_1BYTE_DATA(key);
+            memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+            for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
+                out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+        }
     }
-    /* & 0xFFFF of any int, as Python's: the low 16 bits of its two's complement */
-    count = (long long)PyLong_AsUnsignedLongLongMask(next);
-    Py_DECREF(next);
-    if (count == -1 && PyErr_Occurred()) {
-        Py_DECREF(prefix);
-        return NULL;
-    }
-    tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | ((unsigned long long)count & 0xFFFFULL);
-    length = PyUnicode_GET_LENGTH(prefix);
-    key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
-    if (key == NULL) {
-        Py_DECREF(prefix);
-        return NULL;
-    }
-    out = PyUnicode_1BYTE_DATA(key);
-    memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
-    Py_DECREF(prefix);
-    for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
-        out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+    for (int i = 0; i < KEY_FIELDS; i++)
+        Py_DECREF(fields[i]);
     return key;
 }
 
