@@ -1245,3 +1245,101 @@ PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject 
         return out;
     return rq_fallback(fallback, args, nargs);
 }
+
+/* ``RoundRobin.choose(self, queues, last_broker=None)`` (rocketq/client/selectors.py) when its
+ * common case decides: a tuple of queues, the topic's index already there (an exact int), the
+ * queue at the next index not on ``last_broker``, and no broker marked by latency fault
+ * tolerance (``faults.marks`` empty). Then the index is stored and that queue returned, as the
+ * pure method does; anything else (a first send to the topic picks a random start, a marked
+ * broker, another type) goes to the pure method before anything is changed. The RoundRobin,
+ * LatencyFaultTolerance and MessageQueue fields are read at their slot offsets. */
+enum { ROBIN_INDEXES, ROBIN_FAULTS, ROBIN_FIELDS };
+enum { QUEUE_TOPIC, QUEUE_BROKER, QUEUE_FIELDS };
+
+static PyObject *robin_names, *faults_names, *queue_names;
+static SlotTable robins, fault_tables, chosen_queues;
+
+static int intern_choose_names(void)
+{
+    if (queue_names != NULL)
+        return 0;
+    robin_names = Py_BuildValue("(ss)", "_indexes", "_faults");
+    faults_names = robin_names == NULL ? NULL : Py_BuildValue("(s)", "marks");
+    queue_names = faults_names == NULL ? NULL : Py_BuildValue("(ss)", "topic", "broker_name");
+    return queue_names == NULL ? -1 : 0;
+}
+
+/* 1 when no broker is marked (``not faults.marks`` of an exact dict), 0 when one is or the
+ * marks cannot be read so (the pure method decides), -1 on error. */
+static int no_marks(PyObject *faults)
+{
+    PyObject *marks;
+    int empty;
+    if (read_slots(&fault_tables, faults, faults_names, &marks) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    empty = PyDict_CheckExact(marks) && PyDict_GET_SIZE(marks) == 0;
+    Py_DECREF(marks);
+    return empty;
+}
+
+/* The queue the common case chooses (new reference; *next_index its new index), NULL without an
+ * error when the pure method must decide, NULL with one on error. */
+static PyObject *common_choice(PyObject *indexes, PyObject *queues, PyObject *last_broker, PyObject *topic,
+                               long long *next_index)
+{
+    PyObject *start = PyDict_GetItemWithError(indexes, topic), *first, *fields[QUEUE_FIELDS];
+    long long index;
+    int other;
+    if (start == NULL || (index = natural_value(start)) < 0 || index > 0x7FFFFFFFLL)
+        return NULL;
+    index = (index + 1) & 0x7FFFFFFFLL;
+    first = PyTuple_GET_ITEM(queues, index % PyTuple_GET_SIZE(queues));
+    if (read_slots(&chosen_queues, first, queue_names, fields) < 0)
+        return NULL;
+    other = last_broker == Py_None ? fields[QUEUE_BROKER] != Py_None
+        : PyObject_RichCompareBool(fields[QUEUE_BROKER], last_broker, Py_NE);
+    Py_DECREF(fields[QUEUE_TOPIC]);
+    Py_DECREF(fields[QUEUE_BROKER]);
+    if (other <= 0)
+        return NULL;
+    *next_index = index;
+    return Py_NewRef(first);
+}
+
+PyObject *rq_py_choose_queue(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *queues, *last_broker, *robin[ROBIN_FIELDS], *fields[QUEUE_FIELDS], *topic, *first = NULL, *value;
+    long long index = 0;
+    int ready;
+    (void)context;
+    if (nargs < 2 || nargs > 3 || intern_choose_names() < 0 || !PyTuple_CheckExact(args[1])
+            || PyTuple_GET_SIZE(args[1]) == 0)
+        return rq_fallback(fallback, args, nargs);
+    queues = args[1];
+    last_broker = nargs == 3 ? args[2] : Py_None;
+    if (read_slots(&robins, args[0], robin_names, robin) < 0) {
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    ready = PyDict_CheckExact(robin[ROBIN_INDEXES]) ? no_marks(robin[ROBIN_FAULTS]) : 0;
+    if (ready > 0 && read_slots(&chosen_queues, PyTuple_GET_ITEM(queues, 0), queue_names, fields) == 0) {
+        Py_DECREF(fields[QUEUE_BROKER]);  /* the first queue's topic is the topic's key */
+        topic = fields[QUEUE_TOPIC];
+        first = common_choice(robin[ROBIN_INDEXES], queues, last_broker, topic, &index);
+        if (first != NULL) {
+            value = PyLong_FromLongLong(index);
+            if (value == NULL || PyDict_SetItem(robin[ROBIN_INDEXES], topic, value) < 0)
+                Py_CLEAR(first);
+            Py_XDECREF(value);
+        }
+        Py_DECREF(topic);
+    }
+    Py_DECREF(robin[ROBIN_INDEXES]);
+    Py_DECREF(robin[ROBIN_FAULTS]);
+    if (first != NULL)
+        return first;
+    PyErr_Clear();  /* whatever the C path met, the pure method meets (and raises) again */
+    return rq_fallback(fallback, args, nargs);
+}
