@@ -547,34 +547,6 @@ static void fill_plain_bytes(void)
         plain_byte[b] = b != '"' && b != '\\';
 }
 
-/* Word-at-a-time tests of 8 bytes (exact as to whether any byte matches, not which). */
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-#define HAS_ZERO_BYTE(w) (((w) - ONES) & ~(w) & HIGHS)
-#define HAS_BYTE_BELOW(w, n) (((w) - ONES * (n)) & ~(w) & HIGHS)  /* n <= 128 */
-
-/* The first byte at or after ``p`` (before ``end``) that is not plain_byte: a string's 8 plain
- * bytes are passed in one test of their word (message ids and offsets are most of a header). */
-static inline const char *plain_run_end(const char *p, const char *end)
-{
-    uint64_t w;
-    while (end - p >= 8) {
-        memcpy(&w, p, 8);
-        if ((w & HIGHS) || HAS_BYTE_BELOW(w, 0x20) || HAS_ZERO_BYTE(w ^ (ONES * 0x7F))
-                || HAS_ZERO_BYTE(w ^ (ONES * '"')) || HAS_ZERO_BYTE(w ^ (ONES * '\\')))
-            break;  /* one of these 8 is not plain: found byte by byte below */
-        p += 8;
-    }
-    while (p < end && plain_byte[(unsigned char)*p])
-        p++;
-    return p;
-}
-
-#undef ONES
-#undef HIGHS
-#undef HAS_ZERO_BYTE
-#undef HAS_BYTE_BELOW
-
 /* A JSON string of printable ASCII without escapes: its content [*start, *start + *length).
  * Inline: some twenty per answer header, where a call costs as much as the scan. */
 static inline int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
@@ -582,7 +554,9 @@ static inline int scan_string(Cursor *c, const char **start, Py_ssize_t *length)
     const char *p;
     if (c->at >= c->end || *c->at != '"')
         return -1;
-    p = plain_run_end(++c->at, c->end);
+    p = ++c->at;
+    while (p < c->end && plain_byte[(unsigned char)*p])
+        p++;
     if (p >= c->end || *p != '"')
         return -1;
     *start = c->at;
