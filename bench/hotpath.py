@@ -1,6 +1,6 @@
 """CPU cost of the hot paths, in microseconds of process CPU time per message.
 
-    .venv/bin/python bench/hotpath.py [--messages N] [--only NAME ...] [--calls]
+    .venv/bin/python bench/hotpath.py [--messages N] [--only NAME ...] [--calls] [--slow-host]
 
 Whole-system numbers (``rocketq bench``) on a shared 2-core machine move with whatever else
 runs; CPU time per message moves less (the best of several runs is reported), and the number
@@ -60,7 +60,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rocketq.broker.clienttable import ClientManager
 from rocketq.broker.groups import SubscriptionGroupManager
@@ -69,6 +69,7 @@ from rocketq.broker.pull import PullHandlers
 from rocketq.broker.send import BrokerAddress, SendHandlers
 from rocketq.broker.settings import BrokerBehaviour
 from rocketq.broker.topics import TopicConfig, TopicConfigManager
+from rocketq.client import producer as producer_module
 from rocketq.client import pulling, sending, wire
 from rocketq.client.consuming import ConcurrentConsumeService, ConsumeStatus
 from rocketq.client.instance import ClientInstance
@@ -186,6 +187,9 @@ def _chunks(data: list[bytes], size: int) -> Iterator[bytes]:
     for i in range(0, len(data), size):
         yield b"".join(data[i:i + size])
 
+
+SLOW_HOST = False
+"""Set by ``--slow-host``: see ``_hotpath_producer``."""
 
 PROFILER: cProfile.Profile | None = None
 """Set by ``--calls``: the measured part of each case runs under it."""
@@ -499,9 +503,24 @@ class AnsweringTransport(CollectingTransport):
             asyncio.get_running_loop().call_soon(self.conn.connection_lost, None)
 
 
+SLOW_HOST_TIMEOUT_MS: Final = 600_000
+"""``--slow-host``: the sends' timeout, far above any answer's delay under valgrind."""
+
+
+def _hotpath_producer() -> Producer:
+    """The producer cases' producer (latency fault tolerance on, as by default in the bench
+    client). With ``--slow-host`` (callgrind: answers ~50x slower) its sends never time out
+    and no answer's latency marks the broker slow, so that runs of one tree take one path."""
+    if not SLOW_HOST:
+        return Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
+    producer_module.FIRST_PENALIZED_LATENCY = SLOW_HOST_TIMEOUT_MS
+    return Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True,
+                    send_msg_timeout=SLOW_HOST_TIMEOUT_MS)
+
+
 async def producer_send(messages: int) -> float:
     """``Producer.send`` awaited one at a time, answered in the next loop turn."""
-    producer = Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
+    producer = _hotpath_producer()
     await producer.start()
     try:
         conn = _seed_producer(producer)
@@ -531,7 +550,7 @@ async def producer_send(messages: int) -> float:
 
 async def producer_pipelined(messages: int) -> float:
     """``send_async`` with up to ``PIPELINE_WINDOW`` in flight; CPU of everything but the answers' encoding."""
-    producer = Producer("hotpath_producer", namesrv_addr="127.0.0.1:1", send_latency_fault_enable=True)
+    producer = _hotpath_producer()
     await producer.start()
     try:
         conn = _seed_producer(producer)
@@ -715,7 +734,7 @@ async def _run_case(name: str, messages: int) -> float:
 
 
 def main() -> None:
-    global BODY_SIZE
+    global BODY_SIZE, SLOW_HOST
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=64_000)
     parser.add_argument("--repeat", type=int, default=5, help="runs per case (best and median are reported)")
@@ -723,8 +742,11 @@ def main() -> None:
     parser.add_argument("--body-size", type=int, default=BODY_SIZE, help="message body bytes")
     parser.add_argument("--calls", action="store_true",
                         help="count function calls per message instead of timing (one run per case)")
+    parser.add_argument("--slow-host", action="store_true",
+                        help="producer cases: no send timeout or latency mark (for runs under valgrind)")
     args = parser.parse_args()
     BODY_SIZE = args.body_size
+    SLOW_HOST = args.slow_host
     for name in args.only or list(CASES):
         if args.calls:
             print(f"{name:<20} {_count_calls(name, args.messages)}")

@@ -428,36 +428,24 @@ PyObject *rq_py_send_frame_of(PyObject *fallback, PyObject *context, PyObject *c
  */
 enum { KEY_TAIL_DIGITS = 12 };
 
-static PyObject *name_prefix, *name_counter, *name_month_start, *name_next_month_start, *name_clock_ms;
+/* The generator's fields, in the order read; its slot offsets learnt once per class (msgid.py
+ * gives UniqIdGenerator __slots__: five plain slots read at their offsets, not by five
+ * PyObject_GetAttr). Another layout is read the generic way by read_slots. */
+enum { KEY_CLOCK, KEY_MONTH_START, KEY_NEXT_MONTH_START, KEY_PREFIX, KEY_COUNTER, KEY_FIELDS };
 
-static int intern_key_names(void)
-{
-    if (name_clock_ms != NULL)
-        return 0;
-    name_prefix = PyUnicode_InternFromString("_prefix");
-    name_counter = PyUnicode_InternFromString("_counter");
-    name_month_start = PyUnicode_InternFromString("_month_start");
-    name_next_month_start = PyUnicode_InternFromString("_next_month_start");
-    if (name_prefix == NULL || name_counter == NULL || name_month_start == NULL || name_next_month_start == NULL)
-        return -1;
-    name_clock_ms = PyUnicode_InternFromString("_clock_ms");
-    return name_clock_ms == NULL ? -1 : 0;
-}
+static PyObject *key_field_names;
+static SlotTable generators;
 
-/* An attribute as a C long long: 0 and *ok = 0 when it is missing or not an int in range. */
-static long long long_attr(PyObject *obj, PyObject *name, int *ok)
+/* value as a C long long: 0 and *ok = 0 when it is not an exact int in range. */
+static long long long_value(PyObject *value, int *ok)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
     long long result;
     int overflow = 0;
-    if (value == NULL || !PyLong_CheckExact(value)) {
-        Py_XDECREF(value);
-        PyErr_Clear();
+    if (!PyLong_CheckExact(value)) {
         *ok = 0;
         return 0;
     }
     result = PyLong_AsLongLongAndOverflow(value, &overflow);  /* see natural_value */
-    Py_DECREF(value);
     if (overflow)
         *ok = 0;
     return result;
@@ -472,66 +460,67 @@ static int wall_clock_ms(long long *now)
     return 0;
 }
 
+/* The counter's next value & 0xFFFF (the low 16 bits of its two's complement, as Python's &),
+ * or -1 with the error next() would raise. */
+static long long next_count(PyObject *counter)
+{
+    PyObject *next = PyIter_Next(counter);
+    unsigned long long count;
+    if (next == NULL || !PyLong_Check(next)) {
+        if (next == NULL && !PyErr_Occurred())
+            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
+        Py_XDECREF(next);
+        return -1;
+    }
+    count = PyLong_AsUnsignedLongLongMask(next);
+    Py_DECREF(next);
+    if (count == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    return (long long)(count & 0xFFFFULL);
+}
+
 PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
 {
     static const char HEX[] = "0123456789ABCDEF";
-    PyObject *ids, *clock, *prefix, *counter, *next, *key;
+    PyObject *fields[KEY_FIELDS], *prefix, *key = NULL;
     long long month_start, next_month_start, now, count;
     unsigned long long tail;
     Py_ssize_t length;
     Py_UCS1 *out;
     int ok = 1;
-    if (nargs != 1 || intern_key_names() < 0)
-        return nargs != 1 ? rq_fallback(fallback, args, nargs) : NULL;
-    ids = args[0];
-    clock = PyObject_GetAttr(ids, name_clock_ms);
-    if (clock == NULL || clock != Py_None) {
-        Py_XDECREF(clock);
-        PyErr_Clear();
+    (void)context;
+    if (nargs != 1)
+        return rq_fallback(fallback, args, nargs);
+    if (key_field_names == NULL && (key_field_names = Py_BuildValue(
+            "(sssss)", "_clock_ms", "_month_start", "_next_month_start", "_prefix", "_counter")) == NULL)
+        return NULL;
+    if (read_slots(&generators, args[0], key_field_names, fields) < 0) {
+        PyErr_Clear();  /* not a generator's layout: the pure function says what is wrong */
         return rq_fallback(fallback, args, nargs);
     }
-    Py_DECREF(clock);
-    month_start = long_attr(ids, name_month_start, &ok);
-    next_month_start = long_attr(ids, name_next_month_start, &ok);
-    if (!ok || wall_clock_ms(&now) < 0 || now >= next_month_start)
-        return rq_fallback(fallback, args, nargs);
-    prefix = PyObject_GetAttr(ids, name_prefix);
-    counter = prefix != NULL && PyUnicode_CheckExact(prefix) && PyUnicode_IS_ASCII(prefix)
-        ? PyObject_GetAttr(ids, name_counter) : NULL;
-    if (counter == NULL || !PyIter_Check(counter)) {
-        Py_XDECREF(prefix);
-        Py_XDECREF(counter);
-        PyErr_Clear();
+    month_start = long_value(fields[KEY_MONTH_START], &ok);
+    next_month_start = long_value(fields[KEY_NEXT_MONTH_START], &ok);
+    prefix = fields[KEY_PREFIX];
+    if (fields[KEY_CLOCK] != Py_None || !ok || !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_ASCII(prefix)
+            || !PyIter_Check(fields[KEY_COUNTER]) || wall_clock_ms(&now) < 0 || now >= next_month_start) {
+        for (int i = 0; i < KEY_FIELDS; i++)
+            Py_DECREF(fields[i]);
         return rq_fallback(fallback, args, nargs);
     }
-    next = PyIter_Next(counter);
-    Py_DECREF(counter);
-    if (next == NULL || !PyLong_Check(next)) {
-        Py_DECREF(prefix);
-        if (next == NULL && !PyErr_Occurred())
-            PyErr_SetNone(PyExc_StopIteration);  /* what next() of an ended counter raises */
-        Py_XDECREF(next);
-        return NULL;
+    count = next_count(fields[KEY_COUNTER]);
+    if (count >= 0) {
+        tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | (unsigned long long)count;
+        length = PyUnicode_GET_LENGTH(prefix);
+        key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
+        if (key != NULL) {
+            out = PyUnicode_1BYTE_DATA(key);
+            memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+            for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
+                out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+        }
     }
-    /* & 0xFFFF of any int, as Python's: the low 16 bits of its two's complement */
-    count = (long long)PyLong_AsUnsignedLongLongMask(next);
-    Py_DECREF(next);
-    if (count == -1 && PyErr_Occurred()) {
-        Py_DECREF(prefix);
-        return NULL;
-    }
-    tail = ((unsigned long long)(now - month_start) & 0xFFFFFFFFULL) << 16 | ((unsigned long long)count & 0xFFFFULL);
-    length = PyUnicode_GET_LENGTH(prefix);
-    key = PyUnicode_New(length + KEY_TAIL_DIGITS, 127);
-    if (key == NULL) {
-        Py_DECREF(prefix);
-        return NULL;
-    }
-    out = PyUnicode_1BYTE_DATA(key);
-    memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)length);
-    Py_DECREF(prefix);
-    for (int i = KEY_TAIL_DIGITS - 1; i >= 0; i--, tail >>= 4)
-        out[length + i] = (Py_UCS1)HEX[tail & 0xF];
+    for (int i = 0; i < KEY_FIELDS; i++)
+        Py_DECREF(fields[i]);
     return key;
 }
 
@@ -1254,5 +1243,103 @@ PyObject *rq_py_prepare_message(PyObject *fallback, PyObject *context, PyObject 
         Py_DECREF(fields[i]);
     if (out != NULL || PyErr_Occurred())
         return out;
+    return rq_fallback(fallback, args, nargs);
+}
+
+/* ``RoundRobin.choose(self, queues, last_broker=None)`` (rocketq/client/selectors.py) when its
+ * common case decides: a tuple of queues, the topic's index already there (an exact int), the
+ * queue at the next index not on ``last_broker``, and no broker marked by latency fault
+ * tolerance (``faults.marks`` empty). Then the index is stored and that queue returned, as the
+ * pure method does; anything else (a first send to the topic picks a random start, a marked
+ * broker, another type) goes to the pure method before anything is changed. The RoundRobin,
+ * LatencyFaultTolerance and MessageQueue fields are read at their slot offsets. */
+enum { ROBIN_INDEXES, ROBIN_FAULTS, ROBIN_FIELDS };
+enum { QUEUE_TOPIC, QUEUE_BROKER, QUEUE_FIELDS };
+
+static PyObject *robin_names, *faults_names, *queue_names;
+static SlotTable robins, fault_tables, chosen_queues;
+
+static int intern_choose_names(void)
+{
+    if (queue_names != NULL)
+        return 0;
+    robin_names = Py_BuildValue("(ss)", "_indexes", "_faults");
+    faults_names = robin_names == NULL ? NULL : Py_BuildValue("(s)", "marks");
+    queue_names = faults_names == NULL ? NULL : Py_BuildValue("(ss)", "topic", "broker_name");
+    return queue_names == NULL ? -1 : 0;
+}
+
+/* 1 when no broker is marked (``not faults.marks`` of an exact dict), 0 when one is or the
+ * marks cannot be read so (the pure method decides), -1 on error. */
+static int no_marks(PyObject *faults)
+{
+    PyObject *marks;
+    int empty;
+    if (read_slots(&fault_tables, faults, faults_names, &marks) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    empty = PyDict_CheckExact(marks) && PyDict_GET_SIZE(marks) == 0;
+    Py_DECREF(marks);
+    return empty;
+}
+
+/* The queue the common case chooses (new reference; *next_index its new index), NULL without an
+ * error when the pure method must decide, NULL with one on error. */
+static PyObject *common_choice(PyObject *indexes, PyObject *queues, PyObject *last_broker, PyObject *topic,
+                               long long *next_index)
+{
+    PyObject *start = PyDict_GetItemWithError(indexes, topic), *first, *fields[QUEUE_FIELDS];
+    long long index;
+    int other;
+    if (start == NULL || (index = natural_value(start)) < 0 || index > 0x7FFFFFFFLL)
+        return NULL;
+    index = (index + 1) & 0x7FFFFFFFLL;
+    first = PyTuple_GET_ITEM(queues, index % PyTuple_GET_SIZE(queues));
+    if (read_slots(&chosen_queues, first, queue_names, fields) < 0)
+        return NULL;
+    other = last_broker == Py_None ? fields[QUEUE_BROKER] != Py_None
+        : PyObject_RichCompareBool(fields[QUEUE_BROKER], last_broker, Py_NE);
+    Py_DECREF(fields[QUEUE_TOPIC]);
+    Py_DECREF(fields[QUEUE_BROKER]);
+    if (other <= 0)
+        return NULL;
+    *next_index = index;
+    return Py_NewRef(first);
+}
+
+PyObject *rq_py_choose_queue(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *queues, *last_broker, *robin[ROBIN_FIELDS], *fields[QUEUE_FIELDS], *topic, *first = NULL, *value;
+    long long index = 0;
+    int ready;
+    (void)context;
+    if (nargs < 2 || nargs > 3 || intern_choose_names() < 0 || !PyTuple_CheckExact(args[1])
+            || PyTuple_GET_SIZE(args[1]) == 0)
+        return rq_fallback(fallback, args, nargs);
+    queues = args[1];
+    last_broker = nargs == 3 ? args[2] : Py_None;
+    if (read_slots(&robins, args[0], robin_names, robin) < 0) {
+        PyErr_Clear();
+        return rq_fallback(fallback, args, nargs);
+    }
+    ready = PyDict_CheckExact(robin[ROBIN_INDEXES]) ? no_marks(robin[ROBIN_FAULTS]) : 0;
+    if (ready > 0 && read_slots(&chosen_queues, PyTuple_GET_ITEM(queues, 0), queue_names, fields) == 0) {
+        Py_DECREF(fields[QUEUE_BROKER]);  /* the first queue's topic is the topic's key */
+        topic = fields[QUEUE_TOPIC];
+        first = common_choice(robin[ROBIN_INDEXES], queues, last_broker, topic, &index);
+        if (first != NULL) {
+            value = PyLong_FromLongLong(index);
+            if (value == NULL || PyDict_SetItem(robin[ROBIN_INDEXES], topic, value) < 0)
+                Py_CLEAR(first);
+            Py_XDECREF(value);
+        }
+        Py_DECREF(topic);
+    }
+    Py_DECREF(robin[ROBIN_INDEXES]);
+    Py_DECREF(robin[ROBIN_FAULTS]);
+    if (first != NULL)
+        return first;
+    PyErr_Clear();  /* whatever the C path met, the pure method meets (and raises) again */
     return rq_fallback(fallback, args, nargs);
 }

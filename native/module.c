@@ -39,6 +39,7 @@ static const struct {
     {"prepare_plain", rq_py_prepare_plain},  /* rocketq.store.putting */
     {"stamp_unique_key", rq_py_stamp_unique_key},
     {"next_unique_key", rq_py_next_unique_key},
+    {"choose_queue", rq_py_choose_queue},  /* rocketq.client.selectors.RoundRobin.choose */
     {"stored_answer_at", rq_py_stored_answer_at},
     {"answer_result", rq_py_answer_result},
     {"answer_at", rq_py_answer_at},  /* rocketq.remoting.storedanswers */

@@ -70,6 +70,7 @@ PyObject *rq_py_prepare_plain(PyObject *fallback, PyObject *context, PyObject *c
 PyObject *rq_py_stamp_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_stored_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_next_unique_key(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
+PyObject *rq_py_choose_queue(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_answer_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_send_result_at(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);
 PyObject *rq_py_answer_result(PyObject *fallback, PyObject *context, PyObject *const *args, Py_ssize_t nargs);

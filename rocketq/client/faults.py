@@ -49,6 +49,8 @@ def _monotonic_ms() -> int:
 
 
 class LatencyFaultTolerance:
+    __slots__ = ("_clock", "_items", "marks")  # ``marks`` read at its offset by RoundRobin.choose's C twin
+
     def __init__(self, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
         self._clock = clock_ms
         self._items: dict[str, FaultItem] = {}

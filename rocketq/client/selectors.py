@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from rocketq.client.faults import LatencyFaultTolerance
 from rocketq.client.queues import MessageQueue
-from rocketq.protocol import javahash
+from rocketq.protocol import javahash, nativecodecs
 
 QueueSelector = Callable[[Sequence[MessageQueue]], MessageQueue]
 """Picks one of a topic's publish queues (never given an empty sequence)."""
@@ -41,13 +41,22 @@ def random_queue(queues: Sequence[MessageQueue]) -> MessageQueue:
 
 
 class RoundRobin:
-    """The default choice: round robin per topic, fault-aware, avoiding the last failed broker."""
+    """The default choice: round robin per topic, fault-aware, avoiding the last failed broker.
+
+    Slots: ``choose``'s C twin reads them at their offsets."""
+
+    __slots__ = ("_faults", "_indexes")
 
     def __init__(self, faults: LatencyFaultTolerance) -> None:
         self._faults = faults
         self._indexes: dict[str, int] = {}
 
+    @nativecodecs.accelerated_as("choose_queue")
     def choose(self, queues: Sequence[MessageQueue], last_broker: str | None = None) -> MessageQueue:
+        """The next queue of the topic's round. Its C twin (native/clientsend.c) decides the
+        common case (a tuple, a topic seen before, no broker marked, the next queue not on
+        ``last_broker``) in one call, changing nothing unless it decides it: the same choice
+        and index (tests/client/test_faults_and_selectors.py). The rest comes here."""
         if not queues:
             raise ValueError("no queue to choose from")
         # the topic's next index, inline (a call per send less)

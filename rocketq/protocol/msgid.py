@@ -137,8 +137,12 @@ class UniqIdGenerator:
     """Makes UNIQ_KEY values in RocketMQ's layout; one per process is enough.
 
     ``next_id`` is on every send's path, so it formats one f-string and does nothing else
-    except, once a month, recompute the month boundary.
+    except, once a month, recompute the month boundary. Slots: ``next_unique_key``'s C twin
+    reads the five fields at their slot offsets (five attribute lookups were a third of its
+    cost).
     """
+
+    __slots__ = ("_clock_ms", "_counter", "_month_start", "_next_month_start", "_prefix")
 
     def __init__(
         self,
@@ -151,8 +155,7 @@ class UniqIdGenerator:
         pid_raw = ((os.getpid() if pid is None else pid) & 0xFFFF).to_bytes(2, "big")
         seed_raw = ((secrets.randbits(32) if seed is None else seed) & 0xFFFFFFFF).to_bytes(4, "big")
         self._prefix = (ip_raw + pid_raw + seed_raw).hex().upper()
-        self._clock_ms = clock_ms
-        """A clock for tests; None: the wall clock, read inline (a lambda was a call per key)."""
+        self._clock_ms = clock_ms  # a clock for tests; None: the wall clock, read inline (no call per key)
         self._counter = itertools.count()
         self._month_start, self._next_month_start = month_bounds_ms(self._now_ms())
 

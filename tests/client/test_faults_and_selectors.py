@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from rocketq.client.faults import ISOLATION_LATENCY, LatencyFaultTolerance, not_available_duration
 from rocketq.client.queues import MessageQueue
 from rocketq.client.selectors import RoundRobin, hash_by_key, random_queue
+from rocketq.protocol import nativecodecs
 from rocketq.protocol.javahash import java_string_hash
 
 
@@ -110,3 +111,36 @@ def test_marks_show_the_marked_brokers_only() -> None:
     assert set(faults.marks) == {"a"} and faults.marks["a"].latency_ms == ISOLATION_LATENCY
     faults.update("a", 10, isolation=False)
     assert not faults.marks
+
+
+_BROKERS = st.sampled_from(["a", "b", "c"])
+
+
+@given(
+    queues=st.lists(st.tuples(st.sampled_from(["T", "U"]), _BROKERS, st.integers(0, 7)), min_size=1, max_size=6),
+    index=st.one_of(st.none(), st.integers(0, 0x7FFFFFFF), st.just(-1), st.just(1 << 40)),
+    marked=st.sets(_BROKERS, max_size=2),
+    last_broker=st.one_of(st.none(), _BROKERS),
+    as_list=st.booleans(),
+)
+def test_choose_decides_as_the_pure_method(queues: list[tuple[str, str, int]], index: int | None,
+                                           marked: set[str], last_broker: str | None, as_list: bool) -> None:
+    """RoundRobin.choose (with the native codecs, its C twin) against the pure method, from
+    the same state: the same queue and the same index left for the next send."""
+    mq_list = [MessageQueue(*q) for q in queues]
+    given_queues = mq_list if as_list else tuple(mq_list)
+    pure_choose = nativecodecs.pure(RoundRobin.choose)
+    outcomes = []
+    for choose in (RoundRobin.choose, pure_choose):
+        faults = LatencyFaultTolerance(clock_ms=lambda: 1000)
+        for broker in sorted(marked):
+            faults.update(broker, 0, isolation=True)
+        rr = RoundRobin(faults)
+        if index is not None:
+            rr._indexes[mq_list[0].topic] = index
+        picked = choose(rr, given_queues, last_broker)
+        outcomes.append((picked, dict(rr._indexes)))
+    if index is None:  # a random start: only where it lands is comparable
+        assert outcomes[0][0] in mq_list and outcomes[1][0] in mq_list
+    else:
+        assert outcomes[0] == outcomes[1]
