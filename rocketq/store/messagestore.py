@@ -32,7 +32,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence, Sized
+from collections.abc import Callable, Container, Iterable, Sequence, Sized
 from dataclasses import replace
 from typing import Final
 
@@ -95,6 +95,9 @@ Waiting = Sized
 """What a listener keeps of the work an arrival may wake (held pulls, connected slaves): while
 it is empty the listener would do nothing with a notice, so the store does not call it, and a
 round in which no listener is called is no round (a lone send with no pull held: no call)."""
+WaitingQueues = Container[tuple[str, int]]
+"""The (topic, queue id) a listener has something waiting on (the pull service's held pulls by
+queue): the store calls it for those queues only."""
 
 
 class StoreState(enum.Enum):
@@ -152,8 +155,9 @@ class MessageStore:
         self.retention = retention.Retention(settings, self.commitlog, self.queues.all, self.index,
                                              clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
-        self._listeners: list[tuple[ArrivalListener, Waiting | None, str | None]] = []
-        """(listener, what it has waiting or None, its one topic or None): ``add_arrival_listener``."""
+        self._listeners: list[tuple[ArrivalListener, Waiting | None, WaitingQueues | None, str | None]] = []
+        """(listener, what it has waiting, the queues something waits on, its one topic; each
+        None when not asked): ``add_arrival_listener``."""
         self._round_listeners: list[RoundListener] = []
         self.busy_until = 0.0
         """The monotonic time until which puts are refused as OS_PAGECACHE_BUSY (a put held the
@@ -299,11 +303,12 @@ class MessageStore:
     # --- queues -------------------------------------------------------------------------------
 
     def add_arrival_listener(self, listener: ArrivalListener, waiting: Waiting | None = None, *,
-                             topic: str | None = None) -> None:
+                             queues: WaitingQueues | None = None, topic: str | None = None) -> None:
         """``listener(topic, queue_id, next_offset)`` after messages land in a queue; with
-        ``waiting`` (see ``Waiting``) only while that collection is not empty, with ``topic``
-        only for that topic's queues (the delay service's SCHEDULE_TOPIC_XXXX)."""
-        self._listeners.append((listener, waiting, topic))
+        ``waiting`` (see ``Waiting``) only while that collection is not empty, with ``queues``
+        only for a queue in it (``WaitingQueues``), with ``topic`` only for that topic's queues
+        (the delay service's SCHEDULE_TOPIC_XXXX)."""
+        self._listeners.append((listener, waiting, queues, topic))
 
     def remove_arrival_listener(self, listener: ArrivalListener) -> None:
         for i, (known, *_gates) in enumerate(self._listeners):
@@ -391,9 +396,10 @@ class MessageStore:
             self._notify_queues(touched)
             self._count_puts([put], started)
             return put
-        topic = request.topic
-        for _listener, waiting, only in self._listeners:  # _notify_queues' test, inline: no call while nothing waits
-            if (waiting is None or waiting) and (only is None or only == topic):
+        topic, key = request.topic, (request.topic, request.queue_id)
+        for _listener, waiting, queues, only in self._listeners:  # _notify_queues' test, inline: no call
+            if ((waiting is None or waiting) and (queues is None or key in queues)  # while nothing waits
+                    and (only is None or only == topic)):
                 self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
                 break
         stats = self.stats
@@ -709,21 +715,23 @@ class MessageStore:
         """``_notify`` of every queue a group added units to, in one call for the group (a
         read of single sends usually touches as many queues as it has sends). ``next_offset``:
         the ``max_offset`` of the one queue in ``touched``, when the caller knows it (a lone
-        put); -1: each queue's is read. Only the listeners with something waiting (``Waiting``)
-        and taking the queue's topic are called; when none is, nothing is (no queue's offset
-        read, no round listener)."""
+        put); -1: each queue's is read. Only the listeners with something waiting (``Waiting``,
+        ``WaitingQueues``) and taking the queue's topic are called; when none is, nothing is (no
+        queue's offset read, no round listener)."""
         listeners = self._listeners
         called = False
         for cq in touched.values():
             topic = cq.topic
+            key = (topic, cq.queue_id)
             offset = -1
-            for listener, waiting, only in listeners:
-                if (waiting is None or waiting) and (only is None or only == topic):
+            for listener, waiting, queues, only in listeners:
+                if ((waiting is None or waiting) and (queues is None or key in queues)
+                        and (only is None or only == topic)):
                     if offset < 0:
                         offset = cq.max_offset if next_offset < 0 else next_offset
                     called = True
                     try:
-                        listener(topic, cq.queue_id, offset)
+                        listener(topic, key[1], offset)
                     except Exception:
                         log.exception("message arrival listener failed")
         if not called:

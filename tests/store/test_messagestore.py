@@ -167,6 +167,20 @@ async def test_a_listener_of_one_topic_hears_only_that_topic(make_store: StoreFa
     assert seen == [("U", 0, 1), ("U", 0, 2)] and rounds == [1, 2]
 
 
+async def test_a_listener_of_some_queues_hears_only_those(make_store: StoreFactory) -> None:
+    store = await make_store()
+    queues: dict[tuple[str, int], str] = {("T", 2): "a pull"}
+    seen: list[tuple[str, int, int]] = []
+    store.add_arrival_listener(lambda t, q, o: seen.append((t, q, o)), queues=queues)
+    store.put_one_now(request(queue_id=1))
+    store.put_one_now(request(queue_id=2))
+    store.put_group_now([[request(queue_id=q)] for q in (1, 2, 3)])
+    await store.put(request(queue_id=3))
+    queues[("T", 3)] = "another"
+    await store.put(request(queue_id=3))
+    assert seen == [("T", 2, 1), ("T", 2, 2), ("T", 3, 3)]
+
+
 async def test_query_offsets_and_times(make_store: StoreFactory) -> None:
     store = await make_store()
     before = int(time.time() * 1000) - 1
