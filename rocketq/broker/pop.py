@@ -135,7 +135,7 @@ class PopHandlers:
         """Messages handed out by pops since start (a metric)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusals = LogLimiter(log)
-        store.add_arrival_listener(self.on_message_arrived)
+        store.add_arrival_listener(self.on_message_arrived, self._held)  # (no call while no pop is held)
 
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.POP_MESSAGE: self.pop}

@@ -155,7 +155,7 @@ class PullHandlers:
         lists maybe empty, once the round's first answer to it went out)."""
         self.broker_permission = behaviour.broker_permission
         self._refusals = LogLimiter(log)
-        store.add_arrival_listener(self.on_message_arrived)
+        store.add_arrival_listener(self.on_message_arrived, queues=self._held)  # (called for a queue a pull waits on)
         store.add_arrival_round_listener(self.send_woken)
 
     def handlers(self) -> dict[int, Handler]:

@@ -199,7 +199,7 @@ class ScheduleService:
         if self._started:
             return
         self._started = True
-        self._store.add_arrival_listener(self._on_arrival)
+        self._store.add_arrival_listener(self._on_arrival, topic=SCHEDULE_TOPIC)
         for task in self._tasks:
             task.start()
 

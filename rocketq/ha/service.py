@@ -89,7 +89,7 @@ class HAService:
         if self.server is not None:
             await self.server.start()
             self._ha_port = self.server.port
-            self._store.add_arrival_listener(self._appended)
+            self._store.add_arrival_listener(self._appended, self.server.connections)  # (none: no slave)
         if self.client is not None:
             self.client.start()
 

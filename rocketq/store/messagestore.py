@@ -32,7 +32,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence, Sized
 from dataclasses import replace
 from typing import Final
 
@@ -91,6 +91,13 @@ ArrivalListener = Callable[[str, int, int], None]
 RoundListener = Callable[[], None]
 """Called once after each round of arrival notices (every queue one append or one replicated
 range touched), for a listener that gathers work across a round's queues."""
+Waiting = Sized
+"""What a listener keeps of the work an arrival may wake (held pulls, connected slaves): while
+it is empty the listener would do nothing with a notice, so the store does not call it, and a
+round in which no listener is called is no round (a lone send with no pull held: no call)."""
+WaitingQueues = Container[tuple[str, int]]
+"""The (topic, queue id) a listener has something waiting on (the pull service's held pulls by
+queue): the store calls it for those queues only."""
 
 
 class StoreState(enum.Enum):
@@ -148,7 +155,9 @@ class MessageStore:
         self.retention = retention.Retention(settings, self.commitlog, self.queues.all, self.index,
                                              clock=clock, disk_usage=disk_usage, monotonic=monotonic)
         self._logic_flusher: flushing.LogicFlusher | None = None
-        self._listeners: list[ArrivalListener] = []
+        self._listeners: list[tuple[ArrivalListener, Waiting | None, WaitingQueues | None, str | None]] = []
+        """(listener, what it has waiting, the queues something waits on, its one topic; each
+        None when not asked): ``add_arrival_listener``."""
         self._round_listeners: list[RoundListener] = []
         self.busy_until = 0.0
         """The monotonic time until which puts are refused as OS_PAGECACHE_BUSY (a put held the
@@ -293,16 +302,24 @@ class MessageStore:
 
     # --- queues -------------------------------------------------------------------------------
 
-    def add_arrival_listener(self, listener: ArrivalListener) -> None:
-        self._listeners.append(listener)
+    def add_arrival_listener(self, listener: ArrivalListener, waiting: Waiting | None = None, *,
+                             queues: WaitingQueues | None = None, topic: str | None = None) -> None:
+        """``listener(topic, queue_id, next_offset)`` after messages land in a queue; with
+        ``waiting`` (see ``Waiting``) only while that collection is not empty, with ``queues``
+        only for a queue in it (``WaitingQueues``), with ``topic`` only for that topic's queues
+        (the delay service's SCHEDULE_TOPIC_XXXX)."""
+        self._listeners.append((listener, waiting, queues, topic))
 
     def remove_arrival_listener(self, listener: ArrivalListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        for i, (known, *_gates) in enumerate(self._listeners):
+            if known == listener:
+                del self._listeners[i]
+                return
 
     def add_arrival_round_listener(self, listener: RoundListener) -> None:
         """``listener()`` after each round of arrival notices, once the round's queues have all
-        been notified (the broker's held pulls write a round's answers to a consumer at once)."""
+        been notified (the broker's held pulls write a round's answers to a consumer at once);
+        a round is one in which some arrival listener was called."""
         self._round_listeners.append(listener)
 
     # --- put ----------------------------------------------------------------------------------
@@ -379,7 +396,12 @@ class MessageStore:
             self._notify_queues(touched)
             self._count_puts([put], started)
             return put
-        self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
+        topic, key = request.topic, (request.topic, request.queue_id)
+        for _listener, waiting, queues, only in self._listeners:  # _notify_queues' test, inline: no call
+            if ((waiting is None or waiting) and (queues is None or key in queues)  # while nothing waits
+                    and (only is None or only == topic)):
+                self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
+                break
         stats = self.stats
         stats.put_requests += 1  # _count_puts of one stored message, without its loop
         stats.put_message_times += 1
@@ -693,15 +715,27 @@ class MessageStore:
         """``_notify`` of every queue a group added units to, in one call for the group (a
         read of single sends usually touches as many queues as it has sends). ``next_offset``:
         the ``max_offset`` of the one queue in ``touched``, when the caller knows it (a lone
-        put); -1: each queue's is read."""
+        put); -1: each queue's is read. Only the listeners with something waiting (``Waiting``,
+        ``WaitingQueues``) and taking the queue's topic are called; when none is, nothing is (no
+        queue's offset read, no round listener)."""
         listeners = self._listeners
+        called = False
         for cq in touched.values():
-            offset = cq.max_offset if next_offset < 0 else next_offset
-            for listener in listeners:
-                try:
-                    listener(cq.topic, cq.queue_id, offset)
-                except Exception:
-                    log.exception("message arrival listener failed")
+            topic = cq.topic
+            key = (topic, cq.queue_id)
+            offset = -1
+            for listener, waiting, queues, only in listeners:
+                if ((waiting is None or waiting) and (queues is None or key in queues)
+                        and (only is None or only == topic)):
+                    if offset < 0:
+                        offset = cq.max_offset if next_offset < 0 else next_offset
+                    called = True
+                    try:
+                        listener(topic, key[1], offset)
+                    except Exception:
+                        log.exception("message arrival listener failed")
+        if not called:
+            return
         for done in self._round_listeners:
             try:
                 done()

@@ -22,7 +22,7 @@ from rocketq.protocol.subscription import SubscriptionError
 class _ArrivalsOnly:
     """What the handler's constructor asks of a store; nothing here reads messages."""
 
-    def add_arrival_listener(self, listener: object) -> None:
+    def add_arrival_listener(self, listener: object, waiting: object = None, **gates: object) -> None:
         self.listener = listener
 
     def add_arrival_round_listener(self, listener: object) -> None:

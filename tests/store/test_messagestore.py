@@ -127,6 +127,60 @@ async def test_a_group_of_single_puts_notifies_each_queue_once(make_store: Store
     assert seen[2:] == [("T", 1, 3)]
 
 
+async def test_a_listener_is_called_only_while_something_waits(make_store: StoreFactory) -> None:
+    """``waiting``: an empty collection spares the listener its call; a round in which no
+    listener is called calls no round listener either; removal finds a gated listener."""
+    store = await make_store()
+    held: dict[int, str] = {}
+    seen: list[tuple[str, int, int]] = []
+    rounds: list[int] = []
+
+    def gated(t: str, q: int, o: int) -> None:
+        seen.append((t, q, o))
+
+    store.add_arrival_listener(gated, held)
+    store.add_arrival_round_listener(lambda: rounds.append(len(seen)))
+    store.put_one_now(request(queue_id=1))
+    store.put_group_now([[request(queue_id=q)] for q in (1, 2)])
+    await store.put(request(queue_id=2))
+    assert seen == [] and rounds == []
+    held[0] = "a pull"
+    store.put_one_now(request(queue_id=1))
+    store.put_group_now([[request(queue_id=q)] for q in (1, 2)])
+    await store.put(request(queue_id=2))
+    assert seen == [("T", 1, 3), ("T", 1, 4), ("T", 2, 3), ("T", 2, 4)] and rounds == [1, 3, 4]
+    store.remove_arrival_listener(gated)
+    store.put_one_now(request(queue_id=1))
+    assert len(seen) == 4 and rounds == [1, 3, 4]
+
+
+async def test_a_listener_of_one_topic_hears_only_that_topic(make_store: StoreFactory) -> None:
+    store = await make_store()
+    seen: list[tuple[str, int, int]] = []
+    rounds: list[int] = []
+    store.add_arrival_listener(lambda t, q, o: seen.append((t, q, o)), topic="U")
+    store.add_arrival_round_listener(lambda: rounds.append(len(seen)))
+    store.put_one_now(request(queue_id=1))
+    store.put_group_now([[request(queue_id=1)], [request(topic="U", queue_id=0)]])
+    store.put_one_now(request(topic="U", queue_id=0))
+    await store.put(request(queue_id=1))
+    assert seen == [("U", 0, 1), ("U", 0, 2)] and rounds == [1, 2]
+
+
+async def test_a_listener_of_some_queues_hears_only_those(make_store: StoreFactory) -> None:
+    store = await make_store()
+    queues: dict[tuple[str, int], str] = {("T", 2): "a pull"}
+    seen: list[tuple[str, int, int]] = []
+    store.add_arrival_listener(lambda t, q, o: seen.append((t, q, o)), queues=queues)
+    store.put_one_now(request(queue_id=1))
+    store.put_one_now(request(queue_id=2))
+    store.put_group_now([[request(queue_id=q)] for q in (1, 2, 3)])
+    await store.put(request(queue_id=3))
+    queues[("T", 3)] = "another"
+    await store.put(request(queue_id=3))
+    assert seen == [("T", 2, 1), ("T", 2, 2), ("T", 3, 3)]
+
+
 async def test_query_offsets_and_times(make_store: StoreFactory) -> None:
     store = await make_store()
     before = int(time.time() * 1000) - 1
