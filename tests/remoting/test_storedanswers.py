@@ -175,14 +175,19 @@ def _answer(opaque: int, code: int = 0, **ext: str) -> bytes:
     return RemotingCommand(code=code, opaque=opaque, flag=RESPONSE_FLAG, ext_fields=ext).encode()
 
 
-async def test_a_read_tells_each_waiter_in_order() -> None:
-    requests: list[RemotingCommand] = []
-
+def _connection_keeping(requests: list[RemotingCommand]) -> ClientConnection:
+    """A connected client connection whose handler of request code 99 keeps each request."""
     async def handler(conn: Any, req: RemotingCommand) -> None:
         requests.append(req)
 
     conn = ClientConnection({99: handler})
     conn.connection_made(Transport())  # type: ignore[arg-type]
+    return conn
+
+
+async def test_a_read_tells_each_waiter_in_order() -> None:
+    requests: list[RemotingCommand] = []
+    conn = _connection_keeping(requests)
     told: list[Any] = []
     for opaque in (1, 2, 4, 5):
         conn.send_frame(b"", opaque, 310, 30.0, Flight(told))
@@ -208,12 +213,7 @@ async def test_the_rest_of_a_buffered_frame_is_not_read_as_an_answer() -> None:
     there even when its bytes would read as a whole answer of their own (here a request whose
     body is an answer frame, cut just before the body)."""
     requests: list[RemotingCommand] = []
-
-    async def handler(conn: Any, req: RemotingCommand) -> None:
-        requests.append(req)
-
-    conn = ClientConnection({99: handler})
-    conn.connection_made(Transport())  # type: ignore[arg-type]
+    conn = _connection_keeping(requests)
     told: list[Any] = []
     conn.send_frame(b"", 7, 310, 30.0, Flight(told))
     inner = _answer(7, queueId="7")
