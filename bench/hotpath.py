@@ -513,7 +513,7 @@ async def producer_send(messages: int) -> float:
     await producer.start()
     try:
         conn = _seed_producer(producer)
-        first = next(conn._opaques)
+        first = next(conn.opaques)
         answers = _answers_by_queue(range(first + 1, first + messages + 2))
         transport = AnsweringTransport(answers)
         transport.conn = conn

@@ -48,7 +48,7 @@ import functools
 import itertools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from rocketq import ratelimit
@@ -149,7 +149,9 @@ class Connection(asyncio.Protocol):
         self._forget_cancelled_cb = self._forget_cancelled
         """Added to each request's future and removed before this side ends it: it runs only
         when the caller cancels the future (one bound method, not one per request)."""
-        self._opaques = itertools.count(1)
+        self.opaques = itertools.count(1)
+        """Request opaques: ``next(opaques) & OPAQUE_MASK`` is a fresh one (``next_opaque``; a
+        producer's send takes one per message without the call)."""
         self._outbox: list[bytes | memoryview] = []
         self._flush_scheduled = False
         self._writable = asyncio.Event()
@@ -434,7 +436,7 @@ class Connection(asyncio.Protocol):
 
     def next_opaque(self) -> int:
         """A fresh request opaque, for a caller that encodes its request itself (``send_frame``)."""
-        return next(self._opaques) & 0x7FFFFFFF
+        return next(self.opaques) & OPAQUE_MASK
 
     def send_frame(self, frame: bytes, opaque: int, code: int, timeout: float, waiter: _Waiter) -> None:
         """Send a request the caller encoded with ``opaque`` (from ``next_opaque``) and request
@@ -463,7 +465,7 @@ class Connection(asyncio.Protocol):
     def _send_request(self, cmd: RemotingCommand, timeout: float, waiter: _Waiter) -> int:
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
-        cmd.opaque = opaque = next(self._opaques) & 0x7FFFFFFF
+        cmd.opaque = opaque = next(self.opaques) & OPAQUE_MASK
         cmd.flag &= ~ONEWAY_FLAG
         self.send_frame(cmd.encode(), opaque, cmd.code, timeout, waiter)
         return opaque
@@ -524,7 +526,7 @@ class Connection(asyncio.Protocol):
             raise RemotingSendError(f"connection to {self.remote_addr} is closed")
         if not self._writable.is_set():
             await self._writable.wait()
-        cmd.opaque = next(self._opaques) & 0x7FFFFFFF
+        cmd.opaque = next(self.opaques) & OPAQUE_MASK
         cmd.flag |= ONEWAY_FLAG
         self._write(cmd.encode())
 
@@ -721,9 +723,6 @@ class ClientConnection(Connection):
         super().__init__(*args, **kwargs)
         self.ready = True
         """Open, and its transport's buffer under the high-water mark: ``writable``."""
-        self.opaques: Iterator[int] = self._opaques
-        """``next_opaque`` without the call: ``next(opaques) & OPAQUE_MASK`` is a fresh request
-        opaque (the producer's sends take one per message)."""
         self._partial = False
         """The decoder holds part of a frame (``FrameDecoder.buffered``, asked only after this
         connection handed it bytes: a sync send's read would ask a property per answer)."""
@@ -763,8 +762,7 @@ class ClientConnection(Connection):
 
     def data_received(self, data: bytes) -> None:
         if self._partial or self.reading_paused:
-            super().data_received(data)
-            self._partial = self._decoder.buffered > 0
+            self._decode(data)
             return
         pos, end, pending, largest = 0, len(data), self._pending, self._max_frame_size
         while pos < end:
@@ -806,13 +804,17 @@ class ClientConnection(Connection):
             if self._stats.bad_frames != bad_frames:
                 return  # the connection is being aborted: the rest of the read is dropped
         if pos == 0:
-            super().data_received(data)
-            self._partial = self._decoder.buffered > 0
+            self._decode(data)
         elif pos < end:
-            super().data_received(data[pos:])
-            self._partial = self._decoder.buffered > 0
+            self._decode(data[pos:])
         else:
             self.active = True
+
+    def _decode(self, data: bytes) -> None:
+        """``data`` by the general path, which may leave part of a frame in the decoder: whether
+        it did is kept in ``_partial``."""
+        super().data_received(data)
+        self._partial = self._decoder.buffered > 0
 
 
 class _Resumed:
