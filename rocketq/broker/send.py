@@ -206,8 +206,7 @@ class SendHandlers:
         first, so that None — some send needs ``send_group`` — means nothing was done (nor logged).
 
         A plain send (``plainsend``) is read into its PutRequest in one call and, when the
-        broker takes it as it is (``_plain_taken``, which asks the broker-wide checks too, in
-        the same call), admitted without the general checks; any
+        broker takes it as it is (``_plain_taken``), admitted without the general checks; any
         other send, or one those checks must look at, goes through ``_admit``."""
         if self._replication is not None or self._store.puts_wait:
             return None
@@ -217,7 +216,7 @@ class SendHandlers:
             request = requests[0]
             put = plain_put(request.code, request.ext_fields, request.body, self._cluster_entry, born_host)
             if (put is not None and not (routed and put.topic.startswith(codes.RETRY_GROUP_TOPIC_PREFIX))
-                    and self._plain_taken((put,), table) > 0):
+                    and self._plain_taken((put,), table) and self._broker_accepts()):
                 result = self._store.put_one_now(put)
                 if result.status is PutStatus.PUT_OK and request.serialize_type is SerializeType.JSON:
                     # (a put of one message: its one id is the whole of msgId)
@@ -225,18 +224,18 @@ class SendHandlers:
                                                result.queue_offsets[0])]
                 return [self._answer_stored(conn, request, None, put.queue_id, result)]
             return self._lone_checked(conn, request, table, routed)
+        accepted = self._broker_accepts()  # nothing runs between these sends: one answer for all
         admitted: list[_Admitted] = []
-        cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
-        puts: list[PutRequest] = []  # the plain sends, up to the first other one
-        for request in requests:
-            put = plain_put(request.code, request.ext_fields, request.body, cluster_entry, born_host)
-            if put is None or (routed and put.topic.startswith(retry_prefix)):
-                break
-            puts.append(put)
-        taken = self._plain_taken(puts, table)  # (one call for the group, not one per send)
-        accepted = taken >= 0  # nothing runs between these sends: one broker-wide answer for all
-        for i in range(taken):  # those the broker takes as they are
-            admitted.append((i, requests[i], None, puts[i].queue_id, [puts[i]]))
+        if accepted:  # the plain sends the broker takes as they are, up to the first other one
+            cluster_entry, retry_prefix = self._cluster_entry, codes.RETRY_GROUP_TOPIC_PREFIX
+            puts: list[PutRequest] = []
+            for request in requests:
+                put = plain_put(request.code, request.ext_fields, request.body, cluster_entry, born_host)
+                if put is None or (routed and put.topic.startswith(retry_prefix)):
+                    break
+                puts.append(put)
+            for i in range(self._plain_taken(puts, table)):  # (one call for the group, not one per send)
+                admitted.append((i, requests[i], None, puts[i].queue_id, [puts[i]]))
         answers: list[Answer] = [None] * len(requests)
         if len(admitted) < len(requests) and not self._admit_rest(conn, requests, admitted, answers, accepted,
                                                                   born_host):
@@ -268,7 +267,7 @@ class SendHandlers:
             parsed.append(read)
         for i, (request, put) in enumerate(zip(requests[first:], parsed, strict=True), first):
             if type(put) is PutRequest:
-                if accepted and self._plain_taken((put,), table) > 0:
+                if accepted and self._plain_taken((put,), table):
                     admitted.append((i, request, None, put.queue_id, [put]))
                     continue
                 put = self._parse_header(request)  # (it parses: plain_put read it)
@@ -301,21 +300,11 @@ class SendHandlers:
         return [self._answer_stored(conn, request, header, queue_id, result)]
 
     def _plain_taken(self, puts: Sequence[PutRequest], table: dict[str, TopicConfig]) -> int:
-        """-1 when one of ``_refusal``'s broker-wide refusals applies now (accepting sends,
-        DLedger's gate, permission, sends in flight, page cache): a group of sends answered in
-        one plain call (``send_group_now``) asks once, in the call that checks its puts.
-        Else how many of the plain sends' puts, from the first, pass every check of
-        ``_checked_records`` that concerns the send itself, as they are: its topic exists, is
-        writable, was validated before, is no system topic; its queue id is one to write; its
-        body is not too large. The first that does not is left to the general checks (which
-        answer any refusal)."""
-        accept_from = self._behaviour.start_accept_send_request_time_stamp
-        if ((accept_from and time.time() * 1000 < accept_from)
-                or (self._write_gate is not None and self._write_gate() is not None)
-                or not self.broker_permission & _WRITE or not self._identity.writable
-                or self._in_flight >= self._behaviour.max_sends_in_flight
-                or (self._store.busy_until > 0.0 and self._store.is_os_page_cache_busy())):
-            return -1
+        """How many of the plain sends' puts, from the first, pass every check of
+        ``_checked_records`` that concerns the send itself, as they are (the broker-wide ones are
+        ``_broker_accepts``): its topic exists, is writable, was validated before, is no system
+        topic; its queue id is one to write; its body is not too large. The first that does not
+        is left to the general checks (which answer any refusal)."""
         valid, largest = self._valid_topics, self._behaviour.max_message_size
         taken = 0
         for put in puts:
@@ -444,8 +433,8 @@ class SendHandlers:
     def _checked_records(self, conn: Connection, request: RemotingCommand, header: SendMessageRequestHeader,
                          accepted: bool) -> tuple[int, list[PutRequest] | BatchPutRequest] | RemotingCommand:
         """``_send`` up to the store for a send that need not wait (its topic exists and it is
-        not routed): (queue id, records), or the refusal. ``accepted``: ``_plain_taken`` found no
-        broker-wide refusal for this send's group, so ``_refusal`` runs only when the send itself may be
+        not routed): (queue id, records), or the refusal. ``accepted``: ``_broker_accepts()``
+        said so for this send's group, so ``_refusal`` runs only when the send itself may be
         refused (a topic name not yet validated, a system topic, a large body)."""
         topic = header.topic
         if not (accepted and topic in self._valid_topics and topic not in SYSTEM_TOPICS_NOT_FOR_SEND
@@ -502,6 +491,17 @@ class SendHandlers:
         if self._replication is None:
             return result
         return await self._replication.wait_for_slave(records, result)
+
+    def _broker_accepts(self) -> bool:
+        """None of ``_refusal``'s broker-wide refusals applies now (accepting sends, DLedger's
+        gate, permission, sends in flight, page cache): what a group of sends answered in one
+        plain call (``send_group_now``) asks once instead of once per send."""
+        accept_from = self._behaviour.start_accept_send_request_time_stamp
+        return not ((accept_from and time.time() * 1000 < accept_from)
+                    or (self._write_gate is not None and self._write_gate() is not None)
+                    or not self.broker_permission & _WRITE or not self._identity.writable
+                    or self._in_flight >= self._behaviour.max_sends_in_flight
+                    or (self._store.busy_until > 0.0 and self._store.is_os_page_cache_busy()))
 
     def _refusal(self, request: RemotingCommand, header: SendMessageRequestHeader) -> RemotingCommand | None:
         accept_from = self._behaviour.start_accept_send_request_time_stamp
