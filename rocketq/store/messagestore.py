@@ -94,7 +94,8 @@ range touched), for a listener that gathers work across a round's queues."""
 Waiting = Sized
 """What a listener keeps of the work an arrival may wake (held pulls, connected slaves): while
 it is empty the listener would do nothing with a notice, so the store does not call it, and a
-round in which no listener is called is no round (a lone send with no pull held: no call)."""
+round in which no listener is called is no round (a lone send with no pull held: no listener
+or round listener runs)."""
 WaitingQueues = Container[tuple[str, int]]
 """The (topic, queue id) a listener has something waiting on (the pull service's held pulls by
 queue): the store calls it for those queues only."""
@@ -396,12 +397,7 @@ class MessageStore:
             self._notify_queues(touched)
             self._count_puts([put], started)
             return put
-        topic, key = request.topic, (request.topic, request.queue_id)
-        for _listener, waiting, queues, only in self._listeners:  # _notify_queues' test, inline: no call
-            if ((waiting is None or waiting) and (queues is None or key in queues)  # while nothing waits
-                    and (only is None or only == topic)):
-                self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
-                break
+        self._notify_queues(touched, put.queue_offsets[0] + 1)  # (its one queue now ends after its unit)
         stats = self.stats
         stats.put_requests += 1  # _count_puts of one stored message, without its loop
         stats.put_message_times += 1

@@ -158,6 +158,7 @@ _native = nativecodecs.native
 _read_plain_native = _native.read_plain if _native is not None else None
 _FOUND: Final = GetStatus.FOUND
 
+
 def _memory_for_pulls() -> int:
     """Bytes of RAM a consumer may lag behind before being sent to a slave."""
     try:
