@@ -136,11 +136,11 @@ class _Slots:
 
     def __init__(self, size: int) -> None:
         self.free = size
-        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         """Who waits for a slot (``take``), in turn: a freed slot is theirs, not ``try_take``'s."""
 
     def try_take(self) -> bool:
-        if self.free > 0 and not self.waiters:
+        if self.free > 0 and not self._waiters:
             self.free -= 1
             return True
         return False
@@ -149,7 +149,7 @@ class _Slots:
         if self.try_take():
             return
         waiter = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
+        self._waiters.append(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
@@ -159,8 +159,8 @@ class _Slots:
 
     def give(self) -> None:
         """Hand the slot to the longest waiter, or free it."""
-        while self.waiters:
-            waiter = self.waiters.popleft()
+        while self._waiters:
+            waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
@@ -229,32 +229,26 @@ class ConcurrentConsumeService:
 
     def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """A batch's turn, without a task while nothing has to wait (see the class). The usual
-        batch (a free slot, a plain listener's CONSUME_SUCCESS for all of it) is ``try_take``,
-        ``give``, ``_conclude`` and ``_commit`` written out: this runs once per pull answer."""
+        batch (a plain listener's CONSUME_SUCCESS for all of it) is committed here, without
+        ``_conclude``: this runs once per pull answer."""
         self._scheduled -= 1
         if self._stopped or pq.dropped:
             return
         slots = self._slots
-        if slots.free <= 0 or slots.waiters:  # ``try_take`` failed: wait for a slot in turn
+        if not slots.try_take():  # wait for a slot in turn
             self._spawn(self._consume(msgs, pq, mq, 0.0))
             return
-        slots.free -= 1
         answer, ctx, shown = self._call_listener(msgs, mq)
         if type(answer) is not ConsumeStatus:
             self._spawn(self._settle(answer, ctx, shown, msgs, pq, mq))
             return
-        if slots.waiters:
-            slots.give()
-        else:
-            slots.free += 1
+        slots.give()
         if answer is not _CONSUME_SUCCESS or ctx.ack_index < len(msgs) - 1 or pq.dropped:
             finishing = self._conclude(answer, ctx, msgs, pq, mq)
             if finishing is not None:
                 self._spawn(finishing)
             return
-        offset = pq.remove(msgs)  # ``_commit``
-        if offset >= 0 and not pq.dropped:
-            self._offsets.update(mq, offset, increase_only=True)
+        self._commit(msgs, pq, mq)
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
         if delay:
