@@ -452,8 +452,8 @@ class _InFlight:
         ``__init__``: a Python call less per send."""
         topic = out.topic
         known = producer._publish_cache.get(topic)
-        # the route, master and connection read from the instance's public tables (no call
-        # each): ``cached_route``, ``master_addr`` and ``ready_connection`` inline
+        # the route and master read from the instance's public tables (no call each):
+        # ``cached_route`` and ``master_addr`` inline
         if producer.tracer is not None or known is None or instance.routes.get(topic) is not known[0]:
             return None
         mq = producer._round_robin.choose(known[1])
@@ -472,10 +472,9 @@ class _InFlight:
         if watched:
             flight.result.add_done_callback(flight._settled)
         remoting = instance.remoting
-        conn = remoting.connections.get(addr)
+        conn = remoting.ready_connection(addr)
         try:
-            if (conn is not None and conn.ready and not remoting.hooked and not out.reply
-                    and out.flag.__class__ is int):
+            if conn is not None and not out.reply and out.flag.__class__ is int:
                 opaque = next(conn.opaques) & OPAQUE_MASK
                 frame = _send_frame_of(producer._pieces.get(topic) or producer._template(topic), opaque,
                                        mq.queue_id, out.sys_flag, _time_ns() // 1_000_000, out.flag, out.properties,

@@ -50,12 +50,6 @@ class RemotingClient:
         self._max_frame_size = max_frame_size
         self._name = name
         self._connections: dict[str, ClientConnection] = {}
-        self.connections: Mapping[str, ClientConnection] = self._connections
-        """The connections by address, for reading only: a producer's send finds its broker's
-        here without a call (``ready_connection`` says when one may take a frame)."""
-        self.hooked = rpc_hook is not None
-        """Every request passes through an rpc hook as a command: a caller must not send frames
-        it encoded itself (``ready_connection`` gives None)."""
         self._connecting: dict[str, asyncio.Future[ClientConnection]] = {}
         self._closed = False
         self._idle = idle.IdleCloser(self._connections.values, idle_seconds, name)
@@ -127,7 +121,7 @@ class RemotingClient:
         now (``Connection.send_frame``): None when that needs a wait first (``request_now``'s
         cases), or when an rpc hook must see each request as a command (then ``request_now``)."""
         conn = self._connections.get(addr)
-        if conn is None or self.hooked or not conn.ready:
+        if conn is None or self._rpc_hook is not None or not conn.ready:
             return None
         return conn
 
