@@ -79,8 +79,6 @@ class PullRequests:
         self._format = b"%d".join(piece.replace(b"%", b"%%") for piece in _template_pieces(self._fields))
         """The header as a bytes format of the four values (one ``%`` operation per pull; a ``%``
         of the header itself, as in a ``%RETRY%`` topic, doubled)."""
-        self.takes_all = sub.matches_all
-        """Its subscription takes every tag: no answer's messages are filtered here."""
 
     def ext_fields(self, offset: int, flag: int, commit_offset: int) -> dict[str, str]:
         """A new dict: the kept fields with these (their places in the order are kept)."""

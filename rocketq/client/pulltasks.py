@@ -52,7 +52,6 @@ from rocketq.client.processqueue import ProcessQueue
 from rocketq.client.pulling import PullStatus
 from rocketq.client.queues import MessageQueue
 from rocketq.client.settings import MessageModel, PushConsumerSettings
-from rocketq.protocol import nativecodecs
 from rocketq.protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from rocketq.protocol.frames import RemotingCommand
 from rocketq.protocol.message import MessageExt
@@ -80,10 +79,6 @@ _CLUSTERING: Final = MessageModel.CLUSTERING
 """An enum member read from the class costs ~50 ns (``EnumType`` lookup); once per pull here."""
 _SUCCESS: Final = int(ResponseCode.SUCCESS)
 """A FOUND answer's code."""
-_found_pulled: Final[Callable[..., tuple[int, int, list[MessageExt]] | None] | None] = (
-    nativecodecs.native.found_pulled if nativecodecs.native is not None else None)
-"""``pulling.found_at`` for a subscription of every tag (connections offer FOUND frames only
-with the native codecs, so ``found`` never meets None here)."""
 
 
 class ConsumeService(Protocol):
@@ -118,9 +113,8 @@ class PullTask:
         """The running loop, once the task runs (a test may call ``pull_once`` directly)."""
         self._chain: asyncio.Future[pulling.PullResult | float] | None = None
         """What the task awaits while pulls are chained by their answers (``_chained``)."""
-        self._out: tuple[ClientConnection, int, str, SubscriptionData, bool] | None = None
-        """The chained pull out: its connection, opaque, address, subscription and whether that
-        takes every tag (``SubscriptionData.matches_all``, kept by ``PullRequests``)."""
+        self._out: tuple[ClientConnection, int, str, SubscriptionData] | None = None
+        """The chained pull out: its connection, opaque, address and subscription."""
         self._task = OwnedTask(f"pull {self.mq}", self._run)
 
     def start(self) -> None:
@@ -226,7 +220,7 @@ class PullTask:
     def _request_values(self, is_slave: bool) -> tuple[int, int, int]:
         """The pull's offset, sysFlag and commit offset (only a master is told the commit offset)."""
         commit = None
-        if self._settings.message_model is MessageModel.CLUSTERING and not is_slave:
+        if self._settings.message_model is _CLUSTERING and not is_slave:
             commit = self._offsets.read_memory(self.mq)
         flag = _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT
         return self.next_offset, flag, commit or 0
@@ -243,24 +237,18 @@ class PullTask:
 
     def _send_chained(self, addr: str, is_slave: bool, sub: SubscriptionData) -> bool:
         """Send the pull to ``addr`` from the queue's template on its open connection, answered to
-        ``_answered``; False, having sent nothing, when that connection is not ready.
-        (``_request_values`` and ``_requests_for``'s usual case written out: this runs per pull.)"""
+        ``_answered``; False, having sent nothing, when that connection is not ready."""
         conn = self._instance.remoting.ready_connection(addr)
         if conn is None:
             return False
-        settings, requests = self._settings, self._requests
-        commit = None
-        if settings.message_model is _CLUSTERING and not is_slave:
-            commit = self._offsets.read_memory(self.mq)
-        offset, flag, commit = self.next_offset, _WITH_COMMIT if commit and commit > 0 else _WITHOUT_COMMIT, commit or 0
+        offset, flag, commit = self._request_values(is_slave)
         if offset.__class__ is not int or commit.__class__ is not int:  # the template writes exact ints
             return False
-        if requests is None or requests.key != (sub, settings.pull_batch_size, settings.broker_suspend_max_time_millis):
-            requests = self._requests_for(sub)
+        requests = self._requests_for(sub)
+        timeout = self._settings.consumer_timeout_millis_when_suspend / 1000
         opaque = conn.next_opaque()
-        conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE,
-                        settings.consumer_timeout_millis_when_suspend / 1000, self)
-        self._out = (conn, opaque, addr, sub, requests.takes_all)
+        conn.send_frame(requests.frame(opaque, offset, flag, commit), opaque, _PULL_MESSAGE, timeout, self)
+        self._out = (conn, opaque, addr, sub)
         return True
 
     async def _chained(self) -> pulling.PullResult | float:
@@ -304,31 +292,20 @@ class PullTask:
         """``_answered`` of the answer whose frame is ``data[pos:end]`` (the client connection
         offers a chained pull's plain FOUND answer so, from the read): True when read in place
         and handled; False, having done nothing, when the general path must read it (an answer
-        ``pulling.found_at`` does not take, or the task was stopped: ``_answered`` drops it).
-
-        The usual answer (messages, a subscription that takes every tag, no pull interval) is
-        read by ``found_pulled`` itself and taken as ``_found`` would, written out here: at one
-        message per pull, each Python call saved is ~2 % of the pull's CPU."""
+        ``pulling.found_at`` does not take, or the task was stopped: ``_answered`` drops it)."""
         out, chain = self._out, self._chain
         if out is None or chain is None or chain.done():
             return False
         try:
-            found = (_found_pulled(data, pos, end, MessageExt) if out[4] and _found_pulled is not None
-                     else pulling.found_at(data, pos, end, out[3]))
+            found = pulling.found_at(data, pos, end, out[3])
             if found is None:
                 return False
             self._out = None
             self._suggested_broker = found[1]
-            messages = found[2]
             if self.pq.dropped:
                 after: float | None = 0.0
-            elif messages and not self._settings.pull_interval:
-                self.next_offset = found[0]
-                self.pq.put(messages)
-                self._consume.submit(messages, self.pq, self.mq)
-                after = self._pull_next()
             else:
-                after = self._found(found[0], messages)
+                after = self._found(found[0], found[2])
                 if after == 0:
                     after = self._pull_next()
         except Exception as exc:
@@ -365,20 +342,10 @@ class PullTask:
 
     def _pull_next(self) -> float | None:
         """From an answer: the next pull sent now (None), or the delay the chain ends with (0.0
-        when only the task can go on: no route at hand, the connection not ready). ``_ready``'s
-        usual outcome (within the limits, no lock needed, subscribed) is checked here first."""
-        s, pq = self._settings, self.pq
-        ready: SubscriptionData | float | None
-        if (pq.within(s.pull_threshold_for_queue, s.pull_threshold_size_for_queue,
-                      None if self._orderly else s.consume_concurrently_max_span)
-                and (not self._needs_lock or pq.locked)):
-            ready = self._subscription(self.mq.topic)
-            if ready is None:
-                return NO_SUBSCRIPTION_DELAY
-        else:
-            ready = self._ready()
-            if ready.__class__ is float:
-                return ready
+        when only the task can go on: no route at hand, the connection not ready)."""
+        ready = self._ready()
+        if ready.__class__ is float:
+            return ready
         self._pulled_from = None
         found = self._instance.subscribe_addr(self.mq.broker_name, self._suggested_broker)
         if found is None:
