@@ -200,22 +200,10 @@ class Connection(asyncio.Protocol):
                 self._complete(lone)
             else:
                 handler = self._handlers.get(lone.code)
-                if type(handler) is not GroupedHandler:
-                    self._dispatch(lone)
-                elif handler.now is None or self._tasks or self._deferred:  # (else nothing is in flight)
+                if type(handler) is GroupedHandler:
                     self._dispatch_group(handler, commands)
-                else:  # a producer's lone send: _dispatch_group's common case, without its frame
-                    try:
-                        answers = handler.now(self, commands)
-                    except Exception as exc:
-                        answers = self._group_failed(commands, exc)
-                    transport = self._transport
-                    if answers is not None and len(answers) == 1 and type(answer := answers[0]) is bytes \
-                            and not self._outbox and not self.reading_paused and transport is not None \
-                            and not lone.flag & ONEWAY_FLAG:
-                        transport.write(answer)  # answered from a template: one write, at once
-                    else:
-                        self._answer_now(handler, commands, answers)
+                else:
+                    self._dispatch(lone)
         elif commands:
             self._dispatch_all(commands)
         if decoder.error is not None and not decoder.buffered:
@@ -564,13 +552,13 @@ class Connection(asyncio.Protocol):
             answers = now(self, requests)
         except Exception as exc:
             answers = self._group_failed(requests, exc)
-        self._answer_now(handler, requests, answers)
-
-    def _answer_now(self, handler: GroupedHandler, requests: list[RemotingCommand],
-                    answers: Sequence[grouping.Answer] | None) -> None:
-        """What ``handler.now`` gave: the answers to write, or None (nothing done: ``group`` runs)."""
-        if answers is None:
+        if answers is None:  # nothing done: ``group`` runs
             self._start(self._run_group(handler, requests), len(requests))
+            return
+        transport = self._transport
+        if len(answers) == 1 and type(answer := answers[0]) is bytes and not self._outbox \
+                and not self.reading_paused and transport is not None and not requests[0].flag & ONEWAY_FLAG:
+            transport.write(answer)  # a lone send answered from a template: one write, at once
         else:
             self._send_answers(requests, answers)
 
