@@ -40,15 +40,9 @@ static size_t slot_hash(PyTypeObject *type, PyObject *name, int writing)
 
 static Py_ssize_t looked_up_offset(PyTypeObject *type, PyObject *name, int writing)
 {
-    PyObject *descr;
-    Py_ssize_t offset;
     if (writing ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr)
         return -1;
-    descr = _PyType_Lookup(type, name);  /* borrowed; the type's method cache; sets no error */
-    offset = rq_plain_slot_offset(type, descr);
-    if (offset < 0 || !PyType_IsSubtype(type, ((PyDescrObject *)descr)->d_type))  /* (a descriptor put on another class) */
-        return -1;
-    return offset;
+    return rq_named_slot_offset(type, name);
 }
 
 /* The slot of ``name`` in obj, when obj's type holds it as a plain object slot reached by the

@@ -26,14 +26,10 @@ static PyObject *empty_args;
  * setter does once its checks pass; anything else the generic way. */
 static int set_field(PyObject *self, PyObject *name, PyObject *value)
 {
-    PyObject *descr = _PyType_Lookup(Py_TYPE(self), name);  /* borrowed; the type's lookup cache */
-    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)
-            && PyObject_TypeCheck(self, ((PyMemberDescrObject *)descr)->d_common.d_type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
-            Py_XSETREF(*(PyObject **)((char *)self + member->offset), Py_NewRef(value));
-            return 0;
-        }
+    Py_ssize_t offset = rq_named_slot_offset(Py_TYPE(self), name);
+    if (offset >= 0) {
+        Py_XSETREF(*(PyObject **)((char *)self + offset), Py_NewRef(value));
+        return 0;
     }
     return PyObject_GenericSetAttr(self, name, value);
 }
@@ -160,18 +156,6 @@ typedef struct {
 static FrozenLayout frozen_layouts[FROZEN_LAYOUTS];
 static unsigned int frozen_victim;
 
-/* The offset set_field would write ``name`` at, or -1 when it would not write a slot. */
-static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name)
-{
-    PyObject *descr = _PyType_Lookup(type, name);
-    PyMemberDef *member;
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
-            || !PyType_IsSubtype(type, ((PyMemberDescrObject *)descr)->d_common.d_type))
-        return -1;
-    member = ((PyMemberDescrObject *)descr)->d_member;
-    return member->type == T_OBJECT_EX && !(member->flags & READONLY) ? member->offset : -1;
-}
-
 /* cls's layout for this context, or NULL (too many fields, no version tag: field by field). */
 static const FrozenLayout *frozen_layout(PyObject *context, PyTypeObject *cls, PyObject *names)
 {
@@ -186,7 +170,7 @@ static const FrozenLayout *frozen_layout(PyObject *context, PyTypeObject *cls, P
             return layout;
     }
     for (Py_ssize_t i = 0; i < count; i++)
-        offsets[i] = member_offset(cls, PyTuple_GET_ITEM(names, i));
+        offsets[i] = rq_named_slot_offset(cls, PyTuple_GET_ITEM(names, i));
     tag = rq_type_tag(cls);  /* (the lookups give it a tag, unless the type has run out of them) */
     if (tag == 0)
         return NULL;

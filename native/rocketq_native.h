@@ -231,6 +231,17 @@ static inline Py_ssize_t rq_plain_slot_offset(PyTypeObject *type, PyObject *desc
     return member->offset;
 }
 
+/* ``rq_plain_slot_offset`` of ``type``'s attribute ``name`` as found through its MRO, or -1 (also
+ * for a member descriptor of another class, put on this one). Sets no error. */
+static inline Py_ssize_t rq_named_slot_offset(PyTypeObject *type, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup(type, name);  /* borrowed; the type's method cache; sets no error */
+    Py_ssize_t offset = rq_plain_slot_offset(type, descr);
+    if (offset < 0 || !PyType_IsSubtype(type, ((PyDescrObject *)descr)->d_type))
+        return -1;
+    return offset;
+}
+
 #define RQ_INT32_MIN (-2147483647LL - 1)
 #define RQ_INT32_MAX 2147483647LL
 #define RQ_INT64_MIN (-9223372036854775807LL - 1)
